@@ -1,0 +1,43 @@
+#pragma once
+/// The FDK chain, wired from its stages (RTK's FDKConeBeamReconstructionFilter in spirit):
+///   1. check the projections against the geometry and the volume against the sources,
+///   2. filter each batch of projections on CPU threads (FdkFilter: cosine and angular/Parker weights, ramp),
+///   3. backproject the batch with the chosen backend (Backprojector), reporting progress,
+///   4. read the volume back.
+/// Tested end to end against the analytic phantom in tests/test_fdk.cpp.
+#include <string>
+
+#include "glrecon/filter.h"
+#include "glrecon/geometry.h"
+#include "glrecon/image.h"
+
+namespace glrecon {
+
+struct FdkOptions {
+  FilterOptions filter;
+  std::string backend = "auto";
+  int threads = 0;          ///< CPU threads for filtering and the CPU backend (0 = all)
+  std::size_t batch = 32;   ///< projections filtered and backprojected together
+  bool progress = false;    ///< print a progress line on stderr
+};
+
+struct FdkReport {
+  std::string backend;
+  bool shortScan = false;
+  double filterSeconds = 0.0;
+  double backprojectSeconds = 0.0;
+  double totalSeconds = 0.0;
+  double voxelUpdates = 0.0;  ///< voxels x projections
+  double gigaUpdatesPerSecond() const { return backprojectSeconds > 0 ? voxelUpdates / backprojectSeconds * 1e-9 : 0.0; }
+};
+
+/// The detector layout a projection stack's header describes (origin and spacing in detector mm).
+DetectorLayout detectorLayoutOf(const Image& projections);
+
+/// Throws InputError (naming `name`) when the stack's pixel or projection count differs from the geometry's.
+void checkProjectionsMatch(const Geometry& geometry, const Image& projections, const std::string& name);
+
+Image reconstructFdk(const Geometry& geometry, const Image& projections, const VolumeGrid& grid,
+                     const FdkOptions& options, FdkReport* report = nullptr);
+
+}  // namespace glrecon

@@ -1,0 +1,65 @@
+#pragma once
+/// A 3D float image with ITK/MetaImage geometry: the world position (mm) of voxel (i,j,k) is
+/// origin + (i*spacing[0], j*spacing[1], k*spacing[2]); x varies fastest in memory.
+/// Volumes and projection stacks share this type: a stack has size (nu, nv, projections), its
+/// origin and spacing in detector millimetres for the first two axes (as RTK writes them).
+#include <array>
+#include <cstddef>
+#include <vector>
+
+#include <glm/vec3.hpp>
+
+namespace glrecon {
+
+/// The sampling of a volume: size in voxels, spacing (mm) and the world position of voxel (0,0,0).
+struct VolumeGrid {
+  std::array<int, 3> size{0, 0, 0};
+  glm::dvec3 spacing{1.0, 1.0, 1.0};
+  glm::dvec3 origin{0.0, 0.0, 0.0};
+
+  /// A grid of the given size and spacing centred on the world origin (rtkfdk's default).
+  static VolumeGrid centred(std::array<int, 3> size, glm::dvec3 spacing);
+
+  std::size_t voxelCount() const {
+    return static_cast<std::size_t>(size[0]) * size[1] * static_cast<std::size_t>(size[2]);
+  }
+  glm::dvec3 worldOf(double i, double j, double k) const {
+    return origin + glm::dvec3(i, j, k) * spacing;
+  }
+  /// Throws GeometryError when a size is not positive or a spacing is zero, negative or not finite.
+  void validate(const char* context) const;
+};
+
+struct Image {
+  std::array<int, 3> size{0, 0, 0};
+  std::array<double, 3> spacing{1.0, 1.0, 1.0};
+  std::array<double, 3> origin{0.0, 0.0, 0.0};
+  std::vector<float> data;
+
+  Image() = default;
+  Image(std::array<int, 3> size_, std::array<double, 3> spacing_, std::array<double, 3> origin_)
+      : size(size_), spacing(spacing_), origin(origin_), data(countOf(size_), 0.0f) {}
+  explicit Image(const VolumeGrid& grid)
+      : Image(grid.size, {grid.spacing.x, grid.spacing.y, grid.spacing.z},
+              {grid.origin.x, grid.origin.y, grid.origin.z}) {}
+
+  static std::size_t countOf(std::array<int, 3> s) {
+    return static_cast<std::size_t>(s[0]) * s[1] * static_cast<std::size_t>(s[2]);
+  }
+  std::size_t voxelCount() const { return countOf(size); }
+  std::size_t sliceStride() const { return static_cast<std::size_t>(size[0]) * size[1]; }
+  std::size_t index(int i, int j, int k) const {
+    return static_cast<std::size_t>(k) * sliceStride() + static_cast<std::size_t>(j) * size[0] + i;
+  }
+  float& at(int i, int j, int k) { return data[index(i, j, k)]; }
+  float at(int i, int j, int k) const { return data[index(i, j, k)]; }
+  /// Pointer to slice k (for a projection stack: projection k, nv rows of nu pixels).
+  float* slice(int k) { return data.data() + static_cast<std::size_t>(k) * sliceStride(); }
+  const float* slice(int k) const { return data.data() + static_cast<std::size_t>(k) * sliceStride(); }
+
+  VolumeGrid grid() const {
+    return VolumeGrid{size, {spacing[0], spacing[1], spacing[2]}, {origin[0], origin[1], origin[2]}};
+  }
+};
+
+}  // namespace glrecon

@@ -1,0 +1,69 @@
+#pragma once
+/// File input and output: MetaImage volumes and projection stacks, RTK geometry files, PNG slices.
+/// Every writer is atomic (a temporary file in the target directory, renamed when complete) and refuses
+/// to replace an existing file unless `overwrite` is true. Every reader reports bad input as InputError
+/// naming the file, the field, what was expected and what was found.
+#include <string>
+#include <vector>
+
+#include "glrecon/geometry.h"
+#include "glrecon/image.h"
+
+namespace glrecon {
+
+// ---- MetaImage (.mha with the data inline, .mhd + raw file) ----
+/// Reads a 2D or 3D scalar MetaImage (MET_FLOAT, MET_DOUBLE, MET_USHORT, MET_SHORT, MET_UCHAR, MET_CHAR,
+/// MET_UINT, MET_INT; either byte order; zlib-compressed or not) into float.
+Image readMetaImage(const std::string& path);
+/// Writes float32 MetaImage; `.mha` holds header and data, `.mhd` writes a `.raw` beside it.
+void writeMetaImage(const std::string& path, const Image& image, bool overwrite);
+
+/// Projections for reconstruction: one MetaImage stack (3D: nu x nv x projections), a directory of
+/// single-projection MetaImage files (taken in natural name order), or a glob pattern ("scan/p_*.mha").
+/// Every file must agree with the first on pixel count, spacing and origin.
+Image readProjectionStack(const std::string& spec);
+/// The files a projection spec names, in the order they will be read (a single file for a stack).
+std::vector<std::string> listProjectionFiles(const std::string& spec);
+
+// ---- RTK geometry XML (RTKThreeDCircularGeometry, versions 2 and 3) ----
+std::vector<CircularParams> readRtkGeometry(const std::string& path);
+void writeRtkGeometry(const std::string& path, const std::vector<CircularParams>& params, bool overwrite);
+/// The same document as text (what writeRtkGeometry stores).
+std::string formatRtkGeometry(const std::vector<CircularParams>& params);
+
+// ---- PNG slices ----
+enum class SliceAxis { X, Y, Z };
+/// Parses "x", "y" or "z".
+SliceAxis parseSliceAxis(const std::string& text);
+/// Writes the slice of `volume` at `index` along `axis` as 8-bit greyscale: values mapped linearly so that
+/// `lo` is black and `hi` white. Orientation: the slice's first in-plane axis runs left to right, the
+/// second bottom to top (y slices: x across, z up; z slices: x across, y up; x slices: z across, y up).
+void writeSlicePng(const std::string& path, const Image& volume, SliceAxis axis, int index, double lo, double hi,
+                   bool overwrite);
+/// Robust display range of a volume: the given percentiles (0..100) of its values.
+std::pair<double, double> percentileRange(const Image& volume, double lowPercent, double highPercent);
+
+// ---- atomic output ----
+/// A file written under a temporary name in the target's directory and renamed onto the target by
+/// commit(); destroyed without commit(), it removes the temporary file, so a failed run leaves no output.
+class AtomicOutput {
+ public:
+  AtomicOutput(std::string target, bool overwrite);
+  ~AtomicOutput();
+  AtomicOutput(const AtomicOutput&) = delete;
+  AtomicOutput& operator=(const AtomicOutput&) = delete;
+
+  const std::string& temporaryPath() const { return temporary_; }
+  const std::string& target() const { return target_; }
+  void commit();
+
+ private:
+  std::string target_;
+  std::string temporary_;
+  bool committed_ = false;
+};
+
+/// Throws InputError when `path` exists and overwriting was not asked for.
+void refuseToOverwrite(const std::string& path, bool overwrite);
+
+}  // namespace glrecon

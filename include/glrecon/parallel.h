@@ -1,0 +1,17 @@
+#pragma once
+/// Splitting work over CPU threads. Work items are handed out dynamically in chunks, so uneven items
+/// (detector rows that miss the phantom, slices outside the field of view) still balance.
+#include <cstddef>
+#include <functional>
+
+namespace glrecon {
+
+/// Threads to use for `requested` (0 = all hardware threads).
+int resolveThreadCount(int requested);
+
+/// Calls body(begin, end) over [0, count) in chunks of at most `chunk` items on `threads` threads
+/// (0 = all). The first exception thrown by any chunk is rethrown once all threads stop.
+void parallelFor(std::size_t count, std::size_t chunk, int threads,
+                 const std::function<void(std::size_t begin, std::size_t end)>& body);
+
+}  // namespace glrecon

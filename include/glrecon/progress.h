@@ -1,0 +1,29 @@
+#pragma once
+/// A progress line for long work: "label  done/total  rate items/s  ETA", redrawn in place on a terminal
+/// and printed every few seconds (one line each) when stderr is a file or pipe.
+#include <chrono>
+#include <cstddef>
+#include <cstdio>
+#include <string>
+
+namespace glrecon {
+
+class Progress {
+ public:
+  Progress(std::string label, std::size_t total, std::string unit = "proj", bool enabled = true, std::FILE* out = stderr);
+  void update(std::size_t done);
+  /// Prints the final line with the total time and mean rate.
+  void finish();
+  double elapsedSeconds() const;
+
+ private:
+  void print(std::size_t done, bool final);
+  std::string label_, unit_;
+  std::size_t total_;
+  bool enabled_, terminal_;
+  std::FILE* out_;
+  std::chrono::steady_clock::time_point start_, lastPrint_;
+  bool finished_ = false;
+};
+
+}  // namespace glrecon

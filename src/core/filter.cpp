@@ -1,0 +1,227 @@
+#include "glrecon/filter.h"
+
+#include <fftw3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <numbers>
+
+#include <glm/geometric.hpp>
+
+#include "glrecon/error.h"
+
+namespace glrecon {
+namespace {
+
+constexpr double kPi = std::numbers::pi;
+
+std::mutex& plannerMutex() {
+  static std::mutex m;
+  return m;
+}
+
+struct FftwDeleter {
+  void operator()(void* p) const { fftwf_free(p); }
+};
+template <typename T>
+using FftwBuffer = std::unique_ptr<T[], FftwDeleter>;
+
+double windowAt(RampWindow window, double x) {
+  // x = frequency / cut-off frequency, in [0, 1].
+  switch (window) {
+    case RampWindow::RamLak: return 1.0;
+    case RampWindow::SheppLogan: return x == 0.0 ? 1.0 : std::sin(kPi * x / 2) / (kPi * x / 2);
+    case RampWindow::Cosine: return std::cos(kPi * x / 2);
+    case RampWindow::Hamming: return 0.54 + 0.46 * std::cos(kPi * x);
+    case RampWindow::Hann: return 0.5 + 0.5 * std::cos(kPi * x);
+  }
+  return 1.0;
+}
+
+double wrapAngle(double a) {
+  a = std::fmod(a, 2 * kPi);
+  return a < 0 ? a + 2 * kPi : a;
+}
+
+}  // namespace
+
+RampWindow parseRampWindow(const std::string& name) {
+  if (name == "ram-lak" || name == "ramlak") return RampWindow::RamLak;
+  if (name == "shepp-logan") return RampWindow::SheppLogan;
+  if (name == "cosine") return RampWindow::Cosine;
+  if (name == "hamming") return RampWindow::Hamming;
+  if (name == "hann") return RampWindow::Hann;
+  throw UsageError("--filter: expected ram-lak, shepp-logan, cosine, hamming or hann, found '" + name + "'");
+}
+
+const char* rampWindowName(RampWindow window) {
+  switch (window) {
+    case RampWindow::RamLak: return "ram-lak";
+    case RampWindow::SheppLogan: return "shepp-logan";
+    case RampWindow::Cosine: return "cosine";
+    case RampWindow::Hamming: return "hamming";
+    case RampWindow::Hann: return "hann";
+  }
+  return "?";
+}
+
+struct RampFilter::Plans {
+  fftwf_plan forward = nullptr;
+  fftwf_plan inverse = nullptr;
+  ~Plans() {
+    std::lock_guard lock(plannerMutex());
+    if (forward) fftwf_destroy_plan(forward);
+    if (inverse) fftwf_destroy_plan(inverse);
+  }
+};
+
+double RampFilter::ramLakKernel(long n) {
+  if (n == 0) return 0.25;
+  if (n % 2 == 0) return 0.0;
+  return -1.0 / (kPi * kPi * static_cast<double>(n) * static_cast<double>(n));
+}
+
+int RampFilter::fftFriendlyLength(int minimum) {
+  for (int n = std::max(minimum, 2);; ++n) {
+    int r = n;
+    for (int p : {2, 3, 5, 7, 11, 13})
+      while (r % p == 0) r /= p;
+    if (r == 1) return n;
+  }
+}
+
+RampFilter::RampFilter(int width, RampWindow window, double cutoff)
+    : width_(width), padded_(fftFriendlyLength(2 * width)), plans_(std::make_unique<Plans>()) {
+  if (width < 1) throw UsageError("ramp filter: detector width: expected at least 1 pixel");
+  if (!(cutoff > 0.0 && cutoff <= 1.0))
+    throw UsageError("--cutoff: expected a fraction of the Nyquist frequency in (0, 1], found " + std::to_string(cutoff));
+  // Spectrum of the spatial kernel on the padded circle, in double: H[k] = sum_n h(n) cos(2 pi k n / N),
+  // n over one period (-N/2, N/2]. Real because the kernel is even.
+  const int n = padded_, bins = n / 2 + 1;
+  response_.assign(bins, 0.0);
+  for (int k = 0; k < bins; ++k) {
+    double sum = ramLakKernel(0);
+    for (long m = 1; m < (n + 1) / 2; m += 2) sum += 2.0 * ramLakKernel(m) * std::cos(2 * kPi * k * m / n);
+    if (n % 2 == 0 && (n / 2) % 2 == 1) sum += ramLakKernel(n / 2) * std::cos(kPi * k);
+    const double x = (static_cast<double>(k) / n) / (0.5 * cutoff);
+    response_[k] = x > 1.0 ? 0.0 : sum * windowAt(window, x);
+  }
+  FftwBuffer<float> real(static_cast<float*>(fftwf_malloc(sizeof(float) * n)));
+  FftwBuffer<fftwf_complex> spectrum(static_cast<fftwf_complex*>(fftwf_malloc(sizeof(fftwf_complex) * bins)));
+  std::lock_guard lock(plannerMutex());
+  plans_->forward = fftwf_plan_dft_r2c_1d(n, real.get(), spectrum.get(), FFTW_ESTIMATE);
+  plans_->inverse = fftwf_plan_dft_c2r_1d(n, spectrum.get(), real.get(), FFTW_ESTIMATE);
+  if (!plans_->forward || !plans_->inverse) throw std::runtime_error("FFTW could not plan a transform of length " + std::to_string(n));
+}
+
+RampFilter::~RampFilter() = default;
+
+void RampFilter::filterRows(float* rows, int count) const {
+  const int n = padded_, bins = n / 2 + 1;
+  // fftwf_malloc gives the alignment the plans were made with, so the new-array execute calls are valid.
+  FftwBuffer<float> real(static_cast<float*>(fftwf_malloc(sizeof(float) * n)));
+  FftwBuffer<fftwf_complex> spectrum(static_cast<fftwf_complex*>(fftwf_malloc(sizeof(fftwf_complex) * bins)));
+  const double normalisation = 1.0 / n;
+  for (int r = 0; r < count; ++r) {
+    float* row = rows + static_cast<std::size_t>(r) * width_;
+    std::copy(row, row + width_, real.get());
+    std::fill(real.get() + width_, real.get() + n, 0.0f);
+    fftwf_execute_dft_r2c(plans_->forward, real.get(), spectrum.get());
+    for (int k = 0; k < bins; ++k) {
+      const float g = static_cast<float>(response_[k] * normalisation);
+      spectrum[k][0] *= g;
+      spectrum[k][1] *= g;
+    }
+    fftwf_execute_dft_c2r(plans_->inverse, spectrum.get(), real.get());
+    std::copy(real.get(), real.get() + width_, row);
+  }
+}
+
+FdkFilter::FdkFilter(const Geometry& geometry, const FilterOptions& options)
+    : geometry_(geometry), ramp_(geometry.detector.nu, options.window, options.cutoff) {
+  geometry.validate("FDK filter");
+  angles_ = geometry.sourceAngles();
+  const std::size_t count = angles_.size();
+  gaps_.assign(count, 2 * kPi);
+  range_ = 2 * kPi;
+  if (count < 2) return;
+
+  // Sort by angle; gap[i] = half the angular distance between the previous and the next projection.
+  std::vector<std::size_t> order(count);
+  for (std::size_t i = 0; i < count; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return angles_[a] < angles_[b]; });
+  std::vector<double> next(count);  // angular distance from sorted position s to s+1 (cyclic)
+  for (std::size_t s = 0; s < count; ++s)
+    next[s] = wrapAngle(angles_[order[(s + 1) % count]] - angles_[order[s]]);
+  if (count == 1 || std::all_of(next.begin(), next.end(), [](double g) { return g == 0.0; })) return;
+  std::vector<double> sortedGaps = next;
+  std::nth_element(sortedGaps.begin(), sortedGaps.begin() + count / 2, sortedGaps.end());
+  const double median = sortedGaps[count / 2];
+  const std::size_t hole = static_cast<std::size_t>(std::max_element(next.begin(), next.end()) - next.begin());
+  // A gap more than twice the typical one is the unscanned part of a short scan. The projections at its
+  // edges get the typical gap there (Parker's weight is near zero at the ends anyway).
+  const bool partial = next[hole] > 2.0 * median;
+  if (partial) {
+    range_ = 2 * kPi - next[hole];
+    start_ = angles_[order[(hole + 1) % count]];
+    next[hole] = median;
+  }
+  for (std::size_t s = 0; s < count; ++s) gaps_[order[s]] = 0.5 * (next[s] + next[(s + count - 1) % count]);
+
+  if (partial && options.shortScan) {
+    shortScan_ = true;
+    delta_ = 0.5 * (range_ - kPi);
+    if (delta_ < 0)
+      throw GeometryError("FDK filter: scan range: expected at least 180 degrees for a short scan, found " +
+                          std::to_string(range_ * 180 / kPi) + " degrees");
+  }
+}
+
+double FdkFilter::fanAngle(std::size_t view, double u) const {
+  // Parker's formulas pair ray (beta, gamma) with (beta + pi + 2 gamma, -gamma), beta increasing with the
+  // gantry angle. In RTK's frame the tangent of the source circle is t = (cos a, 0, -sin a), and a ray whose
+  // detector point lies at +d along t from the piercing point is paired with (a + pi - 2 atan(d/SDD)), so
+  // Parker's gamma is -atan(d / SDD).
+  const ProjectionVectors& v = geometry_.views[view];
+  const auto pierce = v.piercingPoint();
+  const double a = angles_[view];
+  const glm::dvec3 t(std::cos(a), 0.0, -std::sin(a));
+  const double d = glm::dot(v.uStep, t) * (u - pierce[0]);  // along the row through the piercing point
+  return -std::atan(d / v.sourceToDetector());
+}
+
+double FdkFilter::parkerWeight(std::size_t view, double gamma) const {
+  if (!shortScan_) return 1.0;
+  const double beta = wrapAngle(angles_[view] - start_);
+  const double delta = delta_;
+  auto sq = [](double x) { return x * x; };
+  if (beta < 2 * (delta - gamma)) return sq(std::sin(kPi / 4 * beta / (delta - gamma)));
+  if (beta <= kPi - 2 * gamma) return 1.0;
+  if (beta <= kPi + 2 * delta + 1e-9) return sq(std::sin(kPi / 4 * std::max(0.0, kPi + 2 * delta - beta) / (delta + gamma)));
+  return 0.0;
+}
+
+void FdkFilter::apply(std::size_t view, float* projection) const {
+  const ProjectionVectors& v = geometry_.views[view];
+  const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
+  const double sdd = v.sourceToDetector();
+  // Ramp at the isocentre: pixel spacing demagnified to the isocentre plane; 1/spacing scales the unit kernel.
+  const double isoSpacing = glm::length(v.uStep) * v.sourceToIsocentre() / sdd;
+  // Full scan: every ray is measured twice, hence the 1/2; Parker's weights already sum to one per ray pair.
+  const double angular = shortScan_ ? gaps_[view] : 0.5 * gaps_[view];
+  const double scale = angular / isoSpacing;
+  std::vector<double> parker(nu, 1.0);
+  if (shortScan_)
+    for (int u = 0; u < nu; ++u) parker[u] = parkerWeight(view, fanAngle(view, u));
+  for (int row = 0; row < nv; ++row) {
+    float* p = projection + static_cast<std::size_t>(row) * nu;
+    for (int u = 0; u < nu; ++u) {
+      const double distance = glm::length(v.detectorPoint(u, row) - v.source);
+      p[u] = static_cast<float>(p[u] * (sdd / distance) * parker[u] * scale);
+    }
+  }
+  ramp_.filterRows(projection, nv);
+}
+
+}  // namespace glrecon

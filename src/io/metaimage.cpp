@@ -1,0 +1,280 @@
+// MetaImage (ITK's .mha/.mhd), the format RTK, 3D Slicer, ITK-SNAP, ParaView and Fiji all read.
+#include <zlib.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "glrecon/error.h"
+#include "glrecon/io.h"
+
+namespace glrecon {
+namespace fs = std::filesystem;
+static_assert(std::endian::native == std::endian::little, "MetaImage I/O assumes a little-endian host");
+
+namespace {
+
+struct ElementType {
+  int bytes;
+  void (*toFloat)(const unsigned char* in, std::size_t count, float* out, bool swap);
+};
+
+template <typename T>
+void convert(const unsigned char* in, std::size_t count, float* out, bool swap) {
+  for (std::size_t i = 0; i < count; ++i) {
+    unsigned char raw[sizeof(T)];
+    std::memcpy(raw, in + i * sizeof(T), sizeof(T));
+    if (swap) std::reverse(raw, raw + sizeof(T));
+    T value;
+    std::memcpy(&value, raw, sizeof(T));
+    out[i] = static_cast<float>(value);
+  }
+}
+
+const std::map<std::string, ElementType>& elementTypes() {
+  static const std::map<std::string, ElementType> types = {
+      {"MET_FLOAT", {4, convert<float>}},          {"MET_DOUBLE", {8, convert<double>}},
+      {"MET_USHORT", {2, convert<std::uint16_t>}}, {"MET_SHORT", {2, convert<std::int16_t>}},
+      {"MET_UCHAR", {1, convert<std::uint8_t>}},   {"MET_CHAR", {1, convert<std::int8_t>}},
+      {"MET_UINT", {4, convert<std::uint32_t>}},   {"MET_INT", {4, convert<std::int32_t>}},
+  };
+  return types;
+}
+
+std::string trim(const std::string& s) {
+  const auto first = s.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return "";
+  return s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+std::vector<double> numbers(const std::string& path, const std::string& key, const std::string& value,
+                            std::size_t expected) {
+  std::istringstream in(value);
+  std::vector<double> result;
+  double v;
+  while (in >> v) result.push_back(v);
+  in.clear();
+  std::string rest;
+  if ((in >> rest) || result.size() != expected || !std::all_of(result.begin(), result.end(), [](double x) {
+        return std::isfinite(x);
+      }))
+    throwInputError(path, key, std::to_string(expected) + " finite numbers", "'" + value + "'");
+  return result;
+}
+
+bool parseBool(const std::string& path, const std::string& key, const std::string& value) {
+  std::string v = value;
+  std::transform(v.begin(), v.end(), v.begin(), ::tolower);
+  if (v == "true" || v == "1") return true;
+  if (v == "false" || v == "0") return false;
+  throwInputError(path, key, "True or False", "'" + value + "'");
+}
+
+std::vector<unsigned char> inflateAll(const std::string& path, const std::vector<unsigned char>& compressed,
+                                      std::size_t expected) {
+  std::vector<unsigned char> out(expected);
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 32) != Z_OK) throwInputError(path, "CompressedData", "zlib data", "zlib init failure");
+  z.next_in = const_cast<unsigned char*>(compressed.data());
+  z.avail_in = static_cast<uInt>(compressed.size());
+  z.next_out = out.data();
+  z.avail_out = static_cast<uInt>(expected);
+  const int status = inflate(&z, Z_FINISH);
+  const std::size_t produced = expected - z.avail_out;
+  inflateEnd(&z);
+  if (status != Z_STREAM_END || produced != expected)
+    throwInputError(path, "compressed data", std::to_string(expected) + " bytes after decompression",
+                    std::to_string(produced) + " bytes (" + (z.msg ? z.msg : "truncated or corrupt stream") + ")");
+  return out;
+}
+
+}  // namespace
+
+Image readMetaImage(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throwInputError(path, "file", "a readable MetaImage file (.mha or .mhd)", "no such readable file");
+
+  std::map<std::string, std::string> header;
+  std::string line;
+  bool sawDataFile = false;
+  while (std::getline(file, line)) {
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) {
+      if (trim(line).empty()) continue;
+      throwInputError(path, "header line", "'Key = Value'", "'" + trim(line).substr(0, 60) + "'");
+    }
+    const std::string key = trim(line.substr(0, eq));
+    header[key] = trim(line.substr(eq + 1));
+    if (key == "ElementDataFile") {
+      sawDataFile = true;
+      break;
+    }
+  }
+  if (!sawDataFile) throwInputError(path, "ElementDataFile", "a header ending with ElementDataFile", "none");
+  const std::streamoff dataStart = file.tellg();
+
+  auto get = [&](const std::string& key) -> const std::string* {
+    auto it = header.find(key);
+    return it == header.end() ? nullptr : &it->second;
+  };
+  if (const std::string* type = get("ObjectType"); type && *type != "Image")
+    throwInputError(path, "ObjectType", "Image", *type);
+  const std::string* ndimsText = get("NDims");
+  if (!ndimsText) throwInputError(path, "NDims", "2 or 3", "no NDims");
+  const auto ndimsValue = numbers(path, "NDims", *ndimsText, 1)[0];
+  if (ndimsValue != 2 && ndimsValue != 3) throwInputError(path, "NDims", "2 or 3", *ndimsText);
+  const std::size_t ndims = static_cast<std::size_t>(ndimsValue);
+
+  const std::string* dimText = get("DimSize");
+  if (!dimText) throwInputError(path, "DimSize", std::to_string(ndims) + " positive integers", "no DimSize");
+  const auto dims = numbers(path, "DimSize", *dimText, ndims);
+  Image image;
+  for (std::size_t a = 0; a < 3; ++a) {
+    const double d = a < ndims ? dims[a] : 1.0;
+    if (d < 1 || d != std::floor(d) || d > 1e6)
+      throwInputError(path, "DimSize", "positive integers", "'" + *dimText + "'");
+    image.size[a] = static_cast<int>(d);
+  }
+  const std::string* spacingText = get("ElementSpacing");
+  if (!spacingText) spacingText = get("ElementSize");
+  if (spacingText) {
+    const auto s = numbers(path, "ElementSpacing", *spacingText, ndims);
+    for (std::size_t a = 0; a < ndims; ++a) image.spacing[a] = s[a];
+  }
+  for (const char* key : {"Offset", "Origin", "Position"})
+    if (const std::string* o = get(key)) {
+      const auto v = numbers(path, key, *o, ndims);
+      for (std::size_t a = 0; a < ndims; ++a) image.origin[a] = v[a];
+      break;
+    }
+  for (const char* key : {"TransformMatrix", "Rotation", "Orientation"})
+    if (const std::string* m = get(key)) {
+      const auto v = numbers(path, key, *m, ndims * ndims);
+      for (std::size_t r = 0; r < ndims; ++r)
+        for (std::size_t c = 0; c < ndims; ++c)
+          if (std::abs(v[r * ndims + c] - (r == c ? 1.0 : 0.0)) > 1e-6)
+            throwInputError(path, key, "the identity direction (rotated image grids are not supported)",
+                            "'" + *m + "'");
+      break;
+    }
+  if (const std::string* channels = get("ElementNumberOfChannels"); channels && trim(*channels) != "1")
+    throwInputError(path, "ElementNumberOfChannels", "1 (a scalar image)", *channels);
+  if (const std::string* binary = get("BinaryData"); binary && !parseBool(path, "BinaryData", *binary))
+    throwInputError(path, "BinaryData", "True (ASCII pixel data is not supported)", *binary);
+  bool bigEndian = false;
+  for (const char* key : {"BinaryDataByteOrderMSB", "ElementByteOrderMSB"})
+    if (const std::string* msb = get(key)) bigEndian = parseBool(path, key, *msb);
+  const bool compressed = get("CompressedData") && parseBool(path, "CompressedData", *get("CompressedData"));
+
+  const std::string* typeText = get("ElementType");
+  if (!typeText) throwInputError(path, "ElementType", "an element type such as MET_FLOAT", "no ElementType");
+  const auto typeIt = elementTypes().find(*typeText);
+  if (typeIt == elementTypes().end())
+    throwInputError(path, "ElementType",
+                    "one of MET_FLOAT, MET_DOUBLE, MET_USHORT, MET_SHORT, MET_UCHAR, MET_CHAR, MET_UINT, MET_INT",
+                    "'" + *typeText + "'");
+  const ElementType type = typeIt->second;
+  const std::size_t count = image.voxelCount();
+  const std::size_t bytes = count * type.bytes;
+
+  // Locate the pixel bytes: after the header (LOCAL) or in a separate file.
+  const std::string& dataFile = header["ElementDataFile"];
+  std::string dataPath = path;
+  std::streamoff offset = dataStart;
+  if (dataFile != "LOCAL") {
+    if (dataFile == "LIST" || dataFile.find('%') != std::string::npos)
+      throwInputError(path, "ElementDataFile", "LOCAL or one data file name", "'" + dataFile + "'");
+    const fs::path p(dataFile);
+    dataPath = p.is_absolute() ? dataFile : (fs::path(path).parent_path() / p).string();
+    offset = 0;
+    if (const std::string* hs = get("HeaderSize")) offset = static_cast<std::streamoff>(numbers(path, "HeaderSize", *hs, 1)[0]);
+  }
+  std::ifstream data(dataPath, std::ios::binary);
+  if (!data) throwInputError(path, "ElementDataFile", "a readable data file", "'" + dataPath + "' cannot be opened");
+  data.seekg(0, std::ios::end);
+  const std::streamoff fileSize = data.tellg();
+  if (offset < 0) offset = fileSize - static_cast<std::streamoff>(bytes);  // HeaderSize = -1: data at the end.
+
+  std::vector<unsigned char> raw;
+  if (compressed) {
+    std::streamoff available = fileSize - offset;
+    if (const std::string* cs = get("CompressedDataSize")) {
+      const auto declared = static_cast<std::streamoff>(numbers(path, "CompressedDataSize", *cs, 1)[0]);
+      if (declared > available)
+        throwInputError(dataPath, "CompressedDataSize", std::to_string(declared) + " bytes of compressed data",
+                        std::to_string(available) + " bytes (the file is truncated)");
+      available = declared;
+    }
+    std::vector<unsigned char> packed(static_cast<std::size_t>(std::max<std::streamoff>(available, 0)));
+    data.seekg(offset);
+    data.read(reinterpret_cast<char*>(packed.data()), static_cast<std::streamsize>(packed.size()));
+    raw = inflateAll(dataPath, packed, bytes);
+  } else {
+    const std::streamoff available = fileSize - offset;
+    if (available != static_cast<std::streamoff>(bytes))
+      throwInputError(dataPath, "pixel data",
+                      std::to_string(bytes) + " bytes for DimSize " + *dimText + " of " + *typeText,
+                      std::to_string(available) + " bytes" +
+                          (available < static_cast<std::streamoff>(bytes) ? " (the file is truncated)"
+                                                                          : " (the header disagrees with the data)"));
+    raw.resize(bytes);
+    data.seekg(offset);
+    data.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(bytes));
+    if (data.gcount() != static_cast<std::streamsize>(bytes))
+      throwInputError(dataPath, "pixel data", std::to_string(bytes) + " bytes", "a read error");
+  }
+  image.data.resize(count);
+  type.toFloat(raw.data(), count, image.data.data(), bigEndian);
+  return image;
+}
+
+void writeMetaImage(const std::string& path, const Image& image, bool overwrite) {
+  const fs::path target(path);
+  std::string extension = target.extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(), ::tolower);
+  if (extension != ".mha" && extension != ".mhd")
+    throwInputError(path, "output file name", "a name ending in .mha or .mhd", "'" + target.extension().string() + "'");
+  if (image.data.size() != image.voxelCount())
+    throw std::logic_error("writeMetaImage: image data does not match its size");
+
+  const bool detached = extension == ".mhd";
+  const std::string rawPath = detached ? fs::path(target).replace_extension(".raw").string() : "";
+  std::ostringstream header;
+  header.precision(17);
+  header << "ObjectType = Image\nNDims = 3\nBinaryData = True\nBinaryDataByteOrderMSB = False\n"
+         << "CompressedData = False\nTransformMatrix = 1 0 0 0 1 0 0 0 1\n"
+         << "Offset = " << image.origin[0] << ' ' << image.origin[1] << ' ' << image.origin[2] << '\n'
+         << "CenterOfRotation = 0 0 0\nAnatomicalOrientation = RAI\n"
+         << "ElementSpacing = " << image.spacing[0] << ' ' << image.spacing[1] << ' ' << image.spacing[2] << '\n'
+         << "DimSize = " << image.size[0] << ' ' << image.size[1] << ' ' << image.size[2] << '\n'
+         << "ElementType = MET_FLOAT\n"
+         << "ElementDataFile = " << (detached ? fs::path(rawPath).filename().string() : "LOCAL") << '\n';
+
+  const auto writeBytes = [&](const std::string& file, bool withHeader, bool withData) {
+    std::ofstream out(file, std::ios::binary);
+    if (withHeader) out << header.str();
+    if (withData)
+      out.write(reinterpret_cast<const char*>(image.data.data()),
+                static_cast<std::streamsize>(image.data.size() * sizeof(float)));
+    if (!out.flush()) throwInputError(path, "output", "a writable file with enough space", "a write error");
+  };
+  if (detached) {
+    AtomicOutput raw(rawPath, overwrite);
+    AtomicOutput mhd(path, overwrite);
+    writeBytes(raw.temporaryPath(), false, true);
+    writeBytes(mhd.temporaryPath(), true, false);
+    raw.commit();
+    mhd.commit();
+  } else {
+    AtomicOutput mha(path, overwrite);
+    writeBytes(mha.temporaryPath(), true, true);
+    mha.commit();
+  }
+}
+
+}  // namespace glrecon

@@ -1,0 +1,103 @@
+#include <glob.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+
+#include "glrecon/error.h"
+#include "glrecon/io.h"
+
+namespace glrecon {
+namespace fs = std::filesystem;
+namespace {
+
+// "p_2.mha" before "p_10.mha": digit runs compare by value, as scanner software numbers its files.
+bool naturalLess(const std::string& a, const std::string& b) {
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+      std::size_t ei = i, ej = j;
+      while (ei < a.size() && std::isdigit(static_cast<unsigned char>(a[ei]))) ++ei;
+      while (ej < b.size() && std::isdigit(static_cast<unsigned char>(b[ej]))) ++ej;
+      const std::string na = a.substr(i, ei - i), nb = b.substr(j, ej - j);
+      const auto strip = [](const std::string& s) { return s.substr(std::min(s.find_first_not_of('0'), s.size())); };
+      const std::string sa = strip(na), sb = strip(nb);
+      if (sa.size() != sb.size()) return sa.size() < sb.size();
+      if (sa != sb) return sa < sb;
+      i = ei;
+      j = ej;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+bool isMetaImage(const fs::path& p) {
+  std::string e = p.extension().string();
+  std::transform(e.begin(), e.end(), e.begin(), ::tolower);
+  return e == ".mha" || e == ".mhd";
+}
+
+}  // namespace
+
+std::vector<std::string> listProjectionFiles(const std::string& spec) {
+  std::vector<std::string> files;
+  if (fs::is_directory(spec)) {
+    for (const auto& entry : fs::directory_iterator(spec))
+      if (entry.is_regular_file() && isMetaImage(entry.path())) files.push_back(entry.path().string());
+    if (files.empty()) throwInputError(spec, "projections", "a directory holding .mha or .mhd files", "none");
+  } else if (spec.find_first_of("*?[") != std::string::npos) {
+    glob_t matches{};
+    const int status = ::glob(spec.c_str(), 0, nullptr, &matches);
+    for (std::size_t i = 0; status == 0 && i < matches.gl_pathc; ++i) files.emplace_back(matches.gl_pathv[i]);
+    globfree(&matches);
+    if (files.empty()) throwInputError(spec, "projections", "a pattern matching projection files", "no match");
+  } else {
+    if (!fs::exists(spec)) throwInputError(spec, "projections", "an existing file, directory or glob", "no such path");
+    return {spec};
+  }
+  std::sort(files.begin(), files.end(), [](const std::string& a, const std::string& b) {
+    return naturalLess(fs::path(a).filename().string(), fs::path(b).filename().string());
+  });
+  return files;
+}
+
+Image readProjectionStack(const std::string& spec) {
+  const std::vector<std::string> files = listProjectionFiles(spec);
+  Image stack;
+  for (std::size_t f = 0; f < files.size(); ++f) {
+    Image part = readMetaImage(files[f]);
+    if (f == 0) {
+      stack = std::move(part);
+    } else {
+      const auto same = [](double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(a)); };
+      if (part.size[0] != stack.size[0] || part.size[1] != stack.size[1])
+        throwInputError(files[f], "DimSize",
+                        std::to_string(stack.size[0]) + " x " + std::to_string(stack.size[1]) + " pixels as in " + files[0],
+                        std::to_string(part.size[0]) + " x " + std::to_string(part.size[1]));
+      if (!same(part.spacing[0], stack.spacing[0]) || !same(part.spacing[1], stack.spacing[1]) ||
+          !same(part.origin[0], stack.origin[0]) || !same(part.origin[1], stack.origin[1]))
+        throwInputError(files[f], "ElementSpacing/Offset", "the detector spacing and origin of " + files[0],
+                        "a different detector layout");
+      stack.data.insert(stack.data.end(), part.data.begin(), part.data.end());
+      stack.size[2] += part.size[2];
+    }
+  }
+  // A NaN or infinity would spread through the ramp filter over a whole detector row: refuse it here.
+  const std::size_t perProjection = stack.sliceStride();
+  for (std::size_t i = 0; i < stack.data.size(); ++i)
+    if (!std::isfinite(stack.data[i])) {
+      const std::size_t p = i / perProjection, pixel = i % perProjection;
+      throwInputError(files.size() == 1 ? files[0] : files[std::min(p, files.size() - 1)],
+                      "projection " + std::to_string(p) + " pixel (" + std::to_string(pixel % stack.size[0]) + ", " +
+                          std::to_string(pixel / stack.size[0]) + ")",
+                      "a finite value", std::isnan(stack.data[i]) ? "NaN" : "infinity");
+    }
+  return stack;
+}
+
+}  // namespace glrecon
