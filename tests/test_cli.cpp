@@ -1,1 +1,168 @@
+// The command-line tool as a user runs it: exit codes, error text, outputs left (or not) behind.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "glrecon/io.h"
+#include "test_support.h"
+
+namespace glrecon {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int exitCode;
+  std::string output;  // stdout and stderr together
+};
+
+CliRun glrecon(const fs::path& dir, const std::string& arguments) {
+  const fs::path log = dir / "cli.log";
+  const std::string command = std::string("cd '") + dir.string() + "' && '" + GLRECON_CLI_PATH + "' " + arguments + " > '" +
+                              log.string() + "' 2>&1";
+  const int status = std::system(command.c_str());
+  return CliRun{WIFEXITED(status) ? WEXITSTATUS(status) : -1, test::readText(log)};
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A small scan every test can reconstruct in well under a second.
+const std::string kSmallScan = "phantom -o scan --projections 60 --detector 64 --detector-spacing 8 -q";
+
+TEST(Cli, PhantomThenFdkReconstructsInWorldCoordinates) {
+  const auto dir = test::scratchDir();
+  ASSERT_EQ(glrecon(dir, kSmallScan).exitCode, 0);
+  EXPECT_TRUE(fs::exists(dir / "scan" / "geometry.xml"));
+  const CliRun r = glrecon(dir, "fdk -g scan/geometry.xml -p scan/projections.mha -o v.mha --size 32 --spacing 8 --slices png");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "backend cpu")) << r.output;
+  EXPECT_TRUE(contains(r.output, "G voxel-updates/s")) << r.output;
+  const Image v = readMetaImage((dir / "v.mha").string());
+  EXPECT_EQ(v.size, (std::array<int, 3>{32, 32, 32}));
+  EXPECT_DOUBLE_EQ(v.origin[0], -124.0);  // centred: -(32 - 1) / 2 * 8
+  // The voxel nearest the world origin lies in the phantom's brain (1.02); 60 views of 8 mm pixels
+  // blur it, so 10% rather than the 2% of the finer tests in test_fdk.cpp.
+  EXPECT_NEAR(v.at(16, 16, 16), 1.02, 0.1);
+  for (const char* png : {"png/v_axial.png", "png/v_coronal.png", "png/v_sagittal.png"}) EXPECT_TRUE(fs::exists(dir / png));
+}
+
+TEST(Cli, HelpAndUsageErrors) {
+  const auto dir = test::scratchDir();
+  for (const char* sub : {"phantom", "fdk", "demo"}) {
+    const CliRun r = glrecon(dir, std::string(sub) + " --help");
+    EXPECT_EQ(r.exitCode, 0) << sub;
+    EXPECT_TRUE(contains(r.output, "--output")) << r.output;
+  }
+  EXPECT_TRUE(contains(glrecon(dir, "fdk --help").output, "--geometry"));
+  EXPECT_EQ(glrecon(dir, "").exitCode, 2);
+  EXPECT_EQ(glrecon(dir, "fdk --no-such-option").exitCode, 2);
+  const CliRun missing = glrecon(dir, "fdk -p p.mha -o v.mha");
+  EXPECT_EQ(missing.exitCode, 2);
+  EXPECT_TRUE(contains(missing.output, "--geometry")) << missing.output;
+  const CliRun size = glrecon(dir, "fdk -g g.xml -p p.mha -o v.mha --size 32,x,3");
+  EXPECT_EQ(size.exitCode, 2);
+  EXPECT_TRUE(contains(size.output, "--size")) << size.output;
+  const CliRun backend = glrecon(dir, "fdk -g g.xml -p p.mha -o v.mha --backend vulkan");
+  EXPECT_NE(backend.exitCode, 0);
+}
+
+TEST(Cli, BadInputFailsWithItsNameAndLeavesNoOutput) {
+  const auto dir = test::scratchDir();
+  ASSERT_EQ(glrecon(dir, kSmallScan).exitCode, 0);
+  // Truncate the projections: the header promises more bytes than the file holds.
+  const fs::path projections = dir / "scan" / "projections.mha";
+  fs::copy_file(projections, dir / "truncated.mha");
+  fs::resize_file(dir / "truncated.mha", fs::file_size(projections) - 1000);
+  CliRun r = glrecon(dir, "fdk -g scan/geometry.xml -p truncated.mha -o v.mha --size 16 --spacing 16");
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_TRUE(contains(r.output, "truncated.mha") && contains(r.output, "truncated")) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "v.mha"));
+
+  // A geometry with an element RTK does not define.
+  std::string xml = test::readText(dir / "scan" / "geometry.xml");
+  xml.insert(xml.find("<Projection>"), "  <Gantry>1</Gantry>\n");
+  test::writeText(dir / "bad.xml", xml);
+  r = glrecon(dir, "fdk -g bad.xml -p scan/projections.mha -o v.mha --size 16 --spacing 16");
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_TRUE(contains(r.output, "bad.xml") && contains(r.output, "<Gantry>")) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "v.mha"));
+
+  // Fewer projections than the geometry describes.
+  ASSERT_EQ(glrecon(dir, "phantom -o other --projections 30 --detector 64 --detector-spacing 8 -q").exitCode, 0);
+  r = glrecon(dir, "fdk -g scan/geometry.xml -p other/projections.mha -o v.mha --size 16 --spacing 16");
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_TRUE(contains(r.output, "number of projections") && contains(r.output, "60")) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "v.mha"));
+
+  // A volume so large it reaches behind the source.
+  r = glrecon(dir, "fdk -g scan/geometry.xml -p scan/projections.mha -o v.mha --size 64 --spacing 40");
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_TRUE(contains(r.output, "behind the source")) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "v.mha"));
+
+  // Only the expected files remain: no temporary files from the failed runs.
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
+  EXPECT_EQ(entries, 5u);  // scan/, other/, truncated.mha, bad.xml, cli.log
+}
+
+TEST(Cli, ExistingOutputIsKeptUnlessOverwriteIsAsked) {
+  const auto dir = test::scratchDir();
+  ASSERT_EQ(glrecon(dir, kSmallScan).exitCode, 0);
+  test::writeText(dir / "v.mha", "precious");
+  const std::string fdk = "fdk -g scan/geometry.xml -p scan/projections.mha -o v.mha --size 16 --spacing 16 -q";
+  const CliRun r = glrecon(dir, fdk);
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_TRUE(contains(r.output, "--overwrite")) << r.output;
+  EXPECT_EQ(test::readText(dir / "v.mha"), "precious");
+  EXPECT_EQ(glrecon(dir, fdk + " --overwrite").exitCode, 0);
+  EXPECT_NE(test::readText(dir / "v.mha"), "precious");
+  // phantom refuses before writing anything when one of its outputs exists.
+  const CliRun again = glrecon(dir, kSmallScan);
+  EXPECT_EQ(again.exitCode, 1);
+  EXPECT_TRUE(contains(again.output, "geometry.xml")) << again.output;
+}
+
+TEST(Cli, RawIntensitiesWithI0) {
+  const auto dir = test::scratchDir();
+  // RTK's phantom has densities of ~1 per mm: line integrals of ~400 that no detector could count through.
+  // Scaled by 0.01 they peak near 4.6, like a head at 70 keV.
+  ASSERT_EQ(glrecon(dir, kSmallScan + " --density-scale 0.01").exitCode, 0);
+  Image p = readMetaImage((dir / "scan" / "projections.mha").string());
+  for (float& x : p.data) x = static_cast<float>(4000.0 * std::exp(-x));  // what a detector would count
+  writeMetaImage((dir / "raw.mha").string(), p, false);
+  ASSERT_EQ(glrecon(dir, "fdk -g scan/geometry.xml -p scan/projections.mha -o a.mha --size 16 --spacing 16 -q").exitCode, 0);
+  const CliRun r = glrecon(dir, "fdk -g scan/geometry.xml -p raw.mha --i0 4000 -o b.mha --size 16 --spacing 16 -q");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const Image a = readMetaImage((dir / "a.mha").string()), b = readMetaImage((dir / "b.mha").string());
+  double worst = 0;
+  for (std::size_t i = 0; i < a.data.size(); ++i) worst = std::max(worst, double(std::abs(a.data[i] - b.data[i])));
+  // Line integrals up to ~4.6 pass exp (in the test) and log (in glrecon) in float: about 4 roundings,
+  // 4 * 6e-8 * 4.6 = 1.1e-6 each. The filtered value at a pixel weighs its neighbours with kernel weights
+  // summing (in absolute value) to about 1/2 per mm of isocentre spacing, and the backprojection adds 60
+  // views with weights near 2 pi / 60 / 2: about 1.1e-6 * 0.5 / 5.2 * pi ~ 3.3e-7 per voxel. 1e-5 leaves a
+  // 30-fold margin yet sits a thousand times below the densities (~0.01) it protects.
+  EXPECT_LT(worst, 1e-5);
+  EXPECT_GT(b.at(8, 8, 8), 0.008f);  // and the reconstruction is the phantom's (0.0102), not zeros
+}
+
+TEST(Cli, DemoRunsAndReplacesOnlyItsOwnOutput) {
+  const auto dir = test::scratchDir();
+  const std::string demo = "demo -o d --size 24 --projections 40 --detector 48 -q";
+  CliRun r = glrecon(dir, demo);
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "RMSE against the voxelized phantom")) << r.output;
+  for (const char* f : {"d/volume.mha", "d/phantom.mha", "d/volume_axial.png", "d/scan/geometry.xml"}) EXPECT_TRUE(fs::exists(dir / f)) << f;
+  EXPECT_EQ(glrecon(dir, demo).exitCode, 0);  // a second demo replaces the first one's files
+  fs::create_directories(dir / "mine");
+  test::writeText(dir / "mine" / "notes.txt", "mine");
+  r = glrecon(dir, "demo -o mine --size 24 --projections 40 --detector 48 -q");
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_TRUE(contains(r.output, "mine")) << r.output;
+  EXPECT_EQ(test::readText(dir / "mine" / "notes.txt"), "mine");
+}
+
+}  // namespace
+}  // namespace glrecon

@@ -1,1 +1,157 @@
+// Geometry: vectors, matrices, validation.
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include <glm/geometric.hpp>
+
+#include "glrecon/error.h"
+#include "glrecon/geometry.h"
+#include "test_support.h"
+
+namespace glrecon {
+namespace {
+
+using test::expectError;
+
+// A deliberately general scan: offsets, tilt, roll, non-square detector, anisotropic non-centred volume.
+Geometry generalScan() {
+  CircularScanSpec spec;
+  spec.projections = 12;
+  spec.arc = 330;
+  spec.firstAngle = 17;
+  spec.nu = 90;
+  spec.nv = 70;
+  spec.spacingU = 1.7;
+  spec.spacingV = 2.3;
+  spec.projectionOffsetX = 12.5;
+  spec.projectionOffsetY = -8.0;
+  spec.sourceOffsetX = 3.0;
+  spec.sourceOffsetY = -2.0;
+  spec.outOfPlaneAngle = 7.0;
+  spec.inPlaneAngle = -4.0;
+  return makeCircularScan(spec);
+}
+
+VolumeGrid generalGrid() {
+  VolumeGrid g;
+  g.size = {20, 14, 9};
+  g.spacing = {1.5, 2.0, 3.0};
+  g.origin = {-12.0, -10.0, 5.0};
+  return g;
+}
+
+glm::dvec4 indexOf(const VolumeGrid& g, const glm::dvec3& world) {
+  const glm::dvec3 i = (world - g.origin) / g.spacing;
+  return {i, 1.0};
+}
+
+TEST(Geometry, MatrixMapsDetectorPixelCentresToTheirIndices) {
+  const Geometry geometry = generalScan();
+  const VolumeGrid grid = generalGrid();
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> uu(0, 89), vv(0, 69), tt(0.2, 0.95);
+  for (std::size_t view = 0; view < geometry.size(); ++view) {
+    const ProjectionMatrix p = geometry.matrix(view, grid);
+    const ProjectionVectors& v = geometry.views[view];
+    for (int s = 0; s < 20; ++s) {
+      const double u = uu(rng), w = vv(rng);
+      // The pixel centre itself, and points on the ray between source and pixel, map to (u, v).
+      for (const double t : {1.0, tt(rng)}) {
+        const glm::dvec3 world = v.source + t * (v.detectorPoint(u, w) - v.source);
+        const glm::dvec3 h = p.apply(indexOf(grid, world));
+        // Double arithmetic on millimetre-sized values: 1e-9 pixel is far below any float effect.
+        EXPECT_NEAR(h.x / h.z, u, 1e-9);
+        EXPECT_NEAR(h.y / h.z, w, 1e-9);
+        // w is the depth along the detector normal over the source-to-isocentre distance.
+        EXPECT_NEAR(h.z, glm::dot(world - v.source, v.detectorNormal()) / v.sourceToIsocentre(), 1e-12);
+      }
+    }
+  }
+}
+
+TEST(Geometry, MatrixMapsTheSourceToInfinity) {
+  const Geometry geometry = generalScan();
+  const VolumeGrid grid = generalGrid();
+  for (std::size_t view = 0; view < geometry.size(); ++view) {
+    const glm::dvec3 h = geometry.matrix(view, grid).apply(indexOf(grid, geometry.views[view].source));
+    EXPECT_NEAR(h.z, 0.0, 1e-12);  // w = 0: the homogeneous point at infinity
+  }
+}
+
+TEST(Geometry, RtkMatrixAgreesWithTheVectorForm) {
+  // Two independent derivations: RTK's composed matrix (world -> detector mm) and our vectors.
+  const Geometry geometry = generalScan();
+  VolumeGrid unit;  // index = world mm
+  unit.size = {1, 1, 1};
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> c(-80, 80);
+  for (std::size_t view = 0; view < geometry.size(); ++view) {
+    const auto rtk = rtkProjectionMatrix(geometry.circular[view]);
+    const ProjectionMatrix ours = geometry.matrix(view, unit);
+    for (int s = 0; s < 10; ++s) {
+      const glm::dvec4 x(c(rng), c(rng), c(rng), 1.0);
+      double h[3];
+      for (int r = 0; r < 3; ++r) h[r] = rtk[r][0] * x.x + rtk[r][1] * x.y + rtk[r][2] * x.z + rtk[r][3];
+      const glm::dvec3 o = ours.apply(x);
+      const DetectorLayout& d = geometry.detector;
+      EXPECT_NEAR((h[0] / h[2] - d.originU) / d.spacingU, o.x / o.z, 1e-9);
+      EXPECT_NEAR((h[1] / h[2] - d.originV) / d.spacingV, o.y / o.z, 1e-9);
+    }
+  }
+}
+
+TEST(Geometry, CircularVectorsFollowRtkFrame) {
+  DetectorLayout d = DetectorLayout::centred(3, 3, 1.0, 1.0);
+  CircularParams p;
+  p.sid = 1000;
+  p.sdd = 1500;
+  p.gantryAngle = 90;
+  const ProjectionVectors v = vectorsFromCircular(p, d);
+  // Gantry 0 puts the source on +z; the gantry turns about +y, so 90 degrees puts it on +x.
+  EXPECT_NEAR(v.source.x, 1000, 1e-9);
+  EXPECT_NEAR(v.source.z, 0, 1e-9);
+  EXPECT_NEAR(v.sourceToDetector(), 1500, 1e-9);
+  EXPECT_NEAR(v.sourceToIsocentre(), 1000, 1e-9);
+  const auto pierce = v.piercingPoint();
+  EXPECT_NEAR(pierce[0], 1.0, 1e-9);
+  EXPECT_NEAR(pierce[1], 1.0, 1e-9);
+}
+
+TEST(Geometry, ValidationNamesTheFault) {
+  Geometry g = makeCircularScan(CircularScanSpec{});
+  Geometry nan = g;
+  nan.views[3].source.y = std::nan("");
+  expectError<GeometryError>([&] { nan.validate("scan.xml"); }, {"scan.xml", "projection 3", "NaN"});
+  Geometry zero = g;
+  zero.views[5].uStep = glm::dvec3(0.0);
+  expectError<GeometryError>([&] { zero.validate("scan"); }, {"projection 5", "non-zero u and v steps"});
+  Geometry parallel = g;
+  parallel.views[2].vStep = 3.0 * parallel.views[2].uStep;
+  expectError<GeometryError>([&] { parallel.validate("scan"); }, {"projection 2", "span a plane"});
+  Geometry onDetector = g;
+  onDetector.views[1].source = onDetector.views[1].pixel00 + 5.0 * onDetector.views[1].uStep;
+  expectError<GeometryError>([&] { onDetector.validate("scan"); }, {"projection 1", "off the detector plane"});
+  Geometry zeroSpacing = g;
+  zeroSpacing.detector.spacingU = 0.0;
+  expectError<GeometryError>([&] { zeroSpacing.validate("scan"); }, {"detector spacing"});
+  Geometry behind = g;
+  behind.views[0].source = {0, 0, -400};  // between the detector (z = -536) and the isocentre
+  expectError<GeometryError>([&] { behind.validate("scan"); }, {"projection 0", "world origin in front of the source"});
+}
+
+TEST(Geometry, VolumeBehindTheSourceIsRefused) {
+  const Geometry g = makeCircularScan(CircularScanSpec{});  // source 1000 mm from the isocentre
+  const VolumeGrid big = VolumeGrid::centred({64, 64, 64}, glm::dvec3(40.0));  // 2.5 m across
+  expectError<GeometryError>([&] { g.checkVolumeInFront(big, "fdk"); }, {"fdk", "behind the source of projection"});
+  EXPECT_NO_THROW(g.checkVolumeInFront(VolumeGrid::centred({64, 64, 64}, glm::dvec3(4.0)), "fdk"));
+}
+
+TEST(Geometry, ShortScanArcIsHalfTurnPlusFan) {
+  const DetectorLayout d = DetectorLayout::centred(100, 10, 2.0, 2.0);  // 200 mm wide
+  EXPECT_NEAR(shortScanArcDegrees(1000.0, d), 180.0 + 2.0 * std::atan(100.0 / 1000.0) * 180.0 / M_PI, 1e-12);
+}
+
+}  // namespace
+}  // namespace glrecon

@@ -1,1 +1,171 @@
+// MetaImage, projection stacks, PNG slices, atomic output.
 #include <gtest/gtest.h>
+#include <png.h>
+#include <zlib.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "glrecon/error.h"
+#include "glrecon/io.h"
+#include "test_support.h"
+
+namespace glrecon {
+namespace {
+
+namespace fs = std::filesystem;
+using test::expectError;
+
+Image ramp(std::array<int, 3> size) {
+  Image im(size, {0.5, 1.25, 3.0}, {-10.5, 2.0, 1e-3});
+  for (std::size_t i = 0; i < im.data.size(); ++i) im.data[i] = static_cast<float>(i) * 0.37f - 5.0f;
+  return im;
+}
+
+std::string header(const std::string& dims, const std::string& type, const std::string& extra = "") {
+  return "ObjectType = Image\nNDims = " + std::to_string(std::count(dims.begin(), dims.end(), ' ') + 1) +
+         "\nDimSize = " + dims + "\n" + extra + "ElementType = " + type + "\nElementDataFile = LOCAL\n";
+}
+
+template <typename T>
+std::string bytesOf(const std::vector<T>& values, bool swap = false) {
+  std::string out(values.size() * sizeof(T), '\0');
+  std::memcpy(out.data(), values.data(), out.size());
+  if (swap)
+    for (std::size_t i = 0; i < values.size(); ++i) std::reverse(out.begin() + i * sizeof(T), out.begin() + (i + 1) * sizeof(T));
+  return out;
+}
+
+std::vector<fs::path> filesIn(const fs::path& dir) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path().filename());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+TEST(MetaImage, RoundTripMhaAndMhd) {
+  const auto dir = test::scratchDir();
+  const Image original = ramp({5, 4, 3});
+  for (const char* name : {"v.mha", "v.mhd"}) {
+    writeMetaImage((dir / name).string(), original, false);
+    const Image back = readMetaImage((dir / name).string());
+    EXPECT_EQ(back.size, original.size);
+    EXPECT_EQ(back.spacing, original.spacing);  // written with 17 digits: exact
+    EXPECT_EQ(back.origin, original.origin);
+    EXPECT_EQ(back.data, original.data);
+  }
+  EXPECT_TRUE(fs::exists(dir / "v.raw"));
+  EXPECT_EQ(filesIn(dir), (std::vector<fs::path>{"v.mha", "v.mhd", "v.raw"}));  // no temporary files left
+}
+
+TEST(MetaImage, ReadsDetectorTypesByteOrdersAndCompression) {
+  const auto dir = test::scratchDir();
+  test::writeText(dir / "u16.mha", header("3 1", "MET_USHORT") + bytesOf<std::uint16_t>({0, 1000, 65535}));
+  EXPECT_EQ(readMetaImage((dir / "u16.mha").string()).data, (std::vector<float>{0, 1000, 65535}));
+  test::writeText(dir / "s16.mha", header("2 1", "MET_SHORT", "BinaryDataByteOrderMSB = True\n") + bytesOf<std::int16_t>({-300, 7}, true));
+  EXPECT_EQ(readMetaImage((dir / "s16.mha").string()).data, (std::vector<float>{-300, 7}));
+  test::writeText(dir / "f64.mha", header("2 1 1", "MET_DOUBLE") + bytesOf<double>({0.25, -1e3}));
+  EXPECT_EQ(readMetaImage((dir / "f64.mha").string()).data, (std::vector<float>{0.25f, -1000.0f}));
+  // zlib-compressed, as ITK writes with compression on.
+  const std::string raw = bytesOf<float>({1.5f, 2.5f, 3.5f, 4.5f});
+  std::string packed(compressBound(raw.size()), '\0');
+  uLongf packedSize = packed.size();
+  ASSERT_EQ(compress(reinterpret_cast<Bytef*>(packed.data()), &packedSize, reinterpret_cast<const Bytef*>(raw.data()), raw.size()), Z_OK);
+  packed.resize(packedSize);
+  test::writeText(dir / "z.mha", header("2 2", "MET_FLOAT", "CompressedData = True\nCompressedDataSize = " + std::to_string(packedSize) + "\n") + packed);
+  const Image z = readMetaImage((dir / "z.mha").string());
+  EXPECT_EQ(z.data, (std::vector<float>{1.5f, 2.5f, 3.5f, 4.5f}));
+  EXPECT_EQ(z.size, (std::array<int, 3>{2, 2, 1}));
+}
+
+TEST(MetaImage, BadFilesNameFileAndField) {
+  const auto dir = test::scratchDir();
+  auto path = [&](const char* n) { return (dir / n).string(); };
+  test::writeText(dir / "short.mha", header("4 4", "MET_FLOAT") + std::string(40, '\0'));
+  expectError<InputError>([&] { readMetaImage(path("short.mha")); }, {"short.mha", "pixel data", "64 bytes", "40 bytes", "truncated"});
+  test::writeText(dir / "long.mha", header("2 2", "MET_FLOAT") + std::string(20, '\0'));
+  expectError<InputError>([&] { readMetaImage(path("long.mha")); }, {"long.mha", "16 bytes", "20 bytes", "disagrees"});
+  test::writeText(dir / "type.mha", header("2 2", "MET_LONG_LONG") + std::string(32, '\0'));
+  expectError<InputError>([&] { readMetaImage(path("type.mha")); }, {"type.mha", "ElementType", "MET_FLOAT", "'MET_LONG_LONG'"});
+  test::writeText(dir / "nodim.mha", "NDims = 2\nElementType = MET_FLOAT\nElementDataFile = LOCAL\n");
+  expectError<InputError>([&] { readMetaImage(path("nodim.mha")); }, {"nodim.mha", "DimSize"});
+  test::writeText(dir / "rot.mha", header("1 1", "MET_FLOAT", "TransformMatrix = 0 1 1 0\n") + std::string(4, '\0'));
+  expectError<InputError>([&] { readMetaImage(path("rot.mha")); }, {"rot.mha", "TransformMatrix", "identity"});
+  test::writeText(dir / "rgb.mha", header("1 1", "MET_FLOAT", "ElementNumberOfChannels = 3\n") + std::string(12, '\0'));
+  expectError<InputError>([&] { readMetaImage(path("rgb.mha")); }, {"rgb.mha", "ElementNumberOfChannels"});
+  test::writeText(dir / "detached.mhd", "NDims = 2\nDimSize = 2 2\nElementType = MET_FLOAT\nElementDataFile = gone.raw\n");
+  expectError<InputError>([&] { readMetaImage(path("detached.mhd")); }, {"detached.mhd", "ElementDataFile", "gone.raw"});
+  std::string z = header("2 2", "MET_FLOAT", "CompressedData = True\n") + "not zlib";
+  test::writeText(dir / "z.mha", z);
+  expectError<InputError>([&] { readMetaImage(path("z.mha")); }, {"z.mha", "16 bytes after decompression"});
+  expectError<InputError>([&] { readMetaImage(path("none.mha")); }, {"none.mha", "no such readable file"});
+}
+
+TEST(MetaImage, WritesAreAtomicAndNeverOverwriteUnasked) {
+  const auto dir = test::scratchDir();
+  test::writeText(dir / "v.mha", "precious");
+  expectError<InputError>([&] { writeMetaImage((dir / "v.mha").string(), ramp({2, 2, 2}), false); }, {"v.mha", "--overwrite"});
+  EXPECT_EQ(test::readText(dir / "v.mha"), "precious");
+  expectError<InputError>([&] { writeMetaImage((dir / "v.nii").string(), ramp({2, 2, 2}), false); }, {"v.nii", ".mha or .mhd"});
+  expectError<InputError>([&] { writeMetaImage((dir / "missing" / "v.mha").string(), ramp({2, 2, 2}), false); },
+                          {"output directory", "an existing directory"});
+  writeMetaImage((dir / "v.mha").string(), ramp({2, 2, 2}), true);
+  EXPECT_EQ(readMetaImage((dir / "v.mha").string()).data, ramp({2, 2, 2}).data);
+  EXPECT_EQ(filesIn(dir), (std::vector<fs::path>{"v.mha"}));
+}
+
+TEST(ProjectionStack, DirectoryAndGlobInNaturalOrder) {
+  const auto dir = test::scratchDir();
+  fs::create_directories(dir / "scan");
+  for (int p : {1, 2, 10}) {
+    Image one({3, 2, 1}, {2, 2, 1}, {-2, -1, 0});
+    std::fill(one.data.begin(), one.data.end(), static_cast<float>(p));
+    writeMetaImage((dir / "scan" / ("p_" + std::to_string(p) + ".mha")).string(), one, false);
+  }
+  for (const std::string spec : {(dir / "scan").string(), (dir / "scan" / "p_*.mha").string()}) {
+    const Image s = readProjectionStack(spec);
+    EXPECT_EQ(s.size, (std::array<int, 3>{3, 2, 3}));
+    EXPECT_EQ(s.at(0, 0, 0), 1.0f);
+    EXPECT_EQ(s.at(0, 0, 1), 2.0f);
+    EXPECT_EQ(s.at(0, 0, 2), 10.0f);  // p_10 after p_2
+    EXPECT_EQ(s.spacing[0], 2.0);
+  }
+  Image odd({4, 2, 1}, {2, 2, 1}, {-2, -1, 0});
+  writeMetaImage((dir / "scan" / "p_11.mha").string(), odd, false);
+  expectError<InputError>([&] { readProjectionStack((dir / "scan").string()); }, {"p_11.mha", "DimSize", "3 x 2", "4 x 2"});
+  expectError<InputError>([&] { readProjectionStack((dir / "nothing_*.mha").string()); }, {"no match"});
+}
+
+TEST(ProjectionStack, NonFiniteValuesNameTheProjection) {
+  const auto dir = test::scratchDir();
+  Image s({3, 2, 4}, {1, 1, 1}, {0, 0, 0});
+  s.at(1, 1, 2) = std::nanf("");
+  writeMetaImage((dir / "p.mha").string(), s, false);
+  expectError<InputError>([&] { readProjectionStack((dir / "p.mha").string()); }, {"p.mha", "projection 2 pixel (1, 1)", "NaN"});
+}
+
+TEST(PngSlice, ValuesAndOrientation) {
+  const auto dir = test::scratchDir();
+  Image v({4, 3, 2}, {1, 1, 1}, {0, 0, 0});
+  for (int k = 0; k < 2; ++k)
+    for (int j = 0; j < 3; ++j)
+      for (int i = 0; i < 4; ++i) v.at(i, j, k) = static_cast<float>(i + 10 * k);
+  writeSlicePng((dir / "y.png").string(), v, SliceAxis::Y, 1, 0.0, 15.0, false);
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  ASSERT_TRUE(png_image_begin_read_from_file(&image, (dir / "y.png").c_str()));
+  image.format = PNG_FORMAT_GRAY;
+  std::vector<unsigned char> pixels(PNG_IMAGE_SIZE(image));
+  ASSERT_TRUE(png_image_finish_read(&image, nullptr, pixels.data(), 0, nullptr));
+  ASSERT_EQ(image.width, 4u);   // x across
+  ASSERT_EQ(image.height, 2u);  // z up: the top row is k = 1
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(pixels[i], std::lround((i + 10) * 255.0 / 15.0)) << i;
+    EXPECT_EQ(pixels[4 + i], std::lround(i * 255.0 / 15.0)) << i;
+  }
+  EXPECT_THROW(writeSlicePng((dir / "bad.png").string(), v, SliceAxis::Z, 2, 0, 1, false), UsageError);
+  EXPECT_FALSE(fs::exists(dir / "bad.png"));
+}
+
+}  // namespace
+}  // namespace glrecon

@@ -1,1 +1,160 @@
+// RTK geometry XML: round trip, a hand-written file, bad files.
 #include <gtest/gtest.h>
+
+#include <random>
+
+#include "glrecon/error.h"
+#include "glrecon/io.h"
+#include "test_support.h"
+
+namespace glrecon {
+namespace {
+
+using test::expectError;
+
+std::vector<CircularParams> randomParams(int count, bool varySid) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> angle(-400, 400), offset(-30, 30);
+  std::vector<CircularParams> params;
+  for (int i = 0; i < count; ++i) {
+    CircularParams p;
+    p.sid = varySid ? 900 + 0.123456789 * i : 1000.0 / 3.0;
+    p.sdd = 1536.0 + 1e-7;
+    p.gantryAngle = angle(rng);
+    p.outOfPlaneAngle = 3.3;
+    p.inPlaneAngle = angle(rng) / 100;
+    p.sourceOffsetX = offset(rng);
+    p.sourceOffsetY = 0.0;
+    p.projectionOffsetX = offset(rng);
+    p.projectionOffsetY = 1.0 / 7.0;
+    params.push_back(p);
+  }
+  return params;
+}
+
+void expectSame(const std::vector<CircularParams>& a, const std::vector<CircularParams>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    // Exact: the writer stores the shortest decimal that reads back as the same double.
+    EXPECT_EQ(a[i].sid, b[i].sid);
+    EXPECT_EQ(a[i].sdd, b[i].sdd);
+    EXPECT_EQ(a[i].gantryAngle, b[i].gantryAngle);
+    EXPECT_EQ(a[i].outOfPlaneAngle, b[i].outOfPlaneAngle);
+    EXPECT_EQ(a[i].inPlaneAngle, b[i].inPlaneAngle);
+    EXPECT_EQ(a[i].sourceOffsetX, b[i].sourceOffsetX);
+    EXPECT_EQ(a[i].sourceOffsetY, b[i].sourceOffsetY);
+    EXPECT_EQ(a[i].projectionOffsetX, b[i].projectionOffsetX);
+    EXPECT_EQ(a[i].projectionOffsetY, b[i].projectionOffsetY);
+  }
+}
+
+TEST(RtkGeometry, RoundTripIsExact) {
+  const auto dir = test::scratchDir();
+  for (bool varySid : {false, true}) {
+    const auto params = randomParams(25, varySid);
+    const std::string path = (dir / (varySid ? "vary.xml" : "global.xml")).string();
+    writeRtkGeometry(path, params, false);
+    expectSame(params, readRtkGeometry(path));
+  }
+  // Global parameters are written once at the top, zero ones not at all, as RTK does.
+  const std::string text = test::readText(dir / "global.xml");
+  EXPECT_NE(text.find("<RTKThreeDCircularGeometry version=\"3\">"), std::string::npos);
+  EXPECT_EQ(text.find("<SourceOffsetY>"), std::string::npos);
+  EXPECT_LT(text.find("<SourceToIsocenterDistance>"), text.find("<Projection>"));
+}
+
+TEST(RtkGeometry, HandWrittenFileGivesTheExpectedVectors) {
+  const auto dir = test::scratchDir();
+  // Version 2 with RTK 1.x's <Angle>, global distances and offsets, one rotation per projection.
+  test::writeText(dir / "g.xml", R"(<?xml version="1.0"?>
+<!DOCTYPE RTKGEOMETRY>
+<RTKThreeDCircularGeometry version="2">
+  <SourceToIsocenterDistance>1000</SourceToIsocenterDistance>
+  <SourceToDetectorDistance>1500</SourceToDetectorDistance>
+  <ProjectionOffsetX>10</ProjectionOffsetX>
+  <SourceOffsetY>5</SourceOffsetY>
+  <Projection><Angle>90</Angle></Projection>
+  <Projection><GantryAngle>0</GantryAngle><OutOfPlaneAngle>90</OutOfPlaneAngle></Projection>
+  <Projection><OutOfPlaneAngle>0</OutOfPlaneAngle><InPlaneAngle>90</InPlaneAngle></Projection>
+</RTKThreeDCircularGeometry>
+)");
+  const auto params = readRtkGeometry((dir / "g.xml").string());
+  ASSERT_EQ(params.size(), 3u);
+  // Detector: pixel (0,0) at detector mm (-10, -20), 2 mm pixels.
+  const Geometry g = Geometry::fromCircular(params, DetectorLayout{11, 21, 2.0, 2.0, -10.0, -20.0});
+  // In the rotated frame: source (0, 5, 1000), pixel00 (-10 + 10, -20, 1000 - 1500), steps (2,0,0), (0,2,0).
+  // Worked by hand with ITK's rotations: Ry(90): (x,y,z) -> (z, y, -x); Rx(90): (x, -z, y); Rz(90): (-y, x, z).
+  struct Expected {
+    glm::dvec3 source, pixel00, u, v;
+  } expected[] = {
+      {{1000, 5, 0}, {-500, -20, 0}, {0, 0, -2}, {0, 2, 0}},
+      {{0, -1000, 5}, {0, 500, -20}, {2, 0, 0}, {0, 0, 2}},
+      {{-5, 0, 1000}, {20, 0, -500}, {0, 2, 0}, {-2, 0, 0}},
+  };
+  for (int i = 0; i < 3; ++i) {
+    const ProjectionVectors& v = g.views[i];
+    for (int a = 0; a < 3; ++a) {
+      EXPECT_NEAR(v.source[a], expected[i].source[a], 1e-9) << "projection " << i;
+      EXPECT_NEAR(v.pixel00[a], expected[i].pixel00[a], 1e-9) << "projection " << i;
+      EXPECT_NEAR(v.uStep[a], expected[i].u[a], 1e-12) << "projection " << i;
+      EXPECT_NEAR(v.vStep[a], expected[i].v[a], 1e-12) << "projection " << i;
+    }
+  }
+  // As in RTK's reader a value carries over: the third projection keeps the second one's gantry angle (0)
+  // rather than the default; the first one's 90 would have put its source on +x.
+  EXPECT_EQ(params[2].gantryAngle, 0.0);
+  EXPECT_EQ(params[0].gantryAngle, 90.0);
+}
+
+TEST(RtkGeometry, MatrixIsCheckedAgainstTheParameters) {
+  const auto dir = test::scratchDir();
+  const auto params = randomParams(3, false);
+  std::string text = formatRtkGeometry(params);
+  test::writeText(dir / "ok.xml", text);
+  EXPECT_NO_THROW(readRtkGeometry((dir / "ok.xml").string()));
+  // Corrupt the first number of the second <Matrix>.
+  auto first = text.find("<Matrix>");
+  auto second = text.find("<Matrix>", first + 1);
+  auto number = text.find_first_of("-0123456789", second + 8);
+  text.insert(number, "1");
+  test::writeText(dir / "bad.xml", text);
+  expectError<InputError>([&] { readRtkGeometry((dir / "bad.xml").string()); },
+                          {"bad.xml", "Matrix of projection 1", "consistent with the projection's parameters"});
+}
+
+TEST(RtkGeometry, BadFilesNameFileAndField) {
+  const auto dir = test::scratchDir();
+  const auto write = [&](const std::string& name, const std::string& body) {
+    test::writeText(dir / name, "<?xml version=\"1.0\"?>\n" + body);
+    return (dir / name).string();
+  };
+  const std::string head = "<RTKThreeDCircularGeometry version=\"3\"><SourceToIsocenterDistance>1000</SourceToIsocenterDistance>"
+                           "<SourceToDetectorDistance>1500</SourceToDetectorDistance>";
+  const std::string tail = "</RTKThreeDCircularGeometry>";
+  expectError<InputError>([&] { readRtkGeometry(write("cyl.xml", head + "<RadiusCylindricalDetector>500</RadiusCylindricalDetector><Projection><GantryAngle>0</GantryAngle></Projection>" + tail)); },
+                          {"cyl.xml", "RadiusCylindricalDetector", "flat-panel", "cylindrical"});
+  expectError<InputError>([&] { readRtkGeometry(write("unknown.xml", head + "<Projection><GantryAngle>0</GantryAngle><Tilt>3</Tilt></Projection>" + tail)); },
+                          {"unknown.xml", "unknown element <Tilt>"});
+  expectError<InputError>([&] { readRtkGeometry(write("nan.xml", head + "<Projection><GantryAngle>abc</GantryAngle></Projection>" + tail)); },
+                          {"nan.xml", "GantryAngle", "a finite number", "'abc'"});
+  expectError<InputError>([&] { readRtkGeometry(write("v4.xml", "<RTKThreeDCircularGeometry version=\"4\"></RTKThreeDCircularGeometry>")); },
+                          {"v4.xml", "version", "2 or 3", "'4'"});
+  expectError<InputError>([&] { readRtkGeometry(write("root.xml", "<Geometry/>")); }, {"root.xml", "root element", "<Geometry>"});
+  expectError<InputError>([&] { readRtkGeometry(write("empty.xml", head + tail)); }, {"empty.xml", "at least one <Projection>"});
+  expectError<InputError>([&] { readRtkGeometry(write("broken.xml", head + "<Projection>")); }, {"broken.xml", "well-formed XML"});
+  expectError<InputError>([&] { readRtkGeometry(write("parallel.xml", "<RTKThreeDCircularGeometry version=\"3\"><SourceToIsocenterDistance>1000</SourceToIsocenterDistance><Projection><GantryAngle>0</GantryAngle></Projection>" + tail)); },
+                          {"parallel.xml", "SourceToDetectorDistance of projection 0", "positive"});
+  expectError<InputError>([&] { readRtkGeometry((dir / "missing.xml").string()); }, {"missing.xml", "no such readable file"});
+}
+
+TEST(RtkGeometry, WriterRefusesToOverwrite) {
+  const auto dir = test::scratchDir();
+  test::writeText(dir / "g.xml", "keep me");
+  expectError<InputError>([&] { writeRtkGeometry((dir / "g.xml").string(), randomParams(2, false), false); }, {"g.xml", "--overwrite"});
+  EXPECT_EQ(test::readText(dir / "g.xml"), "keep me");
+  writeRtkGeometry((dir / "g.xml").string(), randomParams(2, false), true);
+  EXPECT_NE(test::readText(dir / "g.xml"), "keep me");
+}
+
+}  // namespace
+}  // namespace glrecon

@@ -57,6 +57,15 @@ struct FilterOptions {
   bool shortScan = true;   ///< apply Parker weights when the scan covers less than a full circle
 };
 
+/// Parker's short-scan weight for a ray at scan angle `beta` (radians from the first projection) and fan
+/// angle `gamma`, for a scan of pi + 2 delta: smooth, and w(beta, gamma) + w(conjugate) = 1 for the
+/// conjugate ray (beta + pi + 2 gamma, -gamma).
+double parkerWeight(double beta, double gamma, double delta);
+
+/// Fan angle of detector column `u` of a view whose source sits at `sourceAngle` (Geometry::sourceAngles),
+/// in Parker's sign convention (the conjugate of (beta, gamma) is (beta + pi + 2 gamma, -gamma)).
+double parkerFanAngle(const ProjectionVectors& view, double sourceAngle, double u);
+
 /// The FDK filter of a scan: weights and ramp, per projection.
 class FdkFilter {
  public:
@@ -70,10 +79,9 @@ class FdkFilter {
   double scanRange() const { return range_; }
   /// Angular gap assigned to each projection (radians), before Parker weighting.
   const std::vector<double>& angularGaps() const { return gaps_; }
-  /// Parker's weight for view `view` and fan angle `gamma` (radians, in Parker's sign convention).
-  double parkerWeight(std::size_t view, double gamma) const;
-  /// Fan angle of detector column u of view `view`, in Parker's sign convention.
-  double fanAngle(std::size_t view, double u) const;
+  /// Angle of the first projection of a short scan, and Parker's delta = (range - pi) / 2 (radians).
+  double shortScanStart() const { return start_; }
+  double shortScanDelta() const { return delta_; }
 
  private:
   const Geometry& geometry_;

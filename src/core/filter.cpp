@@ -178,27 +178,22 @@ FdkFilter::FdkFilter(const Geometry& geometry, const FilterOptions& options)
   }
 }
 
-double FdkFilter::fanAngle(std::size_t view, double u) const {
-  // Parker's formulas pair ray (beta, gamma) with (beta + pi + 2 gamma, -gamma), beta increasing with the
-  // gantry angle. In RTK's frame the tangent of the source circle is t = (cos a, 0, -sin a), and a ray whose
-  // detector point lies at +d along t from the piercing point is paired with (a + pi - 2 atan(d/SDD)), so
-  // Parker's gamma is -atan(d / SDD).
-  const ProjectionVectors& v = geometry_.views[view];
+double parkerFanAngle(const ProjectionVectors& v, double sourceAngle, double u) {
+  // In RTK's frame the tangent of the source circle is t = (cos a, 0, -sin a). A ray meeting the detector
+  // at +d along t from the piercing point is, seen from the other end, the ray of the source at
+  // a + pi - 2 atan(d / SDD): so Parker's gamma (pairing with beta + pi + 2 gamma) is -atan(d / SDD).
   const auto pierce = v.piercingPoint();
-  const double a = angles_[view];
-  const glm::dvec3 t(std::cos(a), 0.0, -std::sin(a));
+  const glm::dvec3 t(std::cos(sourceAngle), 0.0, -std::sin(sourceAngle));
   const double d = glm::dot(v.uStep, t) * (u - pierce[0]);  // along the row through the piercing point
   return -std::atan(d / v.sourceToDetector());
 }
 
-double FdkFilter::parkerWeight(std::size_t view, double gamma) const {
-  if (!shortScan_) return 1.0;
-  const double beta = wrapAngle(angles_[view] - start_);
-  const double delta = delta_;
+double parkerWeight(double beta, double gamma, double delta) {
   auto sq = [](double x) { return x * x; };
+  if (beta < 0.0) return 0.0;
   if (beta < 2 * (delta - gamma)) return sq(std::sin(kPi / 4 * beta / (delta - gamma)));
   if (beta <= kPi - 2 * gamma) return 1.0;
-  if (beta <= kPi + 2 * delta + 1e-9) return sq(std::sin(kPi / 4 * std::max(0.0, kPi + 2 * delta - beta) / (delta + gamma)));
+  if (beta <= kPi + 2 * delta) return sq(std::sin(kPi / 4 * (kPi + 2 * delta - beta) / (delta + gamma)));
   return 0.0;
 }
 
@@ -213,7 +208,11 @@ void FdkFilter::apply(std::size_t view, float* projection) const {
   const double scale = angular / isoSpacing;
   std::vector<double> parker(nu, 1.0);
   if (shortScan_)
-    for (int u = 0; u < nu; ++u) parker[u] = parkerWeight(view, fanAngle(view, u));
+    for (int u = 0; u < nu; ++u) {
+      // A rounding hair past the last projection's angle still belongs to the scan.
+      const double beta = std::min(wrapAngle(angles_[view] - start_), range_);
+      parker[u] = parkerWeight(beta, parkerFanAngle(v, angles_[view], u), delta_);
+    }
   for (int row = 0; row < nv; ++row) {
     float* p = projection + static_cast<std::size_t>(row) * nu;
     for (int u = 0; u < nu; ++u) {
