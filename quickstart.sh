@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# glrecon quick start on Debian 12: installs the packages that are missing, builds (Release), then
+#   ./quickstart.sh demo [demo options]   simulates a Shepp-Logan scan, reconstructs it, writes glrecon-demo/
+#   ./quickstart.sh test                  runs the whole test suite (what CI runs)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+packages=(cmake g++ ninja-build pkg-config libfftw3-dev libtinyxml2-dev libcli11-dev libglm-dev libpng-dev
+          zlib1g-dev libgtest-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  echo "installing: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
+cmake --build build
+
+action="${1:-demo}"
+[ $# -gt 0 ] && shift
+case "$action" in
+  demo) ./build/glrecon demo "$@" ;;
+  test) ctest --test-dir build --output-on-failure "$@" ;;
+  *) echo "usage: ./quickstart.sh [demo|test] [options]" >&2; exit 2 ;;
+esac
