@@ -166,3 +166,60 @@ TEST(Cli, DemoRunsAndReplacesOnlyItsOwnOutput) {
 
 }  // namespace
 }  // namespace glrecon
+
+namespace glrecon {
+namespace {
+
+TEST(Cli, RtkStylePathAndRegexpEqualTheStack) {
+  const auto dir = test::scratchDir();
+  ASSERT_EQ(glrecon(dir, kSmallScan).exitCode, 0);
+  // Split the stack into one file per projection, numbered so that plain text order would be wrong.
+  const Image stack = readMetaImage((dir / "scan" / "projections.mha").string());
+  fs::create_directories(dir / "files");
+  for (int p = 0; p < stack.size[2]; ++p) {
+    Image one({stack.size[0], stack.size[1], 1}, stack.spacing, stack.origin);
+    std::copy(stack.slice(p), stack.slice(p) + stack.sliceStride(), one.data.begin());
+    writeMetaImage((dir / "files" / ("proj_" + std::to_string(p) + ".mha")).string(), one, false);
+  }
+  test::writeText(dir / "files" / "notes.txt", "not a projection");
+  const std::string common = " -g scan/geometry.xml -o {} --size 16 --spacing 16 -q";
+  auto run = [&](const std::string& source, const std::string& out) {
+    std::string args = "fdk " + source + common;
+    args.replace(args.find("{}"), 2, out);
+    return glrecon(dir, args);
+  };
+  ASSERT_EQ(run("-p scan/projections.mha", "a.mha").exitCode, 0);
+  const CliRun r = run("--path files --regexp 'proj_[0-9]+\\.mha'", "b.mha");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  ASSERT_EQ(run("-p 'files/proj_*.mha'", "c.mha").exitCode, 0);
+  const Image a = readMetaImage((dir / "a.mha").string());
+  EXPECT_EQ(a.data, readMetaImage((dir / "b.mha").string()).data);  // same inputs in the same order: same bits
+  EXPECT_EQ(a.data, readMetaImage((dir / "c.mha").string()).data);
+  const CliRun none = run("--path files --regexp 'p[0-9]+\\.mha'", "d.mha");
+  EXPECT_EQ(none.exitCode, 1);
+  EXPECT_TRUE(contains(none.output, "files") && contains(none.output, "--regexp")) << none.output;
+  EXPECT_EQ(glrecon(dir, "fdk --path files -g scan/geometry.xml -o e.mha").exitCode, 2);  // --regexp missing
+}
+
+TEST(Cli, ChosenSlicesAndTheSliceCommand) {
+  const auto dir = test::scratchDir();
+  ASSERT_EQ(glrecon(dir, kSmallScan).exitCode, 0);
+  CliRun r = glrecon(dir, "fdk -g scan/geometry.xml -p scan/projections.mha -o v.mha --size 16 --spacing 16 -q "
+                          "--slices png --slice y:5 --slice z --slice-range 0.9:1.1");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(fs::exists(dir / "png" / "v_y5.png"));
+  EXPECT_TRUE(fs::exists(dir / "png" / "v_z8.png"));
+  EXPECT_FALSE(fs::exists(dir / "png" / "v_axial.png"));  // chosen slices replace the default three
+  r = glrecon(dir, "slice -i v.mha -o s.png --axis x --index 3 --range 0:2");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(fs::exists(dir / "s.png"));
+  r = glrecon(dir, "slice -i v.mha -o t.png --axis x --index 16");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_TRUE(contains(r.output, "0..15")) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "t.png"));
+  EXPECT_EQ(glrecon(dir, "slice -i v.mha -o s.png").exitCode, 1);  // exists, no --overwrite
+  EXPECT_EQ(glrecon(dir, "fdk -g scan/geometry.xml -p scan/projections.mha -o w.mha --slices png --slice w:3").exitCode, 2);
+}
+
+}  // namespace
+}  // namespace glrecon

@@ -24,6 +24,11 @@ void writeMetaImage(const std::string& path, const Image& image, bool overwrite)
 Image readProjectionStack(const std::string& spec);
 /// The files a projection spec names, in the order they will be read (a single file for a stack).
 std::vector<std::string> listProjectionFiles(const std::string& spec);
+/// rtkfdk's --path and --regexp: the files in `directory` whose whole name matches the regular expression
+/// (ECMAScript syntax), in natural order.
+std::vector<std::string> listProjectionFiles(const std::string& directory, const std::string& regex);
+/// Reads and concatenates the listed MetaImage files into one stack (checks as readProjectionStack).
+Image readProjectionFiles(const std::vector<std::string>& files);
 
 // ---- RTK geometry XML (RTKThreeDCircularGeometry, versions 2 and 3) ----
 std::vector<CircularParams> readRtkGeometry(const std::string& path);

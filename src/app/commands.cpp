@@ -19,6 +19,7 @@
 #include "glrecon/io.h"
 #include "glrecon/phantom.h"
 #include "glrecon/preprocess.h"
+#include "glrecon/progress.h"
 
 namespace glrecon::app {
 namespace fs = std::filesystem;
@@ -157,6 +158,24 @@ struct PhantomOptions {
   }
 };
 
+// "y:64" (axis and index) or "y" (the central slice).
+struct SliceSpec {
+  SliceAxis axis;
+  std::optional<int> index;
+};
+SliceSpec parseSliceSpec(const std::string& text) {
+  const auto colon = text.find(':');
+  SliceSpec spec{parseSliceAxis(text.substr(0, colon)), std::nullopt};
+  if (colon != std::string::npos) {
+    const double index = parseList("--slice", text.substr(colon + 1), 1)[0];
+    if (index < 0 || index != std::floor(index)) throw UsageError("--slice: expected AXIS:INDEX with a voxel index, found '" + text + "'");
+    spec.index = static_cast<int>(index);
+  }
+  return spec;
+}
+int axisNumber(SliceAxis axis) { return axis == SliceAxis::X ? 0 : axis == SliceAxis::Y ? 1 : 2; }
+const char* axisName(SliceAxis axis) { return axis == SliceAxis::X ? "x" : axis == SliceAxis::Y ? "y" : "z"; }
+
 // Window/level for PNG slices: an explicit LOW:HIGH or robust percentiles of the volume.
 std::pair<double, double> displayRange(const Image& volume, const std::string& range) {
   return range.empty() ? percentileRange(volume, 0.5, 99.5) : parseRange("--slice-range", range);
@@ -228,7 +247,24 @@ struct PhantomCommand {
     options.threads = threads;
     if (!quiet) std::cerr << "simulating " << geometry.size() << " projections of " << geometry.detector.nu << " x "
                           << geometry.detector.nv << " pixels\n";
-    const Image projections = projectPhantom(p, geometry, options);
+    // In batches of views, so long simulations show progress.
+    Image projections({geometry.detector.nu, geometry.detector.nv, static_cast<int>(geometry.size())},
+                      {geometry.detector.spacingU, geometry.detector.spacingV, 1.0},
+                      {geometry.detector.originU, geometry.detector.originV, 0.0});
+    Progress progress("phantom", geometry.size(), "proj", !quiet);
+    constexpr std::size_t kBatch = 16;
+    for (std::size_t first = 0; first < geometry.size(); first += kBatch) {
+      const std::size_t last = std::min(geometry.size(), first + kBatch);
+      Geometry part;
+      part.detector = geometry.detector;
+      part.views.assign(geometry.views.begin() + first, geometry.views.begin() + last);
+      ProjectionOptions partOptions = options;
+      partOptions.seed = options.seed + first;  // distinct noise per batch, reproducible
+      const Image simulated = projectPhantom(p, part, partOptions);
+      std::copy(simulated.data.begin(), simulated.data.end(), projections.slice(static_cast<int>(first)));
+      progress.update(last);
+    }
+    progress.finish();
     Image truth;
     if (groundTruth) truth = voxelizePhantom(p, grid, 2, threads);
     writeRtkGeometry(geometryPath.string(), geometry.circular, overwrite);
@@ -241,7 +277,9 @@ struct PhantomCommand {
 
 // ---- fdk ----
 struct FdkCommand {
-  std::string geometryPath, projectionsPath, output, backend = "auto", filter = "ram-lak", flat, dark, slices, sliceRange;
+  std::string geometryPath, projectionsPath, path, regexp, output, backend = "auto", filter = "ram-lak", flat, dark, slices,
+      sliceRange;
+  std::vector<std::string> sliceSpecs;
   double cutoff = 1.0, hann = 0.0, i0 = 0.0;
   bool noShortScan = false, overwrite = false, quiet = false;
   int threads = 0;
@@ -252,8 +290,9 @@ struct FdkCommand {
     CLI::App* c = app.add_subcommand("fdk", "Reconstruct a volume from cone-beam projections (FDK)");
     c->add_option("--geometry,-g", geometryPath, "RTK geometry XML file")->required();
     c->add_option("--projections,-p", projectionsPath,
-                  "Projections: a MetaImage stack, a directory of MetaImage files, or a glob such as 'scan/p_*.mha'")
-        ->required();
+                  "Projections: a MetaImage stack, a directory of MetaImage files, or a glob such as 'scan/p_*.mha'");
+    c->add_option("--path", path, "rtkfdk style: directory of projection files (with --regexp)");
+    c->add_option("--regexp", regexp, "rtkfdk style: regular expression the projection file names match (with --path)");
     c->add_option("--output,-o", output, "Output volume (.mha or .mhd)")->required();
     volume.add(c);
     c->add_option("--backend", backend, "Backprojector: auto or cpu")->capture_default_str();
@@ -264,7 +303,8 @@ struct FdkCommand {
     c->add_option("--i0", i0, "Projections are raw intensities: convert with -ln(I / I0)");
     c->add_option("--flat", flat, "Projections are raw intensities: flat-field image(s) for -ln((I-dark)/(flat-dark))");
     c->add_option("--dark", dark, "Dark-field image(s) subtracted from projections and flat field");
-    c->add_option("--slices", slices, "Also write axial, coronal and sagittal central slices as PNG into this directory");
+    c->add_option("--slices", slices, "Also write PNG slices into this directory (default: central axial, coronal, sagittal)");
+    c->add_option("--slice", sliceSpecs, "Slice to write with --slices: AXIS:INDEX (x, y or z; y slices are axial), repeatable");
     c->add_option("--slice-range", sliceRange, "Grey range LOW:HIGH of the PNG slices (default: 0.5 and 99.5 percentiles)");
     c->add_option("--threads", threads, "CPU threads (0: all)")->capture_default_str();
     c->add_option("--batch", batch, "Projections filtered and backprojected together")->capture_default_str();
@@ -294,10 +334,18 @@ struct FdkCommand {
     if (outputPath.has_parent_path() && !fs::is_directory(outputPath.parent_path()))
       throwInputError(output, "output directory", "an existing directory", outputPath.parent_path().string());
 
+    if (projectionsPath.empty() == (path.empty() && regexp.empty()))
+      throw UsageError("fdk: expected either --projections or --path with --regexp");
+    if (projectionsPath.empty() && (path.empty() || regexp.empty()))
+      throw UsageError("fdk: --path and --regexp go together");
+    std::vector<SliceSpec> chosen;
+    for (const std::string& spec : sliceSpecs) chosen.push_back(parseSliceSpec(spec));
     const std::vector<CircularParams> params = readRtkGeometry(geometryPath);
-    Image projections = readProjectionStack(projectionsPath);
+    const std::string projectionsName = projectionsPath.empty() ? path : projectionsPath;
+    Image projections = projectionsPath.empty() ? readProjectionFiles(listProjectionFiles(path, regexp))
+                                                : readProjectionStack(projectionsPath);
     const Geometry geometry = Geometry::fromCircular(params, detectorLayoutOf(projections));
-    checkProjectionsMatch(geometry, projections, projectionsPath);
+    checkProjectionsMatch(geometry, projections, projectionsName);
     if (!flat.empty() || i0 > 0) {
       const Image flatImage = flat.empty() ? Image{} : readProjectionStack(flat);
       const Image darkImage = dark.empty() ? Image{} : readProjectionStack(dark);
@@ -318,8 +366,43 @@ struct FdkCommand {
     }
     if (!slices.empty()) {
       fs::create_directories(slices);
-      writeCentralSlices(result, slices, outputPath.stem().string() + "_", displayRange(result, sliceRange), overwrite);
+      const auto range = displayRange(result, sliceRange);
+      if (chosen.empty()) writeCentralSlices(result, slices, outputPath.stem().string() + "_", range, overwrite);
+      for (const SliceSpec& spec : chosen) {
+        const int index = spec.index.value_or(result.size[axisNumber(spec.axis)] / 2);
+        const fs::path png = fs::path(slices) / (outputPath.stem().string() + "_" + axisName(spec.axis) + std::to_string(index) + ".png");
+        writeSlicePng(png.string(), result, spec.axis, index, range.first, range.second, overwrite);
+        if (!quiet) std::cerr << "wrote " << png.string() << '\n';
+      }
     }
+  }
+};
+
+// ---- slice ----
+struct SliceCommand {
+  std::string input, output, axis = "y", range;
+  int index = -1;
+  bool overwrite = false;
+
+  void add(CLI::App& app) {
+    CLI::App* c = app.add_subcommand("slice", "Write one slice of a volume as a PNG image");
+    c->add_option("--input,-i", input, "Volume (.mha or .mhd)")->required();
+    c->add_option("--output,-o", output, "PNG file")->required();
+    c->add_option("--axis", axis, "x, y or z (y slices are axial: x across, z up)")->capture_default_str();
+    c->add_option("--index", index, "Voxel index along the axis (default: the central slice)");
+    c->add_option("--range", range, "Grey range LOW:HIGH, i.e. level -/+ window/2 (default: 0.5 and 99.5 percentiles)");
+    c->add_flag("--overwrite", overwrite, "Replace an existing PNG");
+    c->callback([this] { run(); });
+  }
+  void run() const {
+    const SliceAxis a = parseSliceAxis(axis);
+    const auto r = range.empty() ? std::optional<std::pair<double, double>>{} : parseRange("--range", range);
+    refuseToOverwrite(output, overwrite);
+    const Image volume = readMetaImage(input);
+    const int i = index >= 0 ? index : volume.size[axisNumber(a)] / 2;
+    const auto grey = r ? *r : percentileRange(volume, 0.5, 99.5);
+    writeSlicePng(output, volume, a, i, grey.first, grey.second, overwrite);
+    std::cerr << "wrote " << output << " (" << axis << " = " << i << ", grey " << grey.first << " to " << grey.second << ")\n";
   }
 };
 
@@ -413,9 +496,11 @@ int run(int argc, char** argv) {
   PhantomCommand phantom;
   FdkCommand fdk;
   DemoCommand demo;
+  SliceCommand slice;
   phantom.add(app);
   fdk.add(app);
   demo.add(app);
+  slice.add(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <regex>
 
 #include "glrecon/error.h"
 #include "glrecon/io.h"
@@ -42,6 +43,12 @@ bool isMetaImage(const fs::path& p) {
   return e == ".mha" || e == ".mhd";
 }
 
+void sortNaturally(std::vector<std::string>& files) {
+  std::sort(files.begin(), files.end(), [](const std::string& a, const std::string& b) {
+    return naturalLess(fs::path(a).filename().string(), fs::path(b).filename().string());
+  });
+}
+
 }  // namespace
 
 std::vector<std::string> listProjectionFiles(const std::string& spec) {
@@ -60,14 +67,29 @@ std::vector<std::string> listProjectionFiles(const std::string& spec) {
     if (!fs::exists(spec)) throwInputError(spec, "projections", "an existing file, directory or glob", "no such path");
     return {spec};
   }
-  std::sort(files.begin(), files.end(), [](const std::string& a, const std::string& b) {
-    return naturalLess(fs::path(a).filename().string(), fs::path(b).filename().string());
-  });
+  sortNaturally(files);
   return files;
 }
 
-Image readProjectionStack(const std::string& spec) {
-  const std::vector<std::string> files = listProjectionFiles(spec);
+std::vector<std::string> listProjectionFiles(const std::string& directory, const std::string& regex) {
+  if (!fs::is_directory(directory)) throwInputError(directory, "--path", "a directory of projection files", "no such directory");
+  std::regex pattern;
+  try {
+    pattern = std::regex(regex);
+  } catch (const std::regex_error& e) {
+    throwInputError("--regexp", "pattern", "a valid regular expression", "'" + regex + "' (" + e.what() + ")");
+  }
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(directory))
+    if (entry.is_regular_file() && std::regex_match(entry.path().filename().string(), pattern)) files.push_back(entry.path().string());
+  if (files.empty()) throwInputError(directory, "--regexp", "files whose names match '" + regex + "'", "none");
+  sortNaturally(files);
+  return files;
+}
+
+Image readProjectionStack(const std::string& spec) { return readProjectionFiles(listProjectionFiles(spec)); }
+
+Image readProjectionFiles(const std::vector<std::string>& files) {
   Image stack;
   for (std::size_t f = 0; f < files.size(); ++f) {
     Image part = readMetaImage(files[f]);
