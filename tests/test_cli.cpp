@@ -223,3 +223,30 @@ TEST(Cli, ChosenSlicesAndTheSliceCommand) {
 
 }  // namespace
 }  // namespace glrecon
+
+namespace glrecon {
+namespace {
+
+TEST(Cli, GpuBackendsAndDevices) {
+  const auto dir = test::scratchDir();
+  const CliRun devices = glrecon(dir, "devices");
+  if (devices.exitCode != 0 || devices.output.find("0: ") == std::string::npos) GTEST_SKIP() << "no OpenGL device: " << devices.output;
+  ASSERT_EQ(glrecon(dir, kSmallScan).exitCode, 0);
+  const std::string fdk = "fdk -g scan/geometry.xml -p scan/projections.mha --size 16 --spacing 16 ";
+  CliRun r = glrecon(dir, fdk + "-o g.mha --backend graphics --window 4");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "backend graphics on ") && contains(r.output, "window 4")) << r.output;
+  r = glrecon(dir, fdk + "-o a.mha --backend auto");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "auto: ")) << r.output;  // says what it chose and why
+  r = glrecon(dir, fdk + "-o x.mha --backend graphics --gpu 7");
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_TRUE(contains(r.output, "--gpu 7")) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "x.mha"));
+  r = glrecon(dir, fdk + "-o y.mha --backend graphics --window 0");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_TRUE(contains(r.output, "--window")) << r.output;
+}
+
+}  // namespace
+}  // namespace glrecon

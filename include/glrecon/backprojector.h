@@ -17,15 +17,19 @@ class Backprojector {
  public:
   virtual ~Backprojector() = default;
   virtual std::string name() const = 0;
+  /// The name and where it runs, e.g. "graphics on NVIDIA H200/PCIe/SSE2, window 8".
+  virtual std::string description() const { return name(); }
   /// Adds `count` filtered projections into the volume: `projections` holds them one after another
   /// (nv rows of nu floats each); views[i] is the geometry index of the i-th.
   virtual void backproject(const float* projections, const std::size_t* views, std::size_t count) = 0;
-  /// The volume accumulated so far.
-  virtual Image volume() const = 0;
+  /// The volume accumulated so far (GPU backends first finish the projections they hold back).
+  virtual Image volume() = 0;
 };
 
 struct BackprojectorOptions {
   int threads = 0;  ///< CPU threads (0 = all)
+  int gpu = 0;      ///< EGL device index for GPU backends
+  int window = 0;   ///< projections per GPU pass; 0 = choose automatically (measured while reconstructing)
 };
 
 /// Multithreaded CPU reference: the oracle every GPU backend is held to, and the fallback without a GPU.
@@ -34,7 +38,7 @@ class CpuBackprojector final : public Backprojector {
   CpuBackprojector(const Geometry& geometry, const VolumeGrid& grid, const BackprojectorOptions& options = {});
   std::string name() const override { return "cpu"; }
   void backproject(const float* projections, const std::size_t* views, std::size_t count) override;
-  Image volume() const override { return volume_; }
+  Image volume() override { return volume_; }
 
  private:
   const Geometry& geometry_;
@@ -44,11 +48,17 @@ class CpuBackprojector final : public Backprojector {
   std::vector<float> padded_;  // projections with a zero border: 1 pixel before, 2 after, on both axes
 };
 
-/// Backend names this build knows, in order of preference for "auto".
+/// The OpenGL graphics-pipeline backprojector (AG-GPU, or MP-GPU with `fragmentMapping`), in its own headless
+/// EGL context on device `options.gpu`. Declared in graphics_backprojector.h.
+class GraphicsBackprojector;
+
+/// Backend names this build knows.
 std::vector<std::string> availableBackends();
-/// Creates a backend by name ("cpu"; "auto" picks the best available). Throws UsageError naming the
-/// known backends for an unknown name.
+/// Creates a backend by name: cpu, graphics, graphics-mp, or auto (graphics on a hardware GPU, cpu where only
+/// a software renderer or no OpenGL exists; `autoNote`, when given, receives the reason for the choice).
+/// Throws UsageError for an unknown name, gl::GlError when a GPU backend was asked for and cannot run.
 std::unique_ptr<Backprojector> makeBackprojector(const std::string& name, const Geometry& geometry,
-                                                 const VolumeGrid& grid, const BackprojectorOptions& options = {});
+                                                 const VolumeGrid& grid, const BackprojectorOptions& options = {},
+                                                 std::string* autoNote = nullptr);
 
 }  // namespace glrecon

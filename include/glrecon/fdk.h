@@ -15,14 +15,17 @@ namespace glrecon {
 
 struct FdkOptions {
   FilterOptions filter;
-  std::string backend = "auto";
+  std::string backend = "auto";  ///< cpu, graphics, graphics-mp or auto (see makeBackprojector)
+  int gpu = 0;              ///< EGL device for GPU backends
+  int window = 0;           ///< projections per GPU pass (0 = measured automatically)
   int threads = 0;          ///< CPU threads for filtering and the CPU backend (0 = all)
   std::size_t batch = 32;   ///< projections filtered and backprojected together
   bool progress = false;    ///< print a progress line on stderr
 };
 
 struct FdkReport {
-  std::string backend;
+  std::string backend;      ///< the backend's description: name, device, window
+  std::string autoNote;     ///< why --backend auto chose what it chose
   bool shortScan = false;
   double filterSeconds = 0.0;
   double backprojectSeconds = 0.0;

@@ -16,6 +16,7 @@
 #include "glrecon/backprojector.h"
 #include "glrecon/error.h"
 #include "glrecon/fdk.h"
+#include "glrecon/gl/context.h"
 #include "glrecon/io.h"
 #include "glrecon/phantom.h"
 #include "glrecon/preprocess.h"
@@ -201,6 +202,7 @@ void writeCentralSlices(const Image& volume, const fs::path& directory, const st
 }
 
 void printReport(const FdkReport& r, std::size_t projections) {
+  if (!r.autoNote.empty()) std::fprintf(stderr, "%s\n", r.autoNote.c_str());
   std::fprintf(stderr,
                "backend %s%s: filter %.2f s, backprojection %.2f s (%.2f G voxel-updates/s, %.1f projections/s), total %.2f s "
                "(%.1f projections/s)\n",
@@ -278,7 +280,8 @@ struct PhantomCommand {
 // ---- fdk ----
 struct FdkCommand {
   std::string geometryPath, projectionsPath, path, regexp, output, backend = "auto", filter = "ram-lak", flat, dark, slices,
-      sliceRange;
+      sliceRange, window = "auto";
+  int gpu = 0;
   std::vector<std::string> sliceSpecs;
   double cutoff = 1.0, hann = 0.0, i0 = 0.0;
   bool noShortScan = false, overwrite = false, quiet = false;
@@ -295,7 +298,13 @@ struct FdkCommand {
     c->add_option("--regexp", regexp, "rtkfdk style: regular expression the projection file names match (with --path)");
     c->add_option("--output,-o", output, "Output volume (.mha or .mhd)")->required();
     volume.add(c);
-    c->add_option("--backend", backend, "Backprojector: auto or cpu")->capture_default_str();
+    c->add_option("--backend", backend,
+                  "Backprojector: cpu, graphics (OpenGL graphics pipeline, AG-GPU), graphics-mp (its fragment-only variant), "
+                  "or auto (graphics on a hardware GPU, else cpu)")
+        ->capture_default_str();
+    c->add_option("--window", window, "GPU backends: projections per pass, a number or auto (measured on the first passes)")
+        ->capture_default_str();
+    c->add_option("--gpu", gpu, "GPU backends: EGL device index (see glrecon devices)")->capture_default_str();
     c->add_option("--filter", filter, "Ramp window: ram-lak, shepp-logan, cosine, hamming, hann")->capture_default_str();
     c->add_option("--cutoff", cutoff, "Window cut-off as a fraction of the Nyquist frequency (0, 1]")->capture_default_str();
     c->add_option("--hann", hann, "rtkfdk's option: Hann window with this cut-off (same as --filter hann --cutoff F)");
@@ -323,6 +332,12 @@ struct FdkCommand {
     }
     options.filter.shortScan = !noShortScan;
     options.backend = backend;
+    options.gpu = gpu;
+    if (window != "auto") {
+      const double w = parseList("--window", window, 1)[0];
+      if (w < 1 || w != std::floor(w)) throw UsageError("--window: expected a positive whole number or auto, found '" + window + "'");
+      options.window = static_cast<int>(w);
+    }
     options.threads = threads;
     options.batch = batch;
     options.progress = !quiet;
@@ -403,6 +418,19 @@ struct SliceCommand {
     const auto grey = r ? *r : percentileRange(volume, 0.5, 99.5);
     writeSlicePng(output, volume, a, i, grey.first, grey.second, overwrite);
     std::cerr << "wrote " << output << " (" << axis << " = " << i << ", grey " << grey.first << " to " << grey.second << ")\n";
+  }
+};
+
+// ---- devices ----
+struct DevicesCommand {
+  void add(CLI::App& app) {
+    CLI::App* c = app.add_subcommand("devices", "List the GPUs (EGL devices) the GPU backends can use, for --gpu");
+    c->callback([] { run(); });
+  }
+  static void run() {
+    for (const gl::DeviceInfo& d : gl::Context::listDevices())
+      std::printf("%d: %s%s%s%s\n", d.index, d.renderer.c_str(), d.version.empty() ? "" : " | OpenGL ", d.version.c_str(),
+                  d.software ? " (software renderer)" : "");
   }
 };
 
@@ -497,6 +525,8 @@ int run(int argc, char** argv) {
   FdkCommand fdk;
   DemoCommand demo;
   SliceCommand slice;
+  DevicesCommand devices;
+  devices.add(app);
   phantom.add(app);
   fdk.add(app);
   demo.add(app);

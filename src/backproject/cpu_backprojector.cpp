@@ -158,14 +158,4 @@ void CpuBackprojector::backproject(const float* projections, const std::size_t* 
   });
 }
 
-std::vector<std::string> availableBackends() { return {"cpu"}; }
-
-std::unique_ptr<Backprojector> makeBackprojector(const std::string& name, const Geometry& geometry,
-                                                 const VolumeGrid& grid, const BackprojectorOptions& options) {
-  if (name == "cpu" || name == "auto") return std::make_unique<CpuBackprojector>(geometry, grid, options);
-  std::string known;
-  for (const std::string& b : availableBackends()) known += b + ", ";
-  throw UsageError("--backend: expected one of " + known + "auto; found '" + name + "'");
-}
-
 }  // namespace glrecon

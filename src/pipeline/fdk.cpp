@@ -42,16 +42,18 @@ Image reconstructFdk(const Geometry& geometry, const Image& projections, const V
   const FdkFilter filter(geometry, options.filter);
   BackprojectorOptions backprojectorOptions;
   backprojectorOptions.threads = options.threads;
-  std::unique_ptr<Backprojector> backprojector = makeBackprojector(options.backend, geometry, grid, backprojectorOptions);
+  backprojectorOptions.gpu = options.gpu;
+  backprojectorOptions.window = options.window;
+  FdkReport local;
+  std::unique_ptr<Backprojector> backprojector =
+      makeBackprojector(options.backend, geometry, grid, backprojectorOptions, &local.autoNote);
 
   const std::size_t count = geometry.size(), batch = std::max<std::size_t>(1, options.batch);
   const std::size_t pixels = projections.sliceStride();
   std::vector<float> buffer(batch * pixels);
   std::vector<std::size_t> views(batch);
-  FdkReport local;
-  local.backend = backprojector->name();
   local.shortScan = filter.isShortScan();
-  Progress progress("fdk (" + local.backend + ")", count, "proj", options.progress);
+  Progress progress("fdk (" + backprojector->name() + ")", count, "proj", options.progress);
   for (std::size_t first = 0; first < count; first += batch) {
     const std::size_t n = std::min(batch, count - first);
     std::iota(views.begin(), views.begin() + n, first);
@@ -69,8 +71,11 @@ Image reconstructFdk(const Geometry& geometry, const Image& projections, const V
     local.backprojectSeconds += secondsSince(t);
     progress.update(first + n);
   }
+  auto t = std::chrono::steady_clock::now();
+  Image volume = backprojector->volume();  // GPU backends: the last partial window, then the readback
+  local.backprojectSeconds += secondsSince(t);
   progress.finish();
-  Image volume = backprojector->volume();
+  local.backend = backprojector->description();
   local.totalSeconds = secondsSince(start);
   local.voxelUpdates = static_cast<double>(grid.voxelCount()) * count;
   if (report) *report = local;

@@ -1,0 +1,50 @@
+#pragma once
+/// OpenGL 4.5 core contexts. Headless: EGL on the device platform (eglQueryDevicesEXT), so a GPU is used
+/// with no display; on a machine without one, Mesa's software device (llvmpipe) answers the same way.
+/// After creation every context is used the same way (GLEW-loaded entry points, one thread).
+/// Tested in tests/test_gl.cpp.
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace glrecon::gl {
+
+/// No usable OpenGL: no EGL device, no 4.5 core context, a missing extension, a GL error.
+struct GlError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct DeviceInfo {
+  int index = 0;
+  std::string renderer;  ///< GL_RENDERER, e.g. "NVIDIA H200/PCIe/SSE2" or "llvmpipe (LLVM 15.0.6, 256 bits)"
+  std::string version;   ///< GL_VERSION
+  bool software = false; ///< a CPU rasterizer (llvmpipe, softpipe, swrast)
+};
+
+class Context {
+ public:
+  /// A headless 4.5 core context on EGL device `device` (0-based, in eglQueryDevicesEXT's order), made
+  /// current on the calling thread. Throws GlError naming the device and what failed.
+  static std::unique_ptr<Context> headless(int device = 0);
+  /// Every EGL device with its renderer (each probed with a short-lived context).
+  static std::vector<DeviceInfo> listDevices();
+
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const DeviceInfo& info() const { return info_; }
+  void makeCurrent();
+
+ private:
+  Context() = default;
+  struct Egl;
+  std::unique_ptr<Egl> egl_;
+  DeviceInfo info_;
+};
+
+/// True for renderer strings of CPU rasterizers.
+bool isSoftwareRenderer(const std::string& renderer);
+
+}  // namespace glrecon::gl

@@ -1,0 +1,100 @@
+#pragma once
+/// Move-only owners of OpenGL objects (as Magnum's GL wrappers): copy deleted, noexcept move, id(),
+/// release(), and an empty state that needs no context. Created with the DSA (4.5) functions.
+#include <GL/glew.h>
+
+#include <string>
+#include <utility>
+
+#include "glrecon/gl/context.h"
+
+namespace glrecon::gl {
+
+template <void (*Delete)(GLuint)>
+class Object {
+ public:
+  Object() = default;
+  explicit Object(GLuint id) : id_(id) {}
+  ~Object() { reset(); }
+  Object(const Object&) = delete;
+  Object& operator=(const Object&) = delete;
+  Object(Object&& other) noexcept : id_(std::exchange(other.id_, 0)) {}
+  Object& operator=(Object&& other) noexcept {
+    if (this != &other) {
+      reset();
+      id_ = std::exchange(other.id_, 0);
+    }
+    return *this;
+  }
+  GLuint id() const { return id_; }
+  explicit operator bool() const { return id_ != 0; }
+  GLuint release() { return std::exchange(id_, 0); }
+  void reset() {
+    if (id_) Delete(id_);
+    id_ = 0;
+  }
+
+ private:
+  GLuint id_ = 0;
+};
+
+namespace detail {
+inline void deleteBuffer(GLuint id) { glDeleteBuffers(1, &id); }
+inline void deleteTexture(GLuint id) { glDeleteTextures(1, &id); }
+inline void deleteFramebuffer(GLuint id) { glDeleteFramebuffers(1, &id); }
+inline void deleteVertexArray(GLuint id) { glDeleteVertexArrays(1, &id); }
+inline void deleteQuery(GLuint id) { glDeleteQueries(1, &id); }
+inline void deleteProgram(GLuint id) { glDeleteProgram(id); }
+inline void deleteShader(GLuint id) { glDeleteShader(id); }
+}  // namespace detail
+
+using Buffer = Object<detail::deleteBuffer>;
+using Texture = Object<detail::deleteTexture>;
+using Framebuffer = Object<detail::deleteFramebuffer>;
+using VertexArray = Object<detail::deleteVertexArray>;
+using Query = Object<detail::deleteQuery>;
+using Program = Object<detail::deleteProgram>;
+using Shader = Object<detail::deleteShader>;
+
+inline Buffer createBuffer() {
+  GLuint id = 0;
+  glCreateBuffers(1, &id);
+  return Buffer(id);
+}
+inline Texture createTexture(GLenum target) {
+  GLuint id = 0;
+  glCreateTextures(target, 1, &id);
+  return Texture(id);
+}
+inline Framebuffer createFramebuffer() {
+  GLuint id = 0;
+  glCreateFramebuffers(1, &id);
+  return Framebuffer(id);
+}
+inline VertexArray createVertexArray() {
+  GLuint id = 0;
+  glCreateVertexArrays(1, &id);
+  return VertexArray(id);
+}
+inline Query createQuery(GLenum target) {
+  GLuint id = 0;
+  glCreateQueries(target, 1, &id);
+  return Query(id);
+}
+
+/// Throws GlError naming `what` when the GL error flag is set (all pending errors are cleared).
+void checkError(const char* what);
+
+}  // namespace glrecon::gl
+
+/// In debug builds: check the GL error flag after a call, naming the function and line. Compiled away under
+/// NDEBUG, where the debug-output callback and the explicit checkError() calls at stage ends remain.
+#ifndef NDEBUG
+#define GLRECON_CHECK_GL(call)                                                                    \
+  do {                                                                                            \
+    call;                                                                                         \
+    ::glrecon::gl::checkError((std::string(#call) + " at " __FILE__ ":" + std::to_string(__LINE__)).c_str()); \
+  } while (0)
+#else
+#define GLRECON_CHECK_GL(call) call
+#endif

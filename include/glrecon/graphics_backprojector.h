@@ -1,0 +1,48 @@
+#pragma once
+/// Backprojection through the OpenGL graphics pipeline (Xu & Mueller 2007, AG-GPU):
+/// - the volume is an R32F 2D texture array, one layer per z slice, that stays on the GPU;
+/// - a window of W filtered projections sits in an R32F texture array (bilinear, border 0);
+/// - per window, every slice's proxy quad is drawn face-on at slice resolution (all slices in one instanced
+///   draw, gl_Layer choosing the slice); the vertex shader maps its corners into the W detectors, the
+///   rasterizer interpolates, the fragment shader divides, samples, weights by 1/w^2 and sums, and additive
+///   float blending accumulates into the slice.
+/// The MP-GPU variant computes the detector coordinates in the fragment shader instead.
+/// W runs from 1 to the largest the varyings allow (floor(GL_MAX_VARYING_COMPONENTS / 3)); W = 0 searches
+/// over a few sizes during the first passes and keeps the fastest, as the paper proposes.
+/// Tested against the CPU backprojector in tests/test_graphics_backprojector.cpp.
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "glrecon/backprojector.h"
+#include "glrecon/gl/context.h"
+
+namespace glrecon {
+
+class GraphicsBackprojector final : public Backprojector {
+ public:
+  /// `fragmentMapping` selects MP-GPU. Throws gl::GlError when no OpenGL 4.5 device is usable, and
+  /// InputError when the volume exceeds the GPU's limits (naming the size and the limit).
+  GraphicsBackprojector(const Geometry& geometry, const VolumeGrid& grid, const BackprojectorOptions& options,
+                        bool fragmentMapping = false);
+  ~GraphicsBackprojector() override;
+
+  std::string name() const override;
+  std::string description() const override;
+  void backproject(const float* projections, const std::size_t* views, std::size_t count) override;
+  Image volume() override;
+
+  const gl::DeviceInfo& device() const;
+  /// Largest window the device's varyings allow (AG-GPU); MP-GPU is limited by the uniform block only.
+  int maxWindow() const;
+  /// The window in use (during an automatic search: the size being measured).
+  int window() const;
+  /// Automatic search results: (window, seconds per projection) for each size measured.
+  const std::vector<std::pair<int, double>>& windowTimings() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace glrecon

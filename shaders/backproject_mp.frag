@@ -1,0 +1,23 @@
+// MP-GPU backprojection, fragment stage: voxel index from the fragment position, then for each of the W
+// projections the matrix product, division, bilinear sample and 1/w^2 weight, summed.
+layout(std140, binding = 0) uniform Matrices {
+  vec4 rows[3 * W];
+};
+flat in int slice;
+
+layout(binding = 0) uniform sampler2DArray projections;
+uniform vec2 detectorSize;
+
+layout(location = 0) out float accumulated;
+
+void main() {
+  const vec4 voxel = vec4(gl_FragCoord.xy - 0.5, float(slice), 1.0);
+  float sum = 0.0;
+  for (int p = 0; p < W; ++p) {
+    const float invW = 1.0 / dot(rows[3 * p + 2], voxel);
+    const vec2 uv = vec2(dot(rows[3 * p], voxel), dot(rows[3 * p + 1], voxel)) * invW;
+    const float q = texture(projections, vec3((uv + 0.5) / detectorSize, float(p))).r;
+    sum += q * (invW * invW);
+  }
+  accumulated = sum;
+}

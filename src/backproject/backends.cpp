@@ -1,0 +1,42 @@
+// Choosing a backprojector by name.
+#include "glrecon/backprojector.h"
+#include "glrecon/error.h"
+#include "glrecon/graphics_backprojector.h"
+
+namespace glrecon {
+
+std::vector<std::string> availableBackends() { return {"cpu", "graphics", "graphics-mp"}; }
+
+std::unique_ptr<Backprojector> makeBackprojector(const std::string& name, const Geometry& geometry, const VolumeGrid& grid,
+                                                 const BackprojectorOptions& options, std::string* autoNote) {
+  if (name == "cpu") return std::make_unique<CpuBackprojector>(geometry, grid, options);
+  if (name == "graphics") return std::make_unique<GraphicsBackprojector>(geometry, grid, options, false);
+  if (name == "graphics-mp") return std::make_unique<GraphicsBackprojector>(geometry, grid, options, true);
+  if (name == "auto") {
+    // A software rasterizer runs the graphics path far slower than the vectorized CPU backend, so auto takes
+    // the graphics pipeline only on a hardware GPU.
+    std::string reason;
+    try {
+      // A bare context tells the renderer before any volume-sized allocation.
+      const gl::DeviceInfo device = gl::Context::headless(options.gpu)->info();
+      if (device.software) {
+        reason = "only a software renderer (" + device.renderer + ")";
+      } else {
+        auto graphics = std::make_unique<GraphicsBackprojector>(geometry, grid, options, false);
+        if (autoNote) *autoNote = "auto: graphics backend on the hardware GPU " + device.renderer;
+        return graphics;
+      }
+    } catch (const gl::GlError& e) {
+      reason = std::string("no usable OpenGL: ") + e.what();
+    } catch (const InputError& e) {
+      reason = std::string("the volume does not fit the GPU: ") + e.what();
+    }
+    if (autoNote) *autoNote = "auto: cpu backend, " + reason;
+    return std::make_unique<CpuBackprojector>(geometry, grid, options);
+  }
+  std::string known;
+  for (const std::string& b : availableBackends()) known += b + ", ";
+  throw UsageError("--backend: expected one of " + known + "auto; found '" + name + "'");
+}
+
+}  // namespace glrecon
