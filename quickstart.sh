@@ -8,7 +8,8 @@ cd "$(dirname "$0")"
 # OpenGL: headers and loaders (EGL, libOpenGL, GLEW) and Mesa's drivers, whose llvmpipe runs the GL backends
 # (and their tests) on machines without a GPU.
 packages=(cmake g++ ninja-build pkg-config libfftw3-dev libtinyxml2-dev libcli11-dev libglm-dev libpng-dev
-          zlib1g-dev libgtest-dev libegl-dev libopengl-dev libglew-dev libegl-mesa0 libgl1-mesa-dri)
+          zlib1g-dev libgtest-dev libegl-dev libopengl-dev libglew-dev libegl-mesa0 libgl1-mesa-dri libglfw3-dev
+          xvfb xauth)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -28,6 +29,12 @@ action="${1:-demo}"
 [ $# -gt 0 ] && shift
 case "$action" in
   demo) ./build/glrecon demo "$@" ;;
-  test) ctest --test-dir build --output-on-failure "$@" ;;
+  # Without a display the window tests run under a virtual X server (Xvfb); GL itself runs headless via EGL.
+  test)
+    if [ -z "${DISPLAY:-}" ] && command -v xvfb-run > /dev/null; then
+      xvfb-run -a -s "-screen 0 1280x1024x24" ctest --test-dir build --output-on-failure "$@"
+    else
+      ctest --test-dir build --output-on-failure "$@"
+    fi ;;
   *) echo "usage: ./quickstart.sh [demo|test] [options]" >&2; exit 2 ;;
 esac

@@ -239,3 +239,34 @@ TEST(Graphics, ShaderErrorsNameStageFileAndLog) {
 
 }  // namespace
 }  // namespace glrecon
+
+namespace glrecon {
+namespace {
+
+TEST(Graphics, WindowContextRunsTheSamePath) {
+  if (!std::getenv("DISPLAY")) GTEST_SKIP() << "no X display: run the tests under xvfb-run (./quickstart.sh test does)";
+  std::unique_ptr<gl::Context> window;
+  try {
+    window = gl::Context::window(64, 64, "glrecon test", false);
+  } catch (const gl::GlError& e) {
+    GTEST_SKIP() << e.what();
+  }
+  EXPECT_NE(window->glfwWindow(), nullptr);
+  CircularScanSpec spec;
+  spec.projections = 12;
+  spec.nu = spec.nv = 40;
+  spec.spacingU = spec.spacingV = 6.0;
+  const Geometry g = makeCircularScan(spec);
+  const VolumeGrid grid = VolumeGrid::centred({20, 18, 16}, glm::dvec3(8.0));
+  const std::vector<float> q = testProjections(g);
+  CpuBackprojector cpuBackprojector(g, grid, {});
+  const Image cpu = run(cpuBackprojector, g, q, g.size());
+  BackprojectorOptions o;
+  o.window = 5;
+  GraphicsBackprojector gpu(*window, g, grid, o);
+  EXPECT_NE(gpu.description().find(window->info().renderer), std::string::npos);
+  expectAgree(cpu, run(gpu, g, q, 7), tolerance(g, grid, cpu), "window context");
+}
+
+}  // namespace
+}  // namespace glrecon

@@ -25,6 +25,9 @@ class GraphicsBackprojector final : public Backprojector {
   /// InputError when the volume exceeds the GPU's limits (naming the size and the limit).
   GraphicsBackprojector(const Geometry& geometry, const VolumeGrid& grid, const BackprojectorOptions& options,
                         bool fragmentMapping = false);
+  /// The same in an existing context (a viewer's window), which must outlive the backprojector.
+  GraphicsBackprojector(gl::Context& context, const Geometry& geometry, const VolumeGrid& grid,
+                        const BackprojectorOptions& options, bool fragmentMapping = false);
   ~GraphicsBackprojector() override;
 
   std::string name() const override;
@@ -41,6 +44,7 @@ class GraphicsBackprojector final : public Backprojector {
   const std::vector<std::pair<int, double>>& windowTimings() const;
 
  private:
+  void initialise();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

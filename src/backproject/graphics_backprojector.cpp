@@ -38,7 +38,8 @@ struct GraphicsBackprojector::Impl {
   VolumeGrid grid;
   BackprojectorOptions options;
   bool fragmentMapping;
-  std::unique_ptr<gl::Context> context;
+  std::unique_ptr<gl::Context> ownedContext;
+  gl::Context* context = nullptr;
   gl::Texture volume, projections;
   gl::Buffer matrices;
   gl::Framebuffer framebuffer;
@@ -138,10 +139,28 @@ struct GraphicsBackprojector::Impl {
 GraphicsBackprojector::GraphicsBackprojector(const Geometry& geometry, const VolumeGrid& grid, const BackprojectorOptions& options,
                                              bool fragmentMapping)
     : impl_(std::make_unique<Impl>(geometry, grid, options, fragmentMapping)) {
+  // Owned by Impl and declared before the GL objects, so it outlives them even when initialise() throws.
+  impl_->ownedContext = gl::Context::headless(options.gpu);
+  impl_->context = impl_->ownedContext.get();
+  initialise();
+}
+
+GraphicsBackprojector::GraphicsBackprojector(gl::Context& context, const Geometry& geometry, const VolumeGrid& grid,
+                                             const BackprojectorOptions& options, bool fragmentMapping)
+    : impl_(std::make_unique<Impl>(geometry, grid, options, fragmentMapping)) {
+  impl_->context = &context;
+  initialise();
+}
+
+void GraphicsBackprojector::initialise() {
+  Impl& d = *impl_;
+  const Geometry& geometry = d.geometry;
+  const VolumeGrid& grid = d.grid;
+  const BackprojectorOptions& options = d.options;
+  const bool fragmentMapping = d.fragmentMapping;
+  d.context->makeCurrent();
   geometry.validate("graphics backprojector");
   grid.validate("graphics backprojector");
-  Impl& d = *impl_;
-  d.context = gl::Context::headless(options.gpu);
   const std::string where = "graphics backprojector on " + d.context->info().renderer;
 
   // Limits: the volume lives in one texture array, drawn at slice resolution; projections in another.

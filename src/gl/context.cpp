@@ -3,6 +3,9 @@
 #include <GL/glew.h>
 #include <EGL/egl.h>
 #include <EGL/eglext.h>
+#include <GLFW/glfw3.h>
+
+#include <mutex>
 
 namespace glrecon::gl {
 
@@ -78,6 +81,12 @@ std::unique_ptr<Context> Context::headless(int device) {
     throw GlError("OpenGL: EGL device " + std::to_string(device) + ": no OpenGL 4.5 core context (" + eglErrorName(eglGetError()) +
                   "); glrecon needs OpenGL 4.5");
   c->makeCurrent();
+  c->info_.index = device;
+  c->initialise("device " + std::to_string(device));
+  return c;
+}
+
+void Context::initialise(const std::string& where) {
   glewExperimental = GL_TRUE;
   const GLenum status = glewInit();
   // Under EGL, GLEW looks for a GLX display first and reports GLEW_ERROR_NO_GLX_DISPLAY although every GL
@@ -85,16 +94,41 @@ std::unique_ptr<Context> Context::headless(int device) {
   if (status != GLEW_OK && status != GLEW_ERROR_NO_GLX_DISPLAY)
     throw GlError(std::string("OpenGL: GLEW failed: ") + reinterpret_cast<const char*>(glewGetErrorString(status)));
   glGetError();  // GLEW's probing may leave an error behind
-  c->info_.index = device;
-  c->info_.renderer = reinterpret_cast<const char*>(glGetString(GL_RENDERER));
-  c->info_.version = reinterpret_cast<const char*>(glGetString(GL_VERSION));
-  c->info_.software = isSoftwareRenderer(c->info_.renderer);
+  info_.renderer = reinterpret_cast<const char*>(glGetString(GL_RENDERER));
+  info_.version = reinterpret_cast<const char*>(glGetString(GL_VERSION));
+  info_.software = isSoftwareRenderer(info_.renderer);
   GLint glMajor = 0, glMinor = 0;
   glGetIntegerv(GL_MAJOR_VERSION, &glMajor);
   glGetIntegerv(GL_MINOR_VERSION, &glMinor);
   if (glMajor * 10 + glMinor < 45)
-    throw GlError("OpenGL: device " + std::to_string(device) + " (" + c->info_.renderer + ") offers OpenGL " + c->info_.version +
-                  "; glrecon needs 4.5");
+    throw GlError("OpenGL: " + where + " (" + info_.renderer + ") offers OpenGL " + info_.version + "; glrecon needs 4.5");
+}
+
+namespace {
+std::string& glfwLastError() {
+  static std::string message;
+  return message;
+}
+}  // namespace
+
+std::unique_ptr<Context> Context::window(int width, int height, const std::string& title, bool visible) {
+  static std::once_flag once;
+  static bool initialised = false;
+  std::call_once(once, [] {
+    glfwSetErrorCallback([](int, const char* description) { glfwLastError() = description; });
+    initialised = glfwInit() == GLFW_TRUE;
+  });
+  if (!initialised) throw GlError("OpenGL window: GLFW cannot start (" + glfwLastError() + "); is there a display (DISPLAY, or xvfb-run)?");
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 4);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 5);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
+  glfwWindowHint(GLFW_VISIBLE, visible ? GLFW_TRUE : GLFW_FALSE);
+  std::unique_ptr<Context> c(new Context);
+  c->window_ = glfwCreateWindow(width, height, title.c_str(), nullptr, nullptr);
+  if (!c->window_) throw GlError("OpenGL window: no OpenGL 4.5 core window (" + glfwLastError() + ")");
+  glfwMakeContextCurrent(c->window_);
+  c->initialise("the window's context");
   return c;
 }
 
@@ -112,11 +146,16 @@ std::vector<DeviceInfo> Context::listDevices() {
 }
 
 void Context::makeCurrent() {
+  if (window_) {
+    glfwMakeContextCurrent(window_);
+    return;
+  }
   if (!eglMakeCurrent(egl_->display, EGL_NO_SURFACE, EGL_NO_SURFACE, egl_->context))
     throw GlError("OpenGL: cannot make the context current (" + eglErrorName(eglGetError()) + ")");
 }
 
 Context::~Context() {
+  if (window_) glfwDestroyWindow(window_);
   if (egl_ && egl_->display != EGL_NO_DISPLAY) {
     eglMakeCurrent(egl_->display, EGL_NO_SURFACE, EGL_NO_SURFACE, EGL_NO_CONTEXT);
     if (egl_->context != EGL_NO_CONTEXT) eglDestroyContext(egl_->display, egl_->context);

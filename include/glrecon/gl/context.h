@@ -1,12 +1,15 @@
 #pragma once
 /// OpenGL 4.5 core contexts. Headless: EGL on the device platform (eglQueryDevicesEXT), so a GPU is used
 /// with no display; on a machine without one, Mesa's software device (llvmpipe) answers the same way.
+/// Window: a GLFW window on the desktop (or under Xvfb), for the live viewer.
 /// After creation every context is used the same way (GLEW-loaded entry points, one thread).
 /// Tested in tests/test_gl.cpp.
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+struct GLFWwindow;
 
 namespace glrecon::gl {
 
@@ -27,6 +30,9 @@ class Context {
   /// A headless 4.5 core context on EGL device `device` (0-based, in eglQueryDevicesEXT's order), made
   /// current on the calling thread. Throws GlError naming the device and what failed.
   static std::unique_ptr<Context> headless(int device = 0);
+  /// A GLFW window of the given size with a 4.5 core context, made current. Throws GlError when there is no
+  /// display or no 4.5 context (the message says which).
+  static std::unique_ptr<Context> window(int width, int height, const std::string& title, bool visible = true);
   /// Every EGL device with its renderer (each probed with a short-lived context).
   static std::vector<DeviceInfo> listDevices();
 
@@ -36,11 +42,16 @@ class Context {
 
   const DeviceInfo& info() const { return info_; }
   void makeCurrent();
+  /// The window of a window context; nullptr for a headless one.
+  GLFWwindow* glfwWindow() const { return window_; }
 
  private:
   Context() = default;
+  /// The common part after creation: load entry points, read the renderer, require 4.5.
+  void initialise(const std::string& where);
   struct Egl;
   std::unique_ptr<Egl> egl_;
+  GLFWwindow* window_ = nullptr;
   DeviceInfo info_;
 };
 
