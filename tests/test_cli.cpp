@@ -236,6 +236,9 @@ TEST(Cli, GpuBackendsAndDevices) {
   CliRun r = glrecon(dir, fdk + "-o g.mha --backend graphics --window 4");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "backend graphics on ") && contains(r.output, "window 4")) << r.output;
+  r = glrecon(dir, fdk + "-o m.mha --backend graphics-mp --window max");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "backend graphics-mp on ") && contains(r.output, "(max)")) << r.output;
   r = glrecon(dir, fdk + "-o a.mha --backend auto");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "auto: ")) << r.output;  // says what it chose and why

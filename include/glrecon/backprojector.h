@@ -31,6 +31,8 @@ struct BackprojectorOptions {
   int gpu = 0;      ///< EGL device index for GPU backends
   int window = 0;   ///< projections per GPU pass; 0 = choose automatically (measured while reconstructing)
 };
+/// BackprojectorOptions::window value asking for the largest window the device allows.
+inline constexpr int kMaximumWindow = -1;
 
 /// Multithreaded CPU reference: the oracle every GPU backend is held to, and the fallback without a GPU.
 class CpuBackprojector final : public Backprojector {

@@ -302,7 +302,7 @@ struct FdkCommand {
                   "Backprojector: cpu, graphics (OpenGL graphics pipeline, AG-GPU), graphics-mp (its fragment-only variant), "
                   "or auto (graphics on a hardware GPU, else cpu)")
         ->capture_default_str();
-    c->add_option("--window", window, "GPU backends: projections per pass, a number or auto (measured on the first passes)")
+    c->add_option("--window", window, "GPU backends: projections per pass: a number, max (the device's limit) or auto (measured on the first passes)")
         ->capture_default_str();
     c->add_option("--gpu", gpu, "GPU backends: EGL device index (see glrecon devices)")->capture_default_str();
     c->add_option("--filter", filter, "Ramp window: ram-lak, shepp-logan, cosine, hamming, hann")->capture_default_str();
@@ -333,7 +333,9 @@ struct FdkCommand {
     options.filter.shortScan = !noShortScan;
     options.backend = backend;
     options.gpu = gpu;
-    if (window != "auto") {
+    if (window == "max") {
+      options.window = kMaximumWindow;
+    } else if (window != "auto") {
       const double w = parseList("--window", window, 1)[0];
       if (w < 1 || w != std::floor(w)) throw UsageError("--window: expected a positive whole number or auto, found '" + window + "'");
       options.window = static_cast<int>(w);

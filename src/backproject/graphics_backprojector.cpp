@@ -183,8 +183,8 @@ void GraphicsBackprojector::initialise() {
                                           glInteger(GL_MAX_FRAGMENT_INPUT_COMPONENTS)});
   d.maxWindow = fragmentMapping ? std::min(64, uniformWindowLimit()) : std::min(varyingComponents / 3, uniformWindowLimit());
   d.maxWindow = std::min({d.maxWindow, maxLayers, static_cast<int>(geometry.size())});
-  if (options.window < 0 || options.window > d.maxWindow)
-    throw UsageError("--window: expected 1 to " + std::to_string(d.maxWindow) + " (this device's varyings) or auto, found " +
+  if (options.window < kMaximumWindow || options.window > d.maxWindow)
+    throw UsageError("--window: expected 1 to " + std::to_string(d.maxWindow) + " (this device's varyings), max or auto, found " +
                      std::to_string(options.window));
 
   const long long volumeBytes = static_cast<long long>(grid.voxelCount()) * 4;
@@ -234,7 +234,9 @@ void GraphicsBackprojector::initialise() {
         --d.maxWindow;
       }
     }
-  if (options.window > 0) {
+  if (options.window == kMaximumWindow) {
+    d.window = d.maxWindow;
+  } else if (options.window > 0) {
     d.window = std::min(options.window, d.maxWindow);
   } else {
     d.searching = true;
@@ -263,7 +265,7 @@ std::string GraphicsBackprojector::name() const { return impl_->fragmentMapping 
 
 std::string GraphicsBackprojector::description() const {
   return name() + " on " + impl_->context->info().renderer + ", window " + std::to_string(impl_->window) +
-         (impl_->options.window == 0 ? " (auto)" : "");
+         (impl_->options.window == 0 ? " (auto)" : impl_->options.window == kMaximumWindow ? " (max)" : "");
 }
 
 const gl::DeviceInfo& GraphicsBackprojector::device() const { return impl_->context->info(); }
