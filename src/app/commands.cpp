@@ -430,9 +430,13 @@ struct DevicesCommand {
     c->callback([] { run(); });
   }
   static void run() {
-    for (const gl::DeviceInfo& d : gl::Context::listDevices())
-      std::printf("%d: %s%s%s%s\n", d.index, d.renderer.c_str(), d.version.empty() ? "" : " | OpenGL ", d.version.c_str(),
+    for (const gl::DeviceInfo& d : gl::Context::listDevices()) {
+      std::printf("%d: %s%s%s%s", d.index, d.renderer.c_str(), d.version.empty() ? "" : " | OpenGL ", d.version.c_str(),
                   d.software ? " (software renderer)" : "");
+      if (d.varyingComponents > 0)
+        std::printf(" | largest graphics window %d (%d varying components)", d.varyingComponents / 3, d.varyingComponents);
+      std::printf("\n");
+    }
   }
 };
 

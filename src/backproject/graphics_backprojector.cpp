@@ -101,12 +101,12 @@ struct GraphicsBackprojector::Impl {
     glBindVertexArray(quad.id());
     if (layered) {
       glUniform1i(firstSlice, 0);
-      glDrawArraysInstanced(GL_TRIANGLE_STRIP, 0, 4, grid.size[2]);
+      GLRECON_CHECK_GL(glDrawArraysInstanced(GL_TRIANGLE_STRIP, 0, 4, grid.size[2]));
     } else {
       for (int k = 0; k < grid.size[2]; ++k) {
         glNamedFramebufferTextureLayer(framebuffer.id(), GL_COLOR_ATTACHMENT0, volume.id(), 0, k);
         glUniform1i(firstSlice, k);
-        glDrawArraysInstanced(GL_TRIANGLE_STRIP, 0, 4, 1);
+        GLRECON_CHECK_GL(glDrawArraysInstanced(GL_TRIANGLE_STRIP, 0, 4, 1));
       }
     }
     glDisable(GL_BLEND);
@@ -280,8 +280,8 @@ void GraphicsBackprojector::backproject(const float* projections, const std::siz
   for (std::size_t p = 0; p < count; ++p) {
     if (views[p] >= d.geometry.size()) throw std::out_of_range("backproject: view index beyond the geometry");
     const int slot = static_cast<int>(d.pending.size());
-    glTextureSubImage3D(d.projections.id(), 0, 0, 0, slot, nu, nv, 1, GL_RED, GL_FLOAT,
-                        projections + p * static_cast<std::size_t>(nu) * nv);
+    GLRECON_CHECK_GL(glTextureSubImage3D(d.projections.id(), 0, 0, 0, slot, nu, nv, 1, GL_RED, GL_FLOAT,
+                                         projections + p * static_cast<std::size_t>(nu) * nv));
     d.pending.push_back(views[p]);
     if (static_cast<int>(d.pending.size()) == d.window) d.drawWindow();
   }

@@ -5,6 +5,7 @@
 #include <EGL/eglext.h>
 #include <GLFW/glfw3.h>
 
+#include <cstdio>
 #include <mutex>
 
 namespace glrecon::gl {
@@ -97,6 +98,19 @@ void Context::initialise(const std::string& where) {
   info_.renderer = reinterpret_cast<const char*>(glGetString(GL_RENDERER));
   info_.version = reinterpret_cast<const char*>(glGetString(GL_VERSION));
   info_.software = isSoftwareRenderer(info_.renderer);
+  glGetIntegerv(GL_MAX_VARYING_COMPONENTS, &info_.varyingComponents);
+#ifndef NDEBUG
+  // Debug builds: the driver's own account of errors and performance warnings, as they happen.
+  if (GLEW_KHR_debug) {
+    glEnable(GL_DEBUG_OUTPUT_SYNCHRONOUS);
+    glDebugMessageCallback(
+        [](GLenum, GLenum type, GLuint, GLenum severity, GLsizei, const GLchar* message, const void*) {
+          if (severity == GL_DEBUG_SEVERITY_NOTIFICATION) return;
+          std::fprintf(stderr, "OpenGL debug (%s): %s\n", type == GL_DEBUG_TYPE_ERROR ? "error" : "warning", message);
+        },
+        nullptr);
+  }
+#endif
   GLint glMajor = 0, glMinor = 0;
   glGetIntegerv(GL_MAJOR_VERSION, &glMajor);
   glGetIntegerv(GL_MINOR_VERSION, &glMinor);

@@ -23,6 +23,7 @@ struct DeviceInfo {
   std::string renderer;  ///< GL_RENDERER, e.g. "NVIDIA H200/PCIe/SSE2" or "llvmpipe (LLVM 15.0.6, 256 bits)"
   std::string version;   ///< GL_VERSION
   bool software = false; ///< a CPU rasterizer (llvmpipe, softpipe, swrast)
+  int varyingComponents = 0;  ///< GL_MAX_VARYING_COMPONENTS: bounds the AG-GPU window at a third of it
 };
 
 class Context {
