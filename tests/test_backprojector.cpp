@@ -12,9 +12,7 @@
 namespace glrecon {
 namespace {
 
-// Smooth test projections with known value and gradient bounds: Q = 1 + 0.5 sin(0.3 u + p) cos(0.2 v).
-constexpr double kMaxQ = 1.5, kMaxGradientU = 0.15, kMaxGradientV = 0.1;
-double testProjection(int p, double u, double v) { return 1.0 + 0.5 * std::sin(0.3 * u + p) * std::cos(0.2 * v); }
+constexpr double kMaxQ = test::kTestMaxQ, kMaxGradientU = test::kTestSlopeU, kMaxGradientV = test::kTestSlopeV;
 
 struct Reference {
   Image volume;
@@ -88,20 +86,10 @@ Reference referenceBackprojection(const Geometry& g, const VolumeGrid& grid, con
 }
 
 void expectMatchesReference(const Geometry& g, const VolumeGrid& grid, std::size_t batch) {
-  std::vector<float> projections(g.size() * g.detector.nu * g.detector.nv);
-  for (std::size_t p = 0; p < g.size(); ++p)
-    for (int v = 0; v < g.detector.nv; ++v)
-      for (int u = 0; u < g.detector.nu; ++u)
-        projections[(p * g.detector.nv + v) * g.detector.nu + u] = static_cast<float>(testProjection(static_cast<int>(p), u, v));
+  const std::vector<float> projections = test::smoothProjections(g);
   const Reference ref = referenceBackprojection(g, grid, projections);
   CpuBackprojector cpu(g, grid, {2});
-  for (std::size_t first = 0; first < g.size(); first += batch) {
-    const std::size_t n = std::min(batch, g.size() - first);
-    std::vector<std::size_t> views(n);
-    for (std::size_t i = 0; i < n; ++i) views[i] = first + i;
-    cpu.backproject(projections.data() + first * g.detector.nu * g.detector.nv, views.data(), n);
-  }
-  const Image result = cpu.volume();
+  const Image result = test::backprojectInBatches(cpu, g, projections, batch);
   std::size_t failures = 0, nonzero = 0;
   double worst = 0;
   for (std::size_t i = 0; i < result.data.size(); ++i) {

@@ -27,29 +27,12 @@ using test::kFloatRoundoff;
     }                                                                       \
   } while (0)
 
-// Smooth test projections, as in test_backprojector.cpp: value and slope bounds known.
-constexpr double kMaxQ = 1.5, kSlopeU = 0.15, kSlopeV = 0.1;
-std::vector<float> testProjections(const Geometry& g) {
-  std::vector<float> q(g.size() * g.detector.nu * g.detector.nv);
-  for (std::size_t p = 0; p < g.size(); ++p)
-    for (int v = 0; v < g.detector.nv; ++v)
-      for (int u = 0; u < g.detector.nu; ++u)
-        q[(p * g.detector.nv + v) * g.detector.nu + u] = static_cast<float>(1.0 + 0.5 * std::sin(0.3 * u + p) * std::cos(0.2 * v));
-  return q;
-}
+constexpr double kMaxQ = test::kTestMaxQ, kSlopeU = test::kTestSlopeU, kSlopeV = test::kTestSlopeV;
+using test::smoothProjections;
 
+// Backprojects in batches, asserting no GL error after each call and after the readback.
 Image run(Backprojector& b, const Geometry& g, const std::vector<float>& q, std::size_t batch) {
-  const std::size_t pixels = static_cast<std::size_t>(g.detector.nu) * g.detector.nv;
-  for (std::size_t first = 0; first < g.size(); first += batch) {
-    const std::size_t n = std::min(batch, g.size() - first);
-    std::vector<std::size_t> views(n);
-    for (std::size_t i = 0; i < n; ++i) views[i] = first + i;
-    b.backproject(q.data() + first * pixels, views.data(), n);
-    EXPECT_EQ(glGetError(), static_cast<GLenum>(GL_NO_ERROR));
-  }
-  Image v = b.volume();
-  EXPECT_EQ(glGetError(), static_cast<GLenum>(GL_NO_ERROR));
-  return v;
+  return test::backprojectInBatches(b, g, q, batch, [] { EXPECT_EQ(glGetError(), static_cast<GLenum>(GL_NO_ERROR)); });
 }
 
 // How far a GPU result may lie from the CPU one, per voxel, summed over projections:
@@ -102,7 +85,7 @@ void expectAgree(const Image& cpu, const Image& gpu, const std::vector<double>& 
 }
 
 void compareBackends(const Geometry& g, const VolumeGrid& grid, const std::string& label) {
-  const std::vector<float> q = testProjections(g);
+  const std::vector<float> q = smoothProjections(g);
   CpuBackprojector cpuBackprojector(g, grid, {});
   const Image cpu = run(cpuBackprojector, g, q, g.size());
   const std::vector<double> bound = tolerance(g, grid, cpu);
@@ -186,7 +169,7 @@ TEST(Graphics, AutomaticWindowMeasuresAndKeepsTheFastest) {
   const Geometry g = makeCircularScan(spec);
   const VolumeGrid grid = VolumeGrid::centred({24, 24, 24}, glm::dvec3(8.0));
   GraphicsBackprojector gpu(g, grid, {});  // window 0: automatic
-  const std::vector<float> q = testProjections(g);
+  const std::vector<float> q = smoothProjections(g);
   const Image result = run(gpu, g, q, 32);
   const auto& timings = gpu.windowTimings();
   ASSERT_GE(timings.size(), 4u);
@@ -258,7 +241,7 @@ TEST(Graphics, WindowContextRunsTheSamePath) {
   spec.spacingU = spec.spacingV = 6.0;
   const Geometry g = makeCircularScan(spec);
   const VolumeGrid grid = VolumeGrid::centred({20, 18, 16}, glm::dvec3(8.0));
-  const std::vector<float> q = testProjections(g);
+  const std::vector<float> q = smoothProjections(g);
   CpuBackprojector cpuBackprojector(g, grid, {});
   const Image cpu = run(cpuBackprojector, g, q, g.size());
   BackprojectorOptions o;

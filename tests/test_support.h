@@ -2,11 +2,14 @@
 // Helpers shared by the tests: a scratch directory per test, small file utilities.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <limits>
 #include <string>
 
+#include "glrecon/backprojector.h"
 #include "test_config.h"
 
 namespace glrecon::test {
@@ -42,6 +45,34 @@ void expectError(F&& body, std::initializer_list<std::string> fragments) {
     const std::string message = e.what();
     for (const std::string& f : fragments) EXPECT_NE(message.find(f), std::string::npos) << "'" << f << "' not in: " << message;
   }
+}
+
+/// Smooth test projections with known bounds on value and slope: Q = 1 + 0.5 sin(0.3 u + p) cos(0.2 v),
+/// projection after projection (nv rows of nu floats each).
+inline constexpr double kTestMaxQ = 1.5, kTestSlopeU = 0.15, kTestSlopeV = 0.1;
+inline std::vector<float> smoothProjections(const Geometry& g) {
+  std::vector<float> q(g.size() * g.detector.nu * g.detector.nv);
+  for (std::size_t p = 0; p < g.size(); ++p)
+    for (int v = 0; v < g.detector.nv; ++v)
+      for (int u = 0; u < g.detector.nu; ++u)
+        q[(p * g.detector.nv + v) * g.detector.nu + u] = static_cast<float>(1.0 + 0.5 * std::sin(0.3 * u + p) * std::cos(0.2 * v));
+  return q;
+}
+
+/// Feeds all projections to `b` in batches of `batch` (calling `afterEach` after every call), then reads the volume.
+inline Image backprojectInBatches(Backprojector& b, const Geometry& g, const std::vector<float>& q, std::size_t batch,
+                                  const std::function<void()>& afterEach = [] {}) {
+  const std::size_t pixels = static_cast<std::size_t>(g.detector.nu) * g.detector.nv;
+  for (std::size_t first = 0; first < g.size(); first += batch) {
+    const std::size_t n = std::min(batch, g.size() - first);
+    std::vector<std::size_t> views(n);
+    for (std::size_t i = 0; i < n; ++i) views[i] = first + i;
+    b.backproject(q.data() + first * pixels, views.data(), n);
+    afterEach();
+  }
+  Image v = b.volume();
+  afterEach();
+  return v;
 }
 
 }  // namespace glrecon::test
