@@ -1,5 +1,8 @@
 // AG-GPU backprojection, fragment stage: divide, sample bilinearly (border 0 outside the detector), weight
 // by 1/w^2 and sum the window's W projections; additive float blending accumulates into the slice.
+// Culled fragments (stencil region of interest) never run this shader.
+layout(early_fragment_tests) in;
+
 noperspective in vec4 coords[PACKED];
 
 layout(binding = 0) uniform sampler2DArray projections;  // layer p: the window's projection p, filtered

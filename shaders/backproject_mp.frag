@@ -4,6 +4,8 @@ layout(std140, binding = 0) uniform Matrices {
   vec4 rows[3 * W];
 };
 flat in int slice;
+// Culled fragments (stencil region of interest) never run this shader.
+layout(early_fragment_tests) in;
 
 layout(binding = 0) uniform sampler2DArray projections;
 uniform vec2 detectorSize;

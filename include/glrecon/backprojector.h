@@ -10,6 +10,7 @@
 
 #include "glrecon/geometry.h"
 #include "glrecon/image.h"
+#include "glrecon/roi.h"
 
 namespace glrecon {
 
@@ -24,12 +25,24 @@ class Backprojector {
   virtual void backproject(const float* projections, const std::size_t* views, std::size_t count) = 0;
   /// The volume accumulated so far (GPU backends first finish the projections they hold back).
   virtual Image volume() = 0;
+
+  /// Restricts the work to a region (early fragment kill): voxels inside receive exactly the updates they
+  /// would without it; voxels outside may be skipped (callers zero them with applyRegion).
+  virtual void setRegion(const RegionOfInterest& roi) = 0;
+  /// Density-range kill (Xu & Mueller 3.3): from now on, voxels whose current value times `scale` lies
+  /// outside [low, high] stop receiving updates. Sets a whole-volume region first if none is set.
+  virtual void killOutsideRange(double low, double high, double scale) = 0;
+  /// 1 for voxels still receiving updates (the region minus killed voxels); empty without a region.
+  virtual std::vector<std::uint8_t> activeMask() = 0;
+  /// Fraction of voxel updates skipped so far (fragments culled on the GPU).
+  virtual double culledFraction() const = 0;
 };
 
 struct BackprojectorOptions {
   int threads = 0;  ///< CPU threads (0 = all)
   int gpu = 0;      ///< EGL device index for GPU backends
   int window = 0;   ///< projections per GPU pass; 0 = choose automatically (measured while reconstructing)
+  bool substackStencil = false;  ///< graphics: the paper's 8 sub-stacks sharing one 8-bit stencil, not per-slice masks
 };
 /// BackprojectorOptions::window value asking for the largest window the device allows.
 inline constexpr int kMaximumWindow = -1;
@@ -41,12 +54,20 @@ class CpuBackprojector final : public Backprojector {
   std::string name() const override { return "cpu"; }
   void backproject(const float* projections, const std::size_t* views, std::size_t count) override;
   Image volume() override { return volume_; }
+  void setRegion(const RegionOfInterest& roi) override;
+  void killOutsideRange(double low, double high, double scale) override;
+  std::vector<std::uint8_t> activeMask() override { return active_; }
+  double culledFraction() const override { return updatesTotal_ > 0 ? updatesSkipped_ / updatesTotal_ : 0.0; }
 
  private:
   const Geometry& geometry_;
   VolumeGrid grid_;
   int threads_;
   Image volume_;
+  std::vector<std::uint8_t> active_;           // empty: every voxel
+  std::vector<std::pair<int, int>> spans_;     // per row: [first, last) holding its active voxels
+  std::vector<std::uint8_t> rowPartial_;       // per row: some voxel inside the span is inactive
+  double updatesSkipped_ = 0, updatesTotal_ = 0;
   std::vector<float> padded_;  // projections with a zero border: 1 pixel before, 2 after, on both axes
 };
 

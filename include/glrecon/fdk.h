@@ -13,6 +13,13 @@
 
 namespace glrecon {
 
+/// The density-range kill (Xu & Mueller 3.3), a heuristic: off unless asked for.
+struct DensityKill {
+  bool enabled = false;
+  double low = 0.0, high = 0.0, margin = 0.0;
+  double after = 0.25;  ///< fraction of the projections applied before voxels are judged
+};
+
 struct FdkOptions {
   FilterOptions filter;
   std::string backend = "auto";  ///< cpu, graphics, graphics-mp or auto (see makeBackprojector)
@@ -21,6 +28,9 @@ struct FdkOptions {
   int threads = 0;          ///< CPU threads for filtering and the CPU backend (0 = all)
   std::size_t batch = 32;   ///< projections filtered and backprojected together
   bool progress = false;    ///< print a progress line on stderr
+  std::string roi;          ///< region of interest spec (see makeRegionOfInterest); empty: the whole volume
+  bool substackStencil = false;  ///< graphics: the paper's 8 sub-stack stencil bits instead of per-slice masks
+  DensityKill densityKill;
 };
 
 struct FdkReport {
@@ -31,6 +41,11 @@ struct FdkReport {
   double backprojectSeconds = 0.0;
   double totalSeconds = 0.0;
   double voxelUpdates = 0.0;  ///< voxels x projections
+  std::string region;         ///< the region's description; empty: the whole volume
+  std::size_t regionVoxels = 0;
+  double culledFraction = 0.0;   ///< voxel updates skipped (fragments culled on the GPU)
+  std::size_t killedVoxels = 0;  ///< voxels the density-range kill stopped
+  std::size_t killedAfter = 0;   ///< projections applied when they were stopped
   double gigaUpdatesPerSecond() const { return backprojectSeconds > 0 ? voxelUpdates / backprojectSeconds * 1e-9 : 0.0; }
 };
 

@@ -34,6 +34,15 @@ class GraphicsBackprojector final : public Backprojector {
   std::string description() const override;
   void backproject(const float* projections, const std::size_t* views, std::size_t count) override;
   Image volume() override;
+  /// The region goes into the stencil: per slice (a stencil texture array beside the volume, one draw for
+  /// all slices: the default) or, with substackStencil, the paper's scheme: 8 sub-stacks of slices, each
+  /// owning one bit of a single 8-bit stencil that holds the union of its slices' masks (slices drawn one
+  /// by one). The fragment shaders declare early_fragment_tests, so culled fragments never run them.
+  void setRegion(const RegionOfInterest& roi) override;
+  /// Needs the per-slice stencil (not substackStencil).
+  void killOutsideRange(double low, double high, double scale) override;
+  std::vector<std::uint8_t> activeMask() override;
+  double culledFraction() const override;
 
   const gl::DeviceInfo& device() const;
   /// Largest window the device's varyings allow (AG-GPU); MP-GPU is limited by the uniform block only.

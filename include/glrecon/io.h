@@ -14,7 +14,8 @@ namespace glrecon {
 // ---- MetaImage (.mha with the data inline, .mhd + raw file) ----
 /// Reads a 2D or 3D scalar MetaImage (MET_FLOAT, MET_DOUBLE, MET_USHORT, MET_SHORT, MET_UCHAR, MET_CHAR,
 /// MET_UINT, MET_INT; either byte order; zlib-compressed or not) into float.
-Image readMetaImage(const std::string& path);
+/// `elementType`, when given, receives the file's ElementType (e.g. "MET_UCHAR").
+Image readMetaImage(const std::string& path, std::string* elementType = nullptr);
 /// Writes float32 MetaImage; `.mha` holds header and data, `.mhd` writes a `.raw` beside it.
 void writeMetaImage(const std::string& path, const Image& image, bool overwrite);
 

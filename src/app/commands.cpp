@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -203,6 +204,9 @@ void writeCentralSlices(const Image& volume, const fs::path& directory, const st
 
 void printReport(const FdkReport& r, std::size_t projections) {
   if (!r.autoNote.empty()) std::fprintf(stderr, "%s\n", r.autoNote.c_str());
+  if (!r.region.empty() || r.killedVoxels)
+    std::fprintf(stderr, "region %s: %zu voxels inside; %.1f%% of voxel updates culled\n", r.region.empty() ? "(whole volume)" : r.region.c_str(),
+                 r.regionVoxels, 100.0 * r.culledFraction);
   std::fprintf(stderr,
                "backend %s%s: filter %.2f s, backprojection %.2f s (%.2f G voxel-updates/s, %.1f projections/s), total %.2f s "
                "(%.1f projections/s)\n",
@@ -280,7 +284,8 @@ struct PhantomCommand {
 // ---- fdk ----
 struct FdkCommand {
   std::string geometryPath, projectionsPath, path, regexp, output, backend = "auto", filter = "ram-lak", flat, dark, slices,
-      sliceRange, window = "auto";
+      sliceRange, window = "auto", roi, roiStencil = "slice", densityRange;
+  double densityAfter = 0.25;
   int gpu = 0;
   std::vector<std::string> sliceSpecs;
   double cutoff = 1.0, hann = 0.0, i0 = 0.0;
@@ -305,6 +310,15 @@ struct FdkCommand {
     c->add_option("--window", window, "GPU backends: projections per pass: a number, max (the device's limit) or auto (measured on the first passes)")
         ->capture_default_str();
     c->add_option("--gpu", gpu, "GPU backends: EGL device index (see glrecon devices)")->capture_default_str();
+    c->add_option("--roi", roi,
+                  "Reconstruct only a region (outside: 0): fov, cylinder:X,Z,R,Y0,Y1, box:X0,Y0,Z0,X1,Y1,Z1, sphere:X,Y,Z,R "
+                  "(mm; rotation axis y) or a binary mask .mha on the output grid");
+    c->add_option("--roi-stencil", roiStencil, "graphics: slice (a stencil mask per slice) or substack (the paper's 8 shared bits)")
+        ->capture_default_str();
+    c->add_option("--density-range", densityRange,
+                  "Heuristic (off by default): after --density-after of the projections, stop updating voxels whose value "
+                  "(scaled to the whole scan) lies outside LOW:HIGH widened by MARGIN; see README");
+    c->add_option("--density-after", densityAfter, "Fraction of the projections applied before --density-range judges")->capture_default_str();
     c->add_option("--filter", filter, "Ramp window: ram-lak, shepp-logan, cosine, hamming, hann")->capture_default_str();
     c->add_option("--cutoff", cutoff, "Window cut-off as a fraction of the Nyquist frequency (0, 1]")->capture_default_str();
     c->add_option("--hann", hann, "rtkfdk's option: Hann window with this cut-off (same as --filter hann --cutoff F)");
@@ -343,6 +357,20 @@ struct FdkCommand {
     options.threads = threads;
     options.batch = batch;
     options.progress = !quiet;
+    options.roi = roi;
+    if (roiStencil != "slice" && roiStencil != "substack")
+      throw UsageError("--roi-stencil: expected slice or substack, found '" + roiStencil + "'");
+    options.substackStencil = roiStencil == "substack";
+    if (!densityRange.empty()) {
+      const auto parts = parseList("--density-range", [&] {
+        std::string t = densityRange;
+        std::replace(t.begin(), t.end(), ':', ',');
+        return t;
+      }(), std::count(densityRange.begin(), densityRange.end(), ':') + 1);
+      if (parts.size() < 2 || parts.size() > 3)
+        throw UsageError("--density-range: expected LOW:HIGH or LOW:HIGH:MARGIN, found '" + densityRange + "'");
+      options.densityKill = {true, parts[0], parts[1], parts.size() == 3 ? parts[2] : 0.0, densityAfter};
+    }
     const VolumeGrid grid = volume.grid();
     if (!dark.empty() && flat.empty() && !(i0 > 0))
       throw UsageError("--dark: expected together with --flat or --i0");
@@ -376,10 +404,27 @@ struct FdkCommand {
                           << geometry.detector.nv << '\n';
     FdkReport report;
     const Image result = reconstructFdk(geometry, projections, grid, options, &report);
+    // A region leaves zeros outside it: a side note says so beside the volume (viewers ignore it).
+    const std::string note = output + ".txt";
+    std::string noteText;
+    if (!report.region.empty())
+      noteText += "glrecon: voxels outside the region '" + report.region + "' are 0 (not reconstructed); " +
+                  std::to_string(report.regionVoxels) + " of " + std::to_string(grid.voxelCount()) + " voxels are inside.\n";
+    if (report.killedVoxels)
+      noteText += "glrecon: density-range kill: " + std::to_string(report.killedVoxels) + " voxels stopped after " +
+                  std::to_string(report.killedAfter) + " of " + std::to_string(geometry.size()) +
+                  " projections, their partial sums scaled to the whole scan (a heuristic: see README).\n";
+    if (!noteText.empty()) refuseToOverwrite(note, overwrite);
     writeMetaImage(output, result, overwrite);
+    if (!noteText.empty()) {
+      AtomicOutput out(note, overwrite);
+      std::ofstream(out.temporaryPath()) << noteText;
+      out.commit();
+    }
     if (!quiet) {
       printReport(report, geometry.size());
-      std::cerr << "wrote " << output << '\n';
+      if (!noteText.empty()) std::cerr << noteText;
+      std::cerr << "wrote " << output << (noteText.empty() ? "" : " and " + note) << '\n';
     }
     if (!slices.empty()) {
       fs::create_directories(slices);

@@ -45,7 +45,15 @@ struct GraphicsBackprojector::Impl {
   gl::Framebuffer framebuffer;
   gl::VertexArray quad;
   std::map<int, gl::Program> programs;  // by window size
-  bool layered = false;
+  bool layered = false;       // all slices in one draw (gl_Layer); false: slice by slice
+  // Region of interest in the stencil (see the header): per-slice masks or the paper's 8 sub-stacks.
+  gl::Texture stencil;
+  bool regionSet = false;
+  bool substacks = false;
+  std::vector<std::uint8_t> activeHost;  // the per-slice stencil's content, mirrored on the host
+  double fragmentsPerPass = 0;           // fragments that pass the stencil in one window's draw
+  double fragmentsPassed = 0, fragmentsTotal = 0;
+  gl::Program killProgram;
   int maxWindow = 1;
   int window = 1;
   std::vector<std::size_t> pending;  // views uploaded into the projection texture, slot = position
@@ -93,24 +101,56 @@ struct GraphicsBackprojector::Impl {
     glBindFramebuffer(GL_FRAMEBUFFER, framebuffer.id());
     glViewport(0, 0, grid.size[0], grid.size[1]);
     glDisable(GL_DEPTH_TEST);
-    glDisable(GL_STENCIL_TEST);
     glDisable(GL_CULL_FACE);
+    if (regionSet) {
+      glEnable(GL_STENCIL_TEST);
+      glStencilMask(0);
+      glStencilOp(GL_KEEP, GL_KEEP, GL_KEEP);
+      glStencilFunc(GL_EQUAL, 1, 0xFF);  // per-slice masks hold 1 inside; sub-stacks set their bit below
+    } else {
+      glDisable(GL_STENCIL_TEST);
+    }
+    fragmentsTotal += static_cast<double>(grid.voxelCount());
+    fragmentsPassed += regionSet ? fragmentsPerPass : static_cast<double>(grid.voxelCount());
     glEnable(GL_BLEND);
     glBlendEquation(GL_FUNC_ADD);
     glBlendFunc(GL_ONE, GL_ONE);
     glBindVertexArray(quad.id());
-    if (layered) {
+    if (layered && !substacks) {
       glUniform1i(firstSlice, 0);
       GLRECON_CHECK_GL(glDrawArraysInstanced(GL_TRIANGLE_STRIP, 0, 4, grid.size[2]));
     } else {
       for (int k = 0; k < grid.size[2]; ++k) {
         glNamedFramebufferTextureLayer(framebuffer.id(), GL_COLOR_ATTACHMENT0, volume.id(), 0, k);
+        if (substacks) {
+          const GLuint bit = 1u << substackOf(k);
+          glStencilFunc(GL_EQUAL, static_cast<GLint>(bit), bit);
+        }
         glUniform1i(firstSlice, k);
         GLRECON_CHECK_GL(glDrawArraysInstanced(GL_TRIANGLE_STRIP, 0, 4, 1));
       }
     }
     glDisable(GL_BLEND);
+    glDisable(GL_STENCIL_TEST);
     pending.clear();
+  }
+
+  // Slices are split into 8 consecutive sub-stacks, one per stencil bit.
+  int substackOf(int k) const { return static_cast<int>(static_cast<long long>(k) * 8 / grid.size[2]); }
+
+  // Per-slice stencil: a stencil texture array beside the volume, attached layered.
+  void uploadSliceStencil(const std::vector<std::uint8_t>& mask) {
+    if (!stencil) {
+      stencil = gl::createTexture(GL_TEXTURE_2D_ARRAY);
+      glTextureStorage3D(stencil.id(), 1, GL_STENCIL_INDEX8, grid.size[0], grid.size[1], grid.size[2]);
+      glNamedFramebufferTexture(framebuffer.id(), GL_STENCIL_ATTACHMENT, stencil.id(), 0);
+    }
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+    glTextureSubImage3D(stencil.id(), 0, 0, 0, 0, grid.size[0], grid.size[1], grid.size[2], GL_STENCIL_INDEX, GL_UNSIGNED_BYTE,
+                        mask.data());
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+    activeHost = mask;
+    fragmentsPerPass = static_cast<double>(std::count(mask.begin(), mask.end(), std::uint8_t{1}));
   }
 
   // Draws the full window; while searching, runs each candidate size for two passes and times the second:
@@ -253,6 +293,8 @@ GraphicsBackprojector::~GraphicsBackprojector() {
   if (impl_ && impl_->context) {
     impl_->context->makeCurrent();
     impl_->programs.clear();
+    impl_->killProgram.reset();
+    impl_->stencil.reset();
     impl_->volume.reset();
     impl_->projections.reset();
     impl_->matrices.reset();
@@ -286,6 +328,99 @@ void GraphicsBackprojector::backproject(const float* projections, const std::siz
     if (static_cast<int>(d.pending.size()) == d.window) d.drawWindow();
   }
   gl::checkError("graphics backprojection");
+}
+
+void GraphicsBackprojector::setRegion(const RegionOfInterest& roi) {
+  Impl& d = *impl_;
+  if (roi.size != d.grid.size) throw std::invalid_argument("setRegion: the region's grid differs from the volume's");
+  d.context->makeCurrent();
+  d.draw();  // projections already uploaded belong to the unrestricted part
+  d.substacks = d.options.substackStencil || !d.layered;
+  if (!d.substacks) {
+    d.uploadSliceStencil(roi.mask);
+  } else {
+    // The paper's scheme: one 2D 8-bit stencil shared by all slice framebuffers; bit s holds the union of
+    // the masks of sub-stack s's slices, so a slice is drawn where any slice of its sub-stack is inside.
+    const int nx = d.grid.size[0], ny = d.grid.size[1], nz = d.grid.size[2];
+    std::vector<std::uint8_t> bits(static_cast<std::size_t>(nx) * ny, 0);
+    for (int k = 0; k < nz; ++k)
+      for (std::size_t i = 0; i < bits.size(); ++i)
+        if (roi.mask[static_cast<std::size_t>(k) * bits.size() + i]) bits[i] |= static_cast<std::uint8_t>(1u << d.substackOf(k));
+    d.fragmentsPerPass = 0;
+    for (int k = 0; k < nz; ++k) {
+      const std::uint8_t bit = static_cast<std::uint8_t>(1u << d.substackOf(k));
+      d.fragmentsPerPass += static_cast<double>(std::count_if(bits.begin(), bits.end(), [&](std::uint8_t b) { return b & bit; }));
+    }
+    d.stencil = gl::createTexture(GL_TEXTURE_2D);
+    glTextureStorage2D(d.stencil.id(), 1, GL_STENCIL_INDEX8, nx, ny);
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+    glTextureSubImage2D(d.stencil.id(), 0, 0, 0, nx, ny, GL_STENCIL_INDEX, GL_UNSIGNED_BYTE, bits.data());
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+    glNamedFramebufferTextureLayer(d.framebuffer.id(), GL_COLOR_ATTACHMENT0, d.volume.id(), 0, 0);  // non-layered from now on
+    glNamedFramebufferTexture(d.framebuffer.id(), GL_STENCIL_ATTACHMENT, d.stencil.id(), 0);
+    d.activeHost = roi.mask;
+  }
+  const GLenum status = glCheckNamedFramebufferStatus(d.framebuffer.id(), GL_FRAMEBUFFER);
+  if (status != GL_FRAMEBUFFER_COMPLETE)
+    throw gl::GlError("graphics backprojector: the stencil region cannot be attached (framebuffer status " + std::to_string(status) + ")");
+  d.regionSet = true;
+  gl::checkError("setting the stencil region");
+}
+
+void GraphicsBackprojector::killOutsideRange(double low, double high, double scale) {
+  Impl& d = *impl_;
+  d.context->makeCurrent();
+  if (!d.regionSet) {
+    RegionOfInterest all;
+    all.size = d.grid.size;
+    all.mask.assign(d.grid.voxelCount(), 1);
+    setRegion(all);
+  }
+  if (d.substacks)
+    throw UsageError("--density-range: needs the per-slice stencil (not --roi-stencil substack): sub-stack bits are shared by slices");
+  d.draw();
+  const int nx = d.grid.size[0], ny = d.grid.size[1], nz = d.grid.size[2];
+  // Reading the volume while it is the render target would be a feedback loop: read a copy.
+  gl::Texture copy = gl::createTexture(GL_TEXTURE_2D_ARRAY);
+  glTextureStorage3D(copy.id(), 1, GL_R32F, nx, ny, nz);
+  glCopyImageSubData(d.volume.id(), GL_TEXTURE_2D_ARRAY, 0, 0, 0, 0, copy.id(), GL_TEXTURE_2D_ARRAY, 0, 0, 0, 0, nx, ny, nz);
+  if (!d.killProgram) {
+    std::vector<std::string> defines = {"#define W 1"};
+    if (d.layered) defines.push_back("#define LAYERED 1");
+    d.killProgram = gl::buildProgram({{GL_VERTEX_SHADER, "backproject_mp.vert"}, {GL_FRAGMENT_SHADER, "density_kill.frag"}}, defines);
+  }
+  glUseProgram(d.killProgram.id());
+  glUniform1f(glGetUniformLocation(d.killProgram.id(), "scale"), static_cast<float>(scale));
+  glUniform1f(glGetUniformLocation(d.killProgram.id(), "low"), static_cast<float>(low));
+  glUniform1f(glGetUniformLocation(d.killProgram.id(), "high"), static_cast<float>(high));
+  glUniform1i(glGetUniformLocation(d.killProgram.id(), "firstSlice"), 0);
+  glBindTextureUnit(1, copy.id());
+  glBindFramebuffer(GL_FRAMEBUFFER, d.framebuffer.id());
+  glViewport(0, 0, nx, ny);
+  glColorMask(GL_FALSE, GL_FALSE, GL_FALSE, GL_FALSE);
+  glEnable(GL_STENCIL_TEST);
+  glStencilMask(0xFF);
+  glStencilFunc(GL_EQUAL, 1, 0xFF);
+  glStencilOp(GL_KEEP, GL_KEEP, GL_ZERO);
+  glBindVertexArray(d.quad.id());
+  GLRECON_CHECK_GL(glDrawArraysInstanced(GL_TRIANGLE_STRIP, 0, 4, nz));
+  glStencilMask(0);
+  glDisable(GL_STENCIL_TEST);
+  glColorMask(GL_TRUE, GL_TRUE, GL_TRUE, GL_TRUE);
+  // Mirror the new stencil on the host: it gives the culled fraction and the killed voxels.
+  std::vector<std::uint8_t> mask(d.grid.voxelCount());
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glGetTextureImage(d.stencil.id(), 0, GL_STENCIL_INDEX, GL_UNSIGNED_BYTE, static_cast<GLsizei>(mask.size()), mask.data());
+  glPixelStorei(GL_PACK_ALIGNMENT, 4);
+  d.activeHost = mask;
+  d.fragmentsPerPass = static_cast<double>(std::count(mask.begin(), mask.end(), std::uint8_t{1}));
+  gl::checkError("density-range kill");
+}
+
+std::vector<std::uint8_t> GraphicsBackprojector::activeMask() { return impl_->activeHost; }
+
+double GraphicsBackprojector::culledFraction() const {
+  return impl_->fragmentsTotal > 0 ? 1.0 - impl_->fragmentsPassed / impl_->fragmentsTotal : 0.0;
 }
 
 Image GraphicsBackprojector::volume() {

@@ -95,7 +95,7 @@ std::vector<unsigned char> inflateAll(const std::string& path, const std::vector
 
 }  // namespace
 
-Image readMetaImage(const std::string& path) {
+Image readMetaImage(const std::string& path, std::string* elementType) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throwInputError(path, "file", "a readable MetaImage file (.mha or .mhd)", "no such readable file");
 
@@ -179,6 +179,7 @@ Image readMetaImage(const std::string& path) {
                     "one of MET_FLOAT, MET_DOUBLE, MET_USHORT, MET_SHORT, MET_UCHAR, MET_CHAR, MET_UINT, MET_INT",
                     "'" + *typeText + "'");
   const ElementType type = typeIt->second;
+  if (elementType) *elementType = *typeText;
   const std::size_t count = image.voxelCount();
   const std::size_t bytes = count * type.bytes;
 

@@ -44,6 +44,7 @@ Image reconstructFdk(const Geometry& geometry, const Image& projections, const V
   backprojectorOptions.threads = options.threads;
   backprojectorOptions.gpu = options.gpu;
   backprojectorOptions.window = options.window;
+  backprojectorOptions.substackStencil = options.substackStencil;
   FdkReport local;
   std::unique_ptr<Backprojector> backprojector =
       makeBackprojector(options.backend, geometry, grid, backprojectorOptions, &local.autoNote);
@@ -53,6 +54,17 @@ Image reconstructFdk(const Geometry& geometry, const Image& projections, const V
   std::vector<float> buffer(batch * pixels);
   std::vector<std::size_t> views(batch);
   local.shortScan = filter.isShortScan();
+  RegionOfInterest region;
+  if (!options.roi.empty()) {
+    region = makeRegionOfInterest(options.roi, geometry, grid);
+    local.region = region.description;
+    local.regionVoxels = region.insideCount();
+    backprojector->setRegion(region);
+  }
+  const DensityKill& kill = options.densityKill;
+  if (kill.enabled && !(kill.high > kill.low && kill.margin >= 0 && kill.after > 0 && kill.after < 1))
+    throw UsageError("--density-range: expected LOW < HIGH, MARGIN >= 0 and --density-after in (0, 1)");
+  bool killed = false;
   Progress progress("fdk (" + backprojector->name() + ")", count, "proj", options.progress);
   for (std::size_t first = 0; first < count; first += batch) {
     const std::size_t n = std::min(batch, count - first);
@@ -68,6 +80,13 @@ Image reconstructFdk(const Geometry& geometry, const Image& projections, const V
     local.filterSeconds += secondsSince(t);
     t = std::chrono::steady_clock::now();
     backprojector->backproject(buffer.data(), views.data(), n);
+    if (kill.enabled && !killed && first + n >= kill.after * count && first + n < count) {
+      // Judge voxels by their value so far scaled to the whole scan: a voxel k of N projections in holds
+      // about k/N of its final value.
+      backprojector->killOutsideRange(kill.low - kill.margin, kill.high + kill.margin, static_cast<double>(count) / (first + n));
+      killed = true;
+      local.killedAfter = first + n;
+    }
     local.backprojectSeconds += secondsSince(t);
     progress.update(first + n);
   }
@@ -76,6 +95,19 @@ Image reconstructFdk(const Geometry& geometry, const Image& projections, const V
   local.backprojectSeconds += secondsSince(t);
   progress.finish();
   local.backend = backprojector->description();
+  local.culledFraction = backprojector->culledFraction();
+  if (killed) {
+    // Stopped voxels hold the partial sum of the projections before the kill: scale it to the whole scan.
+    const std::vector<std::uint8_t> active = backprojector->activeMask();
+    const std::vector<std::uint8_t>* inside = region.mask.empty() ? nullptr : &region.mask;
+    const float scale = static_cast<float>(static_cast<double>(count) / local.killedAfter);
+    for (std::size_t i = 0; i < volume.data.size(); ++i)
+      if (!active[i] && (!inside || (*inside)[i])) {
+        volume.data[i] *= scale;
+        ++local.killedVoxels;
+      }
+  }
+  if (!region.mask.empty()) applyRegion(volume, region);
   local.totalSeconds = secondsSince(start);
   local.voxelUpdates = static_cast<double>(grid.voxelCount()) * count;
   if (report) *report = local;

@@ -1,0 +1,189 @@
+#include "glrecon/roi.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include <glm/geometric.hpp>
+
+#include "glrecon/error.h"
+#include "glrecon/io.h"
+
+namespace glrecon {
+namespace {
+
+RegionOfInterest emptyRegion(const VolumeGrid& grid, std::string description) {
+  RegionOfInterest r;
+  r.description = std::move(description);
+  r.size = grid.size;
+  r.mask.assign(grid.voxelCount(), 0);
+  return r;
+}
+
+template <typename Inside>
+RegionOfInterest shapeRegion(const VolumeGrid& grid, std::string description, Inside inside) {
+  RegionOfInterest r = emptyRegion(grid, std::move(description));
+  std::size_t n = 0;
+  for (int k = 0; k < grid.size[2]; ++k)
+    for (int j = 0; j < grid.size[1]; ++j)
+      for (int i = 0; i < grid.size[0]; ++i, ++n) r.mask[n] = inside(grid.worldOf(i, j, k)) ? 1 : 0;
+  r.updateSpans();
+  return r;
+}
+
+std::vector<double> numbers(const std::string& spec, const std::string& list, std::size_t count) {
+  std::vector<double> values;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || !std::isfinite(v))
+      throw UsageError("--roi: expected numbers in mm separated by commas, found '" + spec + "'");
+    values.push_back(v);
+  }
+  if (values.size() != count)
+    throw UsageError("--roi: expected " + std::to_string(count) + " numbers after the shape name, found '" + spec + "'");
+  return values;
+}
+
+}  // namespace
+
+std::size_t RegionOfInterest::insideCount() const {
+  return static_cast<std::size_t>(std::count_if(mask.begin(), mask.end(), [](std::uint8_t m) { return m != 0; }));
+}
+
+void RegionOfInterest::updateSpans() {
+  const std::size_t rows = static_cast<std::size_t>(size[1]) * size[2];
+  rowSpans.assign(rows, {0, 0});
+  for (std::size_t row = 0; row < rows; ++row) {
+    const std::uint8_t* m = mask.data() + row * size[0];
+    int first = 0, last = size[0];
+    while (first < last && !m[first]) ++first;
+    while (last > first && !m[last - 1]) --last;
+    rowSpans[row] = {first, last};
+  }
+}
+
+RegionOfInterest fieldOfView(const Geometry& geometry, const VolumeGrid& grid) {
+  geometry.validate("field of view");
+  geometry.checkVolumeInFront(grid, "field of view");
+  RegionOfInterest r = emptyRegion(grid, "fov");
+  const int nx = grid.size[0], ny = grid.size[1], nz = grid.size[2];
+  const double limits[2][2] = {{-0.5, geometry.detector.nu - 0.5}, {-0.5, geometry.detector.nv - 0.5}};
+  std::vector<ProjectionMatrix> matrices;
+  for (std::size_t p = 0; p < geometry.size(); ++p) matrices.push_back(geometry.matrix(p, grid));
+  for (int k = 0; k < nz; ++k)
+    for (int j = 0; j < ny; ++j) {
+      double lo = 0.0, hi = nx - 1.0;
+      for (const ProjectionMatrix& m : matrices) {
+        const double aw = m.m[2][1] * j + m.m[2][2] * k + m.m[2][3], bw = m.m[2][0];
+        for (int axis = 0; axis < 2 && lo <= hi; ++axis) {
+          const double a = m.m[axis][1] * j + m.m[axis][2] * k + m.m[axis][3], b = m.m[axis][0];
+          // coordinate >= edge  <=>  (a - edge aw) + i (b - edge bw) >= 0   (w > 0 in front of the source);
+          // coordinate <= edge  <=>  (edge aw - a) + i (edge bw - b) >= 0.
+          for (int side = 0; side < 2; ++side) {
+            const double edge = limits[axis][side], sign = side == 0 ? 1.0 : -1.0;
+            const double c0 = sign * (a - edge * aw), c1 = sign * (b - edge * bw);
+            if (c1 > 0)
+              lo = std::max(lo, -c0 / c1);
+            else if (c1 < 0)
+              hi = std::min(hi, -c0 / c1);
+            else if (c0 < 0)
+              hi = -1;  // never inside
+          }
+        }
+      }
+      if (lo > hi) continue;
+      const int first = static_cast<int>(std::ceil(lo)), last = static_cast<int>(std::floor(hi));
+      std::uint8_t* row = r.mask.data() + (static_cast<std::size_t>(k) * ny + j) * nx;
+      for (int i = std::max(first, 0); i <= std::min(last, nx - 1); ++i) row[i] = 1;
+    }
+  r.updateSpans();
+  return r;
+}
+
+std::string conservativeCylinder(const Geometry& geometry) {
+  double radius = std::numeric_limits<double>::max(), low = -radius, high = radius;
+  for (const ProjectionVectors& v : geometry.views) {
+    const auto pierce = v.piercingPoint();
+    const double sdd = v.sourceToDetector(), sid = v.sourceToIsocentre();
+    const double du = glm::length(v.uStep), dv = glm::length(v.vStep);
+    const double halfWidth = std::min(pierce[0] + 0.5, geometry.detector.nu - 0.5 - pierce[0]) * du;
+    const double r = sid * std::sin(std::atan(halfWidth / sdd));
+    radius = std::min(radius, r);
+    // Rows see |y| <= (row extent) * depth / sdd; the nearest depth, sid - r, is the binding one.
+    low = std::max(low, -(pierce[1] + 0.5) * dv * (sid - r) / sdd);
+    high = std::min(high, (geometry.detector.nv - 0.5 - pierce[1]) * dv * (sid - r) / sdd);
+  }
+  std::ostringstream s;
+  s.precision(10);
+  s << "cylinder:0,0," << std::max(radius, 0.0) << ',' << low << ',' << high;
+  return s.str();
+}
+
+RegionOfInterest makeRegionOfInterest(const std::string& spec, const Geometry& geometry, const VolumeGrid& grid) {
+  if (spec == "fov") return fieldOfView(geometry, grid);
+  const auto colon = spec.find(':');
+  const std::string shape = spec.substr(0, colon), list = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  if (shape == "cylinder") {
+    const auto v = numbers(spec, list, 5);
+    if (!(v[2] > 0) || !(v[4] > v[3])) throw UsageError("--roi cylinder: expected a positive radius and Y0 < Y1, found '" + spec + "'");
+    return shapeRegion(grid, spec, [&](const glm::dvec3& p) {
+      const double dx = p.x - v[0], dz = p.z - v[1];
+      return dx * dx + dz * dz <= v[2] * v[2] && p.y >= v[3] && p.y <= v[4];
+    });
+  }
+  if (shape == "box") {
+    const auto v = numbers(spec, list, 6);
+    if (!(v[3] > v[0] && v[4] > v[1] && v[5] > v[2])) throw UsageError("--roi box: expected X0 < X1, Y0 < Y1, Z0 < Z1, found '" + spec + "'");
+    return shapeRegion(grid, spec, [&](const glm::dvec3& p) {
+      return p.x >= v[0] && p.x <= v[3] && p.y >= v[1] && p.y <= v[4] && p.z >= v[2] && p.z <= v[5];
+    });
+  }
+  if (shape == "sphere") {
+    const auto v = numbers(spec, list, 4);
+    if (!(v[3] > 0)) throw UsageError("--roi sphere: expected a positive radius, found '" + spec + "'");
+    return shapeRegion(grid, spec, [&](const glm::dvec3& p) { return glm::length(p - glm::dvec3(v[0], v[1], v[2])) <= v[3]; });
+  }
+  std::string extension = spec.size() > 4 ? spec.substr(spec.size() - 4) : "";
+  std::transform(extension.begin(), extension.end(), extension.begin(), ::tolower);
+  if (extension != ".mha" && extension != ".mhd")
+    throw UsageError("--roi: expected fov, cylinder:..., box:..., sphere:... or a mask file (.mha/.mhd), found '" + spec + "'");
+
+  std::string type;
+  const Image mask = readMetaImage(spec, &type);
+  if (type == "MET_FLOAT" || type == "MET_DOUBLE")
+    throwInputError(spec, "ElementType", "an integer type for a binary mask (e.g. MET_UCHAR)", type);
+  if (mask.size != grid.size)
+    throwInputError(spec, "DimSize",
+                    std::to_string(grid.size[0]) + " " + std::to_string(grid.size[1]) + " " + std::to_string(grid.size[2]) +
+                        " (the output volume's size)",
+                    std::to_string(mask.size[0]) + " " + std::to_string(mask.size[1]) + " " + std::to_string(mask.size[2]));
+  for (int a = 0; a < 3; ++a) {
+    const auto close = [](double x, double y) { return std::abs(x - y) <= 1e-6 * std::max(1.0, std::abs(y)); };
+    if (!close(mask.spacing[a], grid.spacing[a]) || !close(mask.origin[a], grid.origin[a]))
+      throwInputError(spec, "ElementSpacing/Offset", "the output volume's grid (spacing and origin)", "a different grid");
+  }
+  RegionOfInterest r = emptyRegion(grid, spec);
+  for (std::size_t i = 0; i < mask.data.size(); ++i) {
+    if (mask.data[i] != 0.0f && mask.data[i] != 1.0f)
+      throwInputError(spec, "voxel " + std::to_string(i), "0 or 1 (a binary mask)", std::to_string(mask.data[i]));
+    r.mask[i] = mask.data[i] != 0.0f;
+  }
+  r.updateSpans();
+  return r;
+}
+
+void applyRegion(Image& volume, const RegionOfInterest& roi) {
+  for (std::size_t i = 0; i < volume.data.size(); ++i)
+    if (!roi.mask[i]) volume.data[i] = 0.0f;
+}
+
+}  // namespace glrecon
