@@ -253,3 +253,36 @@ TEST(Cli, GpuBackendsAndDevices) {
 
 }  // namespace
 }  // namespace glrecon
+
+namespace glrecon {
+namespace {
+
+TEST(Cli, RegionOfInterestWritesASideNoteAndChecksItsMask) {
+  const auto dir = test::scratchDir();
+  ASSERT_EQ(glrecon(dir, kSmallScan).exitCode, 0);
+  const std::string fdk = "fdk -g scan/geometry.xml -p scan/projections.mha --size 20 --spacing 16 --backend cpu ";
+  CliRun r = glrecon(dir, fdk + "-o v.mha --roi sphere:0,0,0,80");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "updates culled")) << r.output;
+  const std::string note = test::readText(dir / "v.mha.txt");
+  EXPECT_TRUE(contains(note, "outside the region 'sphere:0,0,0,80' are 0")) << note;
+  const Image v = readMetaImage((dir / "v.mha").string());
+  EXPECT_EQ(v.at(0, 0, 0), 0.0f);   // a corner, 150 mm from the centre
+  EXPECT_NE(v.at(10, 10, 10), 0.0f);
+  // A mask of the wrong size: exit 1, the file and field named, no volume and no note.
+  Image small({8, 8, 8}, {16, 16, 16}, {0, 0, 0});
+  writeMetaImage((dir / "mask.mha").string(), small, false);
+  r = glrecon(dir, fdk + "-o w.mha --roi mask.mha");
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_TRUE(contains(r.output, "mask.mha")) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "w.mha"));
+  EXPECT_FALSE(fs::exists(dir / "w.mha.txt"));
+  EXPECT_EQ(glrecon(dir, fdk + "-o x.mha --roi wedge:1").exitCode, 2);
+  EXPECT_EQ(glrecon(dir, fdk + "-o x.mha --density-range 2:1").exitCode, 2);
+  r = glrecon(dir, fdk + "-o d.mha --density-range 0.95:1.1:0.2 --density-after 0.5");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(contains(test::readText(dir / "d.mha.txt"), "density-range kill")) << r.output;
+}
+
+}  // namespace
+}  // namespace glrecon

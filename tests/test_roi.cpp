@@ -82,6 +82,7 @@ TEST(Roi, ShapesSpecsAndTheConservativeCylinder) {
   for (std::size_t i = 0; i < cylinder.mask.size(); ++i) outsideFov += cylinder.mask[i] && !fov.mask[i];
   EXPECT_EQ(outsideFov, 0u);
   EXPECT_GT(cylinder.insideCount(), fov.insideCount() / 2);
+  EXPECT_EQ(makeRegionOfInterest("fov-cylinder", g, kGrid).mask, cylinder.mask);
 }
 
 TEST(Roi, MaskFilesAreChecked) {

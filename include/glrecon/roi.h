@@ -34,6 +34,7 @@ RegionOfInterest fieldOfView(const Geometry& geometry, const VolumeGrid& grid);
 
 /// The ROI a command-line spec describes (world millimetres, RTK's frame, rotation axis y):
 ///   fov                              the field of view above
+///   fov-cylinder                     the conservative cylinder below (circular scans)
 ///   cylinder:X,Z,R,Y0,Y1             about the rotation axis: centre (x, z), radius R, from y = Y0 to Y1
 ///   box:X0,Y0,Z0,X1,Y1,Z1            an axis-aligned box
 ///   sphere:X,Y,Z,R                   a sphere

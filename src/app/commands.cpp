@@ -205,8 +205,11 @@ void writeCentralSlices(const Image& volume, const fs::path& directory, const st
 void printReport(const FdkReport& r, std::size_t projections) {
   if (!r.autoNote.empty()) std::fprintf(stderr, "%s\n", r.autoNote.c_str());
   if (!r.region.empty() || r.killedVoxels)
-    std::fprintf(stderr, "region %s: %zu voxels inside; %.1f%% of voxel updates culled\n", r.region.empty() ? "(whole volume)" : r.region.c_str(),
-                 r.regionVoxels, 100.0 * r.culledFraction);
+    std::fprintf(stderr,
+                 "region %s: %zu voxels inside; %.1f%% of voxel updates culled, saving about %.2f s if time scales with the "
+                 "updates computed (rates below count culled updates as done)\n",
+                 r.region.c_str(), r.regionVoxels, 100.0 * r.culledFraction,
+                 r.culledFraction < 1 ? r.backprojectSeconds * r.culledFraction / (1 - r.culledFraction) : 0.0);
   std::fprintf(stderr,
                "backend %s%s: filter %.2f s, backprojection %.2f s (%.2f G voxel-updates/s, %.1f projections/s), total %.2f s "
                "(%.1f projections/s)\n",
@@ -311,7 +314,7 @@ struct FdkCommand {
         ->capture_default_str();
     c->add_option("--gpu", gpu, "GPU backends: EGL device index (see glrecon devices)")->capture_default_str();
     c->add_option("--roi", roi,
-                  "Reconstruct only a region (outside: 0): fov, cylinder:X,Z,R,Y0,Y1, box:X0,Y0,Z0,X1,Y1,Z1, sphere:X,Y,Z,R "
+                  "Reconstruct only a region (outside: 0): fov, fov-cylinder, cylinder:X,Z,R,Y0,Y1, box:X0,Y0,Z0,X1,Y1,Z1, sphere:X,Y,Z,R "
                   "(mm; rotation axis y) or a binary mask .mha on the output grid");
     c->add_option("--roi-stencil", roiStencil, "graphics: slice (a stencil mask per slice) or substack (the paper's 8 shared bits)")
         ->capture_default_str();
@@ -407,7 +410,7 @@ struct FdkCommand {
     // A region leaves zeros outside it: a side note says so beside the volume (viewers ignore it).
     const std::string note = output + ".txt";
     std::string noteText;
-    if (!report.region.empty())
+    if (!report.region.empty() && options.roi.size())
       noteText += "glrecon: voxels outside the region '" + report.region + "' are 0 (not reconstructed); " +
                   std::to_string(report.regionVoxels) + " of " + std::to_string(grid.voxelCount()) + " voxels are inside.\n";
     if (report.killedVoxels)

@@ -130,6 +130,11 @@ std::string conservativeCylinder(const Geometry& geometry) {
 
 RegionOfInterest makeRegionOfInterest(const std::string& spec, const Geometry& geometry, const VolumeGrid& grid) {
   if (spec == "fov") return fieldOfView(geometry, grid);
+  if (spec == "fov-cylinder") {
+    RegionOfInterest r = makeRegionOfInterest(conservativeCylinder(geometry), geometry, grid);
+    r.description = "fov-cylinder (" + r.description + ")";
+    return r;
+  }
   const auto colon = spec.find(':');
   const std::string shape = spec.substr(0, colon), list = colon == std::string::npos ? "" : spec.substr(colon + 1);
   if (shape == "cylinder") {

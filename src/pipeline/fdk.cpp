@@ -65,6 +65,10 @@ Image reconstructFdk(const Geometry& geometry, const Image& projections, const V
   if (kill.enabled && !(kill.high > kill.low && kill.margin >= 0 && kill.after > 0 && kill.after < 1))
     throw UsageError("--density-range: expected LOW < HIGH, MARGIN >= 0 and --density-after in (0, 1)");
   bool killed = false;
+  if (kill.enabled && options.roi.empty()) {
+    local.region = "whole volume";
+    local.regionVoxels = grid.voxelCount();
+  }
   Progress progress("fdk (" + backprojector->name() + ")", count, "proj", options.progress);
   for (std::size_t first = 0; first < count; first += batch) {
     const std::size_t n = std::min(batch, count - first);
