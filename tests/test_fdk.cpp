@@ -195,8 +195,10 @@ TEST_P(FdkBackends, SheppLogan64FullScan) {
   expectDensities(m, 0.02);
 }
 
-INSTANTIATE_TEST_SUITE_P(Graphics, FdkBackends, ::testing::Values("graphics", "graphics-mp"),
-                         [](const auto& info) { return std::string(info.param) == "graphics" ? "AG" : "MP"; });
+INSTANTIATE_TEST_SUITE_P(Gl, FdkBackends, ::testing::Values("graphics", "graphics-mp", "compute"), [](const auto& info) {
+  const std::string name = info.param;
+  return name == "graphics" ? std::string("AG") : name == "graphics-mp" ? std::string("MP") : std::string("Compute");
+});
 
 TEST(FdkSlow, SheppLogan128FullScan) {
   const Phantom phantom = Phantom::sheppLogan();

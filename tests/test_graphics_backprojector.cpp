@@ -10,6 +10,7 @@
 #include "glrecon/error.h"
 #include "glrecon/gl/objects.h"
 #include "glrecon/gl/shader.h"
+#include "glrecon/compute_backprojector.h"
 #include "glrecon/graphics_backprojector.h"
 #include "test_support.h"
 
@@ -92,16 +93,14 @@ void compareBackends(const Geometry& g, const VolumeGrid& grid, const std::strin
   std::size_t nonzero = 0;
   for (float x : cpu.data) nonzero += x != 0.0f;
   ASSERT_GT(nonzero, cpu.data.size() / 2);
-  for (const bool mp : {false, true}) {
-    BackprojectorOptions probe;
-    probe.window = 1;
-    const int maxWindow = GraphicsBackprojector(g, grid, probe, mp).maxWindow();
-    for (const int w : {1, 3, 8, maxWindow}) {
+  // The same test body for every OpenGL backend; "max" is each device's and backend's own limit.
+  for (const char* backend : {"graphics", "graphics-mp", "compute"}) {
+    for (const int w : {1, 3, 8, kMaximumWindow}) {
       BackprojectorOptions o;
       o.window = w;
-      GraphicsBackprojector gpu(g, grid, o, mp);
+      auto gpu = makeBackprojector(backend, g, grid, o);
       // Batches of 5 do not divide the windows: partial windows carry over between calls.
-      expectAgree(cpu, run(gpu, g, q, 5), bound, label + (mp ? " graphics-mp" : " graphics") + " W=" + std::to_string(w));
+      expectAgree(cpu, run(*gpu, g, q, 5), bound, label + " " + gpu->description());
     }
   }
 }

@@ -53,7 +53,7 @@ class GraphicsBackprojector final : public Backprojector {
   const std::vector<std::pair<int, double>>& windowTimings() const;
 
  private:
-  void initialise();
+  void initialise();  // after the base: framebuffer, programs, window limit
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -1,17 +1,19 @@
 // Choosing a backprojector by name.
 #include "glrecon/backprojector.h"
 #include "glrecon/error.h"
+#include "glrecon/compute_backprojector.h"
 #include "glrecon/graphics_backprojector.h"
 
 namespace glrecon {
 
-std::vector<std::string> availableBackends() { return {"cpu", "graphics", "graphics-mp"}; }
+std::vector<std::string> availableBackends() { return {"cpu", "graphics", "graphics-mp", "compute"}; }
 
 std::unique_ptr<Backprojector> makeBackprojector(const std::string& name, const Geometry& geometry, const VolumeGrid& grid,
                                                  const BackprojectorOptions& options, std::string* autoNote) {
   if (name == "cpu") return std::make_unique<CpuBackprojector>(geometry, grid, options);
   if (name == "graphics") return std::make_unique<GraphicsBackprojector>(geometry, grid, options, false);
   if (name == "graphics-mp") return std::make_unique<GraphicsBackprojector>(geometry, grid, options, true);
+  if (name == "compute") return std::make_unique<ComputeBackprojector>(geometry, grid, options);
   if (name == "auto") {
     // A software rasterizer runs the graphics path far slower than the vectorized CPU backend, so auto takes
     // the graphics pipeline only on a hardware GPU.

@@ -1,0 +1,38 @@
+#pragma once
+/// Backprojection in an OpenGL compute shader: one invocation per (x, y) column walking z (Okitsu et al.'s
+/// thread-per-column layout, in GLSL), W projections per dispatch from the same projection texture array the
+/// graphics path samples, accumulating into the same R32F volume texture array by image load/store (which,
+/// unlike one SSBO, holds a 512^3 volume on Mesa as on NVIDIA). A region of interest limits each column to the
+/// slices its region spans; the density-range kill is left to the graphics and CPU backends.
+/// Tested against the CPU backprojector in tests/test_graphics_backprojector.cpp.
+#include <memory>
+
+#include "glrecon/backprojector.h"
+#include "glrecon/gl/context.h"
+
+namespace glrecon {
+
+class ComputeBackprojector final : public Backprojector {
+ public:
+  ComputeBackprojector(const Geometry& geometry, const VolumeGrid& grid, const BackprojectorOptions& options);
+  ~ComputeBackprojector() override;
+
+  std::string name() const override { return "compute"; }
+  std::string description() const override;
+  void backproject(const float* projections, const std::size_t* views, std::size_t count) override;
+  Image volume() override;
+  void setRegion(const RegionOfInterest& roi) override;
+  void killOutsideRange(double low, double high, double scale) override;
+  std::vector<std::uint8_t> activeMask() override;
+  double culledFraction() const override;
+
+  const gl::DeviceInfo& device() const;
+  int maxWindow() const;
+  int window() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace glrecon

@@ -1,0 +1,125 @@
+#include "glrecon/compute_backprojector.h"
+
+#include <algorithm>
+#include <map>
+
+#include "gl_volume_backend.h"
+#include "glrecon/error.h"
+#include "glrecon/gl/shader.h"
+
+namespace glrecon {
+namespace {
+constexpr int kLocalX = 16, kLocalY = 16;
+// Each invocation keeps 6 floats per projection of the window in registers; past 32 they spill.
+constexpr int kComputeWindowLimit = 32;
+}  // namespace
+
+struct ComputeBackprojector::Impl {
+  detail::GlVolumeBackend base;
+  std::map<int, gl::Program> programs;
+  gl::Texture zRange;  // per column: the slices a region spans
+  std::vector<std::uint8_t> regionMask;
+  double updatesPerPass = 0, updatesDone = 0, updatesTotal = 0;
+
+  Impl(const Geometry& g, const VolumeGrid& v, const BackprojectorOptions& o) : base(nullptr, g, v, o, "compute backprojector") {}
+
+  gl::Program& program(int w) {
+    auto it = programs.find(w);
+    if (it != programs.end()) return it->second;
+    gl::Program p = gl::buildProgram({{GL_COMPUTE_SHADER, "backproject.comp"}},
+                                     {"#define W " + std::to_string(w), "#define LX " + std::to_string(kLocalX),
+                                      "#define LY " + std::to_string(kLocalY)});
+    return programs.emplace(w, std::move(p)).first->second;
+  }
+
+  void dispatch() {
+    const VolumeGrid& grid = base.grid;
+    gl::Program& p = program(static_cast<int>(base.pending.size()));
+    base.uploadMatrices();
+    glUseProgram(p.id());
+    glUniform3i(glGetUniformLocation(p.id(), "volumeSize"), grid.size[0], grid.size[1], grid.size[2]);
+    glUniform2f(glGetUniformLocation(p.id(), "detectorSize"), static_cast<float>(base.geometry.detector.nu),
+                static_cast<float>(base.geometry.detector.nv));
+    glUniform1i(glGetUniformLocation(p.id(), "useRange"), zRange ? 1 : 0);
+    glBindTextureUnit(0, base.projections.id());
+    if (zRange) glBindTextureUnit(1, zRange.id());
+    glBindImageTexture(0, base.volume.id(), 0, GL_TRUE, 0, GL_READ_WRITE, GL_R32F);
+    GLRECON_CHECK_GL(glDispatchCompute((grid.size[0] + kLocalX - 1) / kLocalX, (grid.size[1] + kLocalY - 1) / kLocalY, 1));
+    // The next dispatch reads what this one wrote.
+    glMemoryBarrier(GL_SHADER_IMAGE_ACCESS_BARRIER_BIT);
+    updatesTotal += static_cast<double>(grid.voxelCount());
+    updatesDone += zRange ? updatesPerPass : static_cast<double>(grid.voxelCount());
+  }
+};
+
+ComputeBackprojector::ComputeBackprojector(const Geometry& geometry, const VolumeGrid& grid, const BackprojectorOptions& options)
+    : impl_(std::make_unique<Impl>(geometry, grid, options)) {
+  impl_->base.setWindowLimit(std::min(kComputeWindowLimit, detail::uniformWindowLimit()));
+}
+
+ComputeBackprojector::~ComputeBackprojector() {
+  if (impl_) {
+    impl_->base.context().makeCurrent();
+    impl_->programs.clear();
+    impl_->zRange.reset();
+  }
+}
+
+std::string ComputeBackprojector::description() const {
+  return "compute on " + impl_->base.context().info().renderer + ", " + impl_->base.windowDescription();
+}
+const gl::DeviceInfo& ComputeBackprojector::device() const { return impl_->base.context().info(); }
+int ComputeBackprojector::maxWindow() const { return impl_->base.maxWindow; }
+int ComputeBackprojector::window() const { return impl_->base.window; }
+
+void ComputeBackprojector::backproject(const float* projections, const std::size_t* views, std::size_t count) {
+  impl_->base.add(projections, views, count, [this] { impl_->dispatch(); });
+}
+
+Image ComputeBackprojector::volume() {
+  impl_->base.flush([this] { impl_->dispatch(); });
+  return impl_->base.readVolume();
+}
+
+void ComputeBackprojector::setRegion(const RegionOfInterest& roi) {
+  Impl& d = *impl_;
+  const VolumeGrid& grid = d.base.grid;
+  if (roi.size != grid.size) throw std::invalid_argument("setRegion: the region's grid differs from the volume's");
+  d.base.flush([&] { d.dispatch(); });
+  const int nx = grid.size[0], ny = grid.size[1], nz = grid.size[2];
+  std::vector<GLint> ranges(static_cast<std::size_t>(nx) * ny * 2);
+  d.updatesPerPass = 0;
+  for (int j = 0; j < ny; ++j)
+    for (int i = 0; i < nx; ++i) {
+      int first = nz, last = 0;
+      for (int k = 0; k < nz; ++k)
+        if (roi.inside(i, j, k)) {
+          first = std::min(first, k);
+          last = k + 1;
+        }
+      if (first >= last) first = last = 0;
+      ranges[(static_cast<std::size_t>(j) * nx + i) * 2] = first;
+      ranges[(static_cast<std::size_t>(j) * nx + i) * 2 + 1] = last;
+      d.updatesPerPass += last - first;
+    }
+  d.zRange = gl::createTexture(GL_TEXTURE_2D);
+  glTextureStorage2D(d.zRange.id(), 1, GL_RG32I, nx, ny);
+  // Integer textures must not filter; the default (mipmapped) filter would leave it incomplete, reading 0.
+  glTextureParameteri(d.zRange.id(), GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+  glTextureParameteri(d.zRange.id(), GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+  glTextureSubImage2D(d.zRange.id(), 0, 0, 0, nx, ny, GL_RG_INTEGER, GL_INT, ranges.data());
+  d.regionMask = roi.mask;
+  gl::checkError("setting the compute region");
+}
+
+void ComputeBackprojector::killOutsideRange(double, double, double) {
+  throw UsageError("--density-range: expected --backend graphics or cpu (the compute backend has no per-voxel kill)");
+}
+
+std::vector<std::uint8_t> ComputeBackprojector::activeMask() { return impl_->regionMask; }
+
+double ComputeBackprojector::culledFraction() const {
+  return impl_->updatesTotal > 0 ? 1.0 - impl_->updatesDone / impl_->updatesTotal : 0.0;
+}
+
+}  // namespace glrecon

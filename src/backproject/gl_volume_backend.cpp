@@ -1,0 +1,187 @@
+#include "gl_volume_backend.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "glrecon/error.h"
+#include "glrecon/gl/shader.h"
+
+namespace glrecon::detail {
+namespace {
+
+// Free GPU memory in bytes where the driver tells it (NVIDIA's and AMD's extensions), else -1.
+long long freeGpuMemory() {
+  if (GLEW_NVX_gpu_memory_info) return static_cast<long long>(glInteger(0x9049 /* CURRENT_AVAILABLE_VIDMEM */)) * 1024;
+  if (GLEW_ATI_meminfo) {
+    GLint info[4] = {0, 0, 0, 0};
+    glGetIntegerv(0x87FC /* TEXTURE_FREE_MEMORY_ATI */, info);
+    return static_cast<long long>(info[0]) * 1024;
+  }
+  return -1;
+}
+
+}  // namespace
+
+GLint glInteger(GLenum name) {
+  GLint value = 0;
+  glGetIntegerv(name, &value);
+  return value;
+}
+
+int uniformWindowLimit() { return glInteger(GL_MAX_UNIFORM_BLOCK_SIZE) / (3 * 16); }
+
+GlVolumeBackend::GlVolumeBackend(gl::Context* borrowed, const Geometry& g, const VolumeGrid& v, const BackprojectorOptions& o,
+                                 const std::string& name)
+    : geometry(g), grid(v), options(o) {
+  if (borrowed) {
+    context_ = borrowed;
+  } else {
+    ownedContext_ = gl::Context::headless(o.gpu);
+    context_ = ownedContext_.get();
+  }
+  context_->makeCurrent();
+  geometry.validate(name.c_str());
+  grid.validate(name.c_str());
+  where_ = name + " on " + context_->info().renderer;
+
+  // Limits: the volume lives in one texture array, processed at slice resolution; projections in another.
+  const GLint maxTexture = glInteger(GL_MAX_TEXTURE_SIZE), maxLayers = glInteger(GL_MAX_ARRAY_TEXTURE_LAYERS);
+  GLint viewport[2] = {0, 0};
+  glGetIntegerv(GL_MAX_VIEWPORT_DIMS, viewport);
+  const auto limit = [&](const std::string& field, long long value, long long max) {
+    if (value > max)
+      throwInputError(where_, field, "at most " + std::to_string(max) + " (this GPU's limit; larger volumes come with out-of-core reconstruction)",
+                      std::to_string(value));
+  };
+  limit("volume size x", grid.size[0], std::min<GLint>(maxTexture, viewport[0]));
+  limit("volume size y", grid.size[1], std::min<GLint>(maxTexture, viewport[1]));
+  limit("volume size z (slices, texture array layers)", grid.size[2], maxLayers);
+  limit("detector width", geometry.detector.nu, maxTexture);
+  limit("detector height", geometry.detector.nv, maxTexture);
+  if (const long long free = freeGpuMemory(); free >= 0)
+    limit("GPU memory for the volume (bytes)", static_cast<long long>(grid.voxelCount()) * 4, free);
+
+  volume = gl::createTexture(GL_TEXTURE_2D_ARRAY);
+  glTextureStorage3D(volume.id(), 1, GL_R32F, grid.size[0], grid.size[1], grid.size[2]);
+  const float zero = 0.0f;
+  glClearTexImage(volume.id(), 0, GL_RED, GL_FLOAT, &zero);
+  gl::checkError(("allocating the " + std::to_string(grid.size[0]) + " x " + std::to_string(grid.size[1]) + " x " +
+                  std::to_string(grid.size[2]) + " volume texture").c_str());
+}
+
+GlVolumeBackend::~GlVolumeBackend() {
+  context_->makeCurrent();
+  volume.reset();
+  projections.reset();
+  matrices.reset();
+}
+
+void GlVolumeBackend::setWindowLimit(int limit) {
+  maxWindow = std::max(1, std::min({limit, glInteger(GL_MAX_ARRAY_TEXTURE_LAYERS), static_cast<int>(geometry.size())}));
+  if (options.window < kMaximumWindow || options.window > maxWindow)
+    throw UsageError("--window: expected 1 to " + std::to_string(maxWindow) + " (this device's limit), max or auto, found " +
+                     std::to_string(options.window));
+  if (const long long free = freeGpuMemory(); free >= 0) {
+    const long long bytes = static_cast<long long>(geometry.detector.nu) * geometry.detector.nv * maxWindow * 4;
+    if (bytes > free)
+      throwInputError(where_, "GPU memory for the projection window (bytes)", "at most " + std::to_string(free), std::to_string(bytes));
+  }
+  projections = gl::createTexture(GL_TEXTURE_2D_ARRAY);
+  glTextureStorage3D(projections.id(), 1, GL_R32F, geometry.detector.nu, geometry.detector.nv, maxWindow);
+  glTextureParameteri(projections.id(), GL_TEXTURE_MIN_FILTER, GL_LINEAR);
+  glTextureParameteri(projections.id(), GL_TEXTURE_MAG_FILTER, GL_LINEAR);
+  // Outside the detector a sample is 0 (border colour 0): the convention every backend shares.
+  glTextureParameteri(projections.id(), GL_TEXTURE_WRAP_S, GL_CLAMP_TO_BORDER);
+  glTextureParameteri(projections.id(), GL_TEXTURE_WRAP_T, GL_CLAMP_TO_BORDER);
+  const float border[4] = {0, 0, 0, 0};
+  glTextureParameterfv(projections.id(), GL_TEXTURE_BORDER_COLOR, border);
+  matrices = gl::createBuffer();
+  glNamedBufferStorage(matrices.id(), static_cast<GLsizeiptr>(maxWindow) * 3 * 16, nullptr, GL_DYNAMIC_STORAGE_BIT);
+
+  if (options.window == kMaximumWindow) {
+    window = maxWindow;
+  } else if (options.window > 0) {
+    window = options.window;
+  } else {
+    searching_ = true;
+    for (int w : {1, 2, 4, 8, 16, 32})
+      if (w < maxWindow) candidates_.push_back(w);
+    candidates_.push_back(maxWindow);
+    window = candidates_.front();
+  }
+  gl::checkError(where_.c_str());
+}
+
+void GlVolumeBackend::uploadMatrices() {
+  std::vector<float> rows(static_cast<std::size_t>(12) * pending.size());
+  for (std::size_t s = 0; s < pending.size(); ++s) {
+    const ProjectionMatrix m = geometry.matrix(pending[s], grid);
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 4; ++c) rows[(s * 3 + r) * 4 + c] = static_cast<float>(m.m[r][c]);
+  }
+  glNamedBufferSubData(matrices.id(), 0, static_cast<GLsizeiptr>(rows.size() * sizeof(float)), rows.data());
+  glBindBufferBase(GL_UNIFORM_BUFFER, 0, matrices.id());
+}
+
+void GlVolumeBackend::add(const float* data, const std::size_t* views, std::size_t count, const std::function<void()>& draw) {
+  context_->makeCurrent();
+  const int nu = geometry.detector.nu, nv = geometry.detector.nv;
+  for (std::size_t p = 0; p < count; ++p) {
+    if (views[p] >= geometry.size()) throw std::out_of_range("backproject: view index beyond the geometry");
+    const int slot = static_cast<int>(pending.size());
+    GLRECON_CHECK_GL(glTextureSubImage3D(projections.id(), 0, 0, 0, slot, nu, nv, 1, GL_RED, GL_FLOAT,
+                                         data + p * static_cast<std::size_t>(nu) * nv));
+    pending.push_back(views[p]);
+    if (static_cast<int>(pending.size()) == window) drawWindow(draw);
+  }
+  gl::checkError(where_.c_str());
+}
+
+void GlVolumeBackend::flush(const std::function<void()>& draw) {
+  context_->makeCurrent();
+  if (pending.empty()) return;
+  draw();
+  pending.clear();
+}
+
+// While searching, runs each candidate size for two passes and times the second: the first pays for
+// first-use costs (Mesa's llvmpipe compiles a shader variant at its first draw, which made a first pass of
+// W = 2 look 30 times slower per projection than W = 1). Every pass is real work.
+void GlVolumeBackend::drawWindow(const std::function<void()>& draw) {
+  if (!searching_) {
+    draw();
+    pending.clear();
+    return;
+  }
+  glFinish();
+  const auto start = std::chrono::steady_clock::now();
+  const int w = static_cast<int>(pending.size());
+  draw();
+  pending.clear();
+  glFinish();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (++passesAtCandidate_ < 2) return;
+  timings.emplace_back(w, seconds / w);
+  passesAtCandidate_ = 0;
+  if (++candidate_ < candidates_.size()) {
+    window = candidates_[candidate_];
+  } else {
+    searching_ = false;
+    window = std::min_element(timings.begin(), timings.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
+  }
+}
+
+Image GlVolumeBackend::readVolume() {
+  context_->makeCurrent();
+  glMemoryBarrier(GL_TEXTURE_UPDATE_BARRIER_BIT);  // after image stores (compute) as after rendering
+  Image result(grid);
+  glGetTextureImage(volume.id(), 0, GL_RED, GL_FLOAT, static_cast<GLsizei>(result.data.size() * sizeof(float)), result.data.data());
+  gl::checkError("reading the volume back");
+  return result;
+}
+
+std::string GlVolumeBackend::windowDescription() const {
+  return "window " + std::to_string(window) + (options.window == 0 ? " (auto)" : options.window == kMaximumWindow ? " (max)" : "");
+}
+
+}  // namespace glrecon::detail

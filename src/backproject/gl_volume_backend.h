@@ -1,0 +1,69 @@
+#pragma once
+// What the OpenGL backprojectors (graphics and compute) share: the context, the volume (an R32F texture
+// array, one layer per z slice, that stays on the GPU), the window of filtered projections (an R32F texture
+// array, bilinear, border 0) with its matrices (a uniform buffer at binding 0), the automatic window
+// search, the size limits and the readback. Internal to src/backproject.
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "glrecon/backprojector.h"
+#include "glrecon/gl/context.h"
+#include "glrecon/gl/objects.h"
+
+namespace glrecon::detail {
+
+GLint glInteger(GLenum name);
+/// Projections per pass the uniform block holds (3 vec4 rows each).
+int uniformWindowLimit();
+
+class GlVolumeBackend {
+ public:
+  /// Uses `borrowed` when given (a viewer's window), else a headless context on options.gpu; makes it current,
+  /// checks the volume against the device's limits and allocates it (zeroed).
+  GlVolumeBackend(gl::Context* borrowed, const Geometry& geometry, const VolumeGrid& grid, const BackprojectorOptions& options,
+                  const std::string& name);
+  ~GlVolumeBackend();
+  GlVolumeBackend(const GlVolumeBackend&) = delete;
+  GlVolumeBackend& operator=(const GlVolumeBackend&) = delete;
+
+  /// Once the backend knows its largest window: validates --window, prepares the search, allocates the
+  /// projection texture and matrix buffer, checks memory.
+  void setWindowLimit(int maxWindow);
+
+  gl::Context& context() { return *context_; }
+  const std::string& where() const { return where_; }
+
+  /// Uploads projections into the window; calls `draw` each time the window is full (timed while searching).
+  void add(const float* projections, const std::size_t* views, std::size_t count, const std::function<void()>& draw);
+  /// Draws what the window holds (a partial window) now.
+  void flush(const std::function<void()>& draw);
+  /// The pending views' matrices into the uniform buffer (binding 0), in float.
+  void uploadMatrices();
+  Image readVolume();
+  std::string windowDescription() const;
+
+  const Geometry& geometry;
+  const VolumeGrid grid;
+  const BackprojectorOptions options;
+  gl::Texture volume, projections;
+  gl::Buffer matrices;
+  int maxWindow = 1;
+  int window = 1;
+  std::vector<std::size_t> pending;  // views in the projection texture, slot = position
+  std::vector<std::pair<int, double>> timings;
+
+ private:
+  void drawWindow(const std::function<void()>& draw);
+  std::unique_ptr<gl::Context> ownedContext_;  // first: destroyed after every GL object below
+  gl::Context* context_ = nullptr;
+  std::string where_;
+  bool searching_ = false;
+  std::vector<int> candidates_;
+  std::size_t candidate_ = 0;
+  int passesAtCandidate_ = 0;
+};
+
+}  // namespace glrecon::detail
