@@ -286,3 +286,110 @@ TEST(Cli, RegionOfInterestWritesASideNoteAndChecksItsMask) {
 
 }  // namespace
 }  // namespace glrecon
+
+namespace glrecon {
+namespace {
+
+// A strict JSON syntax check (RFC 8259 grammar, no extensions): enough to call the bench output well-formed.
+class JsonChecker {
+ public:
+  explicit JsonChecker(const std::string& text) : s_(text) {}
+  bool valid() {
+    skip();
+    if (!value()) return false;
+    skip();
+    return i_ == s_.size();
+  }
+
+ private:
+  void skip() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+  }
+  bool literal(const char* word) {
+    const std::string w = word;
+    if (s_.compare(i_, w.size(), w) != 0) return false;
+    i_ += w.size();
+    return true;
+  }
+  bool string() {
+    if (s_[i_] != '"') return false;
+    for (++i_; i_ < s_.size(); ++i_) {
+      if (s_[i_] == '\\') {
+        ++i_;
+        continue;
+      }
+      if (static_cast<unsigned char>(s_[i_]) < 0x20) return false;
+      if (s_[i_] == '"') {
+        ++i_;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool number() {
+    const std::size_t start = i_;
+    if (s_[i_] == '-') ++i_;
+    while (i_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[i_])) || s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E' ||
+                              s_[i_] == '+' || s_[i_] == '-'))
+      ++i_;
+    return i_ > start && std::isdigit(static_cast<unsigned char>(s_[i_ - 1]));
+  }
+  bool value() {
+    if (i_ >= s_.size()) return false;
+    const char c = s_[i_];
+    if (c == '{' || c == '[') {
+      const char close = c == '{' ? '}' : ']';
+      ++i_;
+      skip();
+      if (s_[i_] == close) return ++i_, true;
+      for (;;) {
+        skip();
+        if (c == '{') {
+          if (!string()) return false;
+          skip();
+          if (s_[i_++] != ':') return false;
+          skip();
+        }
+        if (!value()) return false;
+        skip();
+        if (s_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        return s_[i_++] == close;
+      }
+    }
+    if (c == '"') return string();
+    if (c == 't') return literal("true");
+    if (c == 'f') return literal("false");
+    if (c == 'n') return literal("null");
+    return number();
+  }
+  const std::string& s_;
+  std::size_t i_ = 0;
+};
+
+TEST(Cli, BenchWritesJsonAndChartAndSurvivesBadBackends) {
+  const auto dir = test::scratchDir();
+  const CliRun r = glrecon(dir, "bench --size 16 --projections 24 --detector 32 --backends cpu,compute,graphics,nosuch,cuda "
+                                "--window 1,4 -o out -q");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "nosuch") && contains(r.output, "the other backends still run")) << r.output;
+  EXPECT_TRUE(contains(r.output, "G upd/s")) << r.output;
+  const std::string json = test::readText(dir / "out" / "bench.json");
+  EXPECT_TRUE(JsonChecker(json).valid()) << json;
+  for (const char* field : {"\"problem\"", "\"machine\"", "\"gpu\"", "\"driver\"", "\"cpu_threads\"", "\"filter_seconds\"", "\"runs\"",
+                            "\"backend\"", "\"window_asked\"", "\"setup\"", "\"upload\"", "\"backprojection\"", "\"readback\"",
+                            "\"gvoxel_updates_per_second\"", "\"projections_per_second\"", "\"whole_fdk\"", "\"vs_cpu\"", "\"max_abs\"",
+                            "\"rms\"", "\"vs_phantom\"", "\"rmse\"", "\"psnr_db\"", "\"error\""})
+    EXPECT_TRUE(contains(json, field)) << field;
+  EXPECT_TRUE(contains(json, "\"backend\": \"cpu\""));
+  EXPECT_TRUE(contains(json, "\"backend\": \"nosuch\""));  // recorded with its error
+  const std::string png = test::readText(dir / "out" / "bench.png");
+  ASSERT_GT(png.size(), 8u);
+  EXPECT_EQ(png.substr(1, 3), "PNG");
+  EXPECT_FALSE(JsonChecker(std::string("{\"a\": [1, 2,]}")).valid());  // the checker can fail
+}
+
+}  // namespace
+}  // namespace glrecon

@@ -14,6 +14,14 @@
 
 namespace glrecon {
 
+/// Where a backend's time went (seconds), filled when BackprojectorOptions::profile is set: GPU backends then
+/// wait for the GPU after each step, so the split is honest at the price of some overlap.
+struct BackprojectorTimings {
+  double upload = 0.0;    ///< projections to the device
+  double compute = 0.0;   ///< backprojection itself
+  double readback = 0.0;  ///< the volume back to the host
+};
+
 class Backprojector {
  public:
   virtual ~Backprojector() = default;
@@ -36,6 +44,7 @@ class Backprojector {
   virtual std::vector<std::uint8_t> activeMask() = 0;
   /// Fraction of voxel updates skipped so far (fragments culled on the GPU).
   virtual double culledFraction() const = 0;
+  virtual BackprojectorTimings timings() const = 0;
 };
 
 struct BackprojectorOptions {
@@ -43,6 +52,7 @@ struct BackprojectorOptions {
   int gpu = 0;      ///< EGL device index for GPU backends
   int window = 0;   ///< projections per GPU pass; 0 = choose automatically (measured while reconstructing)
   bool substackStencil = false;  ///< graphics: the paper's 8 sub-stacks sharing one 8-bit stencil, not per-slice masks
+  bool profile = false;          ///< time upload, compute and readback separately (see BackprojectorTimings)
 };
 /// BackprojectorOptions::window value asking for the largest window the device allows.
 inline constexpr int kMaximumWindow = -1;
@@ -53,13 +63,15 @@ class CpuBackprojector final : public Backprojector {
   CpuBackprojector(const Geometry& geometry, const VolumeGrid& grid, const BackprojectorOptions& options = {});
   std::string name() const override { return "cpu"; }
   void backproject(const float* projections, const std::size_t* views, std::size_t count) override;
-  Image volume() override { return volume_; }
+  Image volume() override;
   void setRegion(const RegionOfInterest& roi) override;
   void killOutsideRange(double low, double high, double scale) override;
   std::vector<std::uint8_t> activeMask() override { return active_; }
   double culledFraction() const override { return updatesTotal_ > 0 ? updatesSkipped_ / updatesTotal_ : 0.0; }
+  BackprojectorTimings timings() const override { return timings_; }
 
  private:
+  BackprojectorTimings timings_;
   const Geometry& geometry_;
   VolumeGrid grid_;
   int threads_;

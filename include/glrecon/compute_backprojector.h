@@ -25,6 +25,7 @@ class ComputeBackprojector final : public Backprojector {
   void killOutsideRange(double low, double high, double scale) override;
   std::vector<std::uint8_t> activeMask() override;
   double culledFraction() const override;
+  BackprojectorTimings timings() const override;
 
   const gl::DeviceInfo& device() const;
   int maxWindow() const;

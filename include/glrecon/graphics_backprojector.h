@@ -43,6 +43,7 @@ class GraphicsBackprojector final : public Backprojector {
   void killOutsideRange(double low, double high, double scale) override;
   std::vector<std::uint8_t> activeMask() override;
   double culledFraction() const override;
+  BackprojectorTimings timings() const override;
 
   const gl::DeviceInfo& device() const;
   /// Largest window the device's varyings allow (AG-GPU); MP-GPU is limited by the uniform block only.

@@ -2,6 +2,8 @@
 // text and type checks in one place instead of a hand-written parser.
 #include "commands.h"
 
+#include "bench.h"
+
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -581,6 +583,7 @@ int run(int argc, char** argv) {
   SliceCommand slice;
   DevicesCommand devices;
   devices.add(app);
+  addBenchCommand(app);
   phantom.add(app);
   fdk.add(app);
   demo.add(app);

@@ -123,3 +123,7 @@ double ComputeBackprojector::culledFraction() const {
 }
 
 }  // namespace glrecon
+
+namespace glrecon {
+BackprojectorTimings ComputeBackprojector::timings() const { return impl_->base.profile; }
+}  // namespace glrecon

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #if defined(__x86_64__)
@@ -110,7 +111,15 @@ CpuBackprojector::CpuBackprojector(const Geometry& geometry, const VolumeGrid& g
   grid.validate("CPU backprojector");
 }
 
+Image CpuBackprojector::volume() {
+  const auto start = std::chrono::steady_clock::now();
+  Image copy = volume_;
+  timings_.readback += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return copy;
+}
+
 void CpuBackprojector::backproject(const float* projections, const std::size_t* views, std::size_t count) {
+  const auto start = std::chrono::steady_clock::now();
   const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
   // A zero border lets the inner loop clamp coordinates to [-1, n] instead of branching: a sample clamped
   // to -1 or n reads only border zeros, which is exactly "0 outside the detector" of bilinear sampling.
@@ -180,6 +189,7 @@ void CpuBackprojector::backproject(const float* projections, const std::size_t* 
   }
   updatesTotal_ += voxels * count;
   updatesSkipped_ += (voxels - computed) * count;
+  timings_.compute += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void CpuBackprojector::setRegion(const RegionOfInterest& roi) {

@@ -123,8 +123,29 @@ void GlVolumeBackend::uploadMatrices() {
   glBindBufferBase(GL_UNIFORM_BUFFER, 0, matrices.id());
 }
 
+namespace {
+double since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+}  // namespace
+
 void GlVolumeBackend::add(const float* data, const std::size_t* views, std::size_t count, const std::function<void()>& draw) {
   context_->makeCurrent();
+  if (options.profile) {
+    // Upload and draw timed apart: the window's uploads, finished, then its draw, finished.
+    for (std::size_t p = 0; p < count; ++p) {
+      if (views[p] >= geometry.size()) throw std::out_of_range("backproject: view index beyond the geometry");
+      const auto t = std::chrono::steady_clock::now();
+      glTextureSubImage3D(projections.id(), 0, 0, 0, static_cast<GLint>(pending.size()), geometry.detector.nu, geometry.detector.nv,
+                          1, GL_RED, GL_FLOAT, data + p * static_cast<std::size_t>(geometry.detector.nu) * geometry.detector.nv);
+      glFinish();
+      profile.upload += since(t);
+      pending.push_back(views[p]);
+      if (static_cast<int>(pending.size()) == window) drawWindow(draw);
+    }
+    gl::checkError(where_.c_str());
+    return;
+  }
   const int nu = geometry.detector.nu, nv = geometry.detector.nv;
   for (std::size_t p = 0; p < count; ++p) {
     if (views[p] >= geometry.size()) throw std::out_of_range("backproject: view index beyond the geometry");
@@ -140,8 +161,13 @@ void GlVolumeBackend::add(const float* data, const std::size_t* views, std::size
 void GlVolumeBackend::flush(const std::function<void()>& draw) {
   context_->makeCurrent();
   if (pending.empty()) return;
+  const auto t = std::chrono::steady_clock::now();
   draw();
   pending.clear();
+  if (options.profile) {
+    glFinish();
+    profile.compute += since(t);
+  }
 }
 
 // While searching, runs each candidate size for two passes and times the second: the first pays for
@@ -149,8 +175,13 @@ void GlVolumeBackend::flush(const std::function<void()>& draw) {
 // W = 2 look 30 times slower per projection than W = 1). Every pass is real work.
 void GlVolumeBackend::drawWindow(const std::function<void()>& draw) {
   if (!searching_) {
+    const auto t = std::chrono::steady_clock::now();
     draw();
     pending.clear();
+    if (options.profile) {
+      glFinish();
+      profile.compute += since(t);
+    }
     return;
   }
   glFinish();
@@ -159,7 +190,8 @@ void GlVolumeBackend::drawWindow(const std::function<void()>& draw) {
   draw();
   pending.clear();
   glFinish();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = since(start);
+  profile.compute += seconds;
   if (++passesAtCandidate_ < 2) return;
   timings.emplace_back(w, seconds / w);
   passesAtCandidate_ = 0;
@@ -173,10 +205,13 @@ void GlVolumeBackend::drawWindow(const std::function<void()>& draw) {
 
 Image GlVolumeBackend::readVolume() {
   context_->makeCurrent();
+  if (options.profile) glFinish();
+  const auto t = std::chrono::steady_clock::now();
   glMemoryBarrier(GL_TEXTURE_UPDATE_BARRIER_BIT);  // after image stores (compute) as after rendering
   Image result(grid);
   glGetTextureImage(volume.id(), 0, GL_RED, GL_FLOAT, static_cast<GLsizei>(result.data.size() * sizeof(float)), result.data.data());
   gl::checkError("reading the volume back");
+  profile.readback += since(t);
   return result;
 }
 

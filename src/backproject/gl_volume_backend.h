@@ -54,7 +54,7 @@ class GlVolumeBackend {
   int window = 1;
   std::vector<std::size_t> pending;  // views in the projection texture, slot = position
   std::vector<std::pair<int, double>> timings;
-
+  BackprojectorTimings profile;  // filled when options.profile
  private:
   void drawWindow(const std::function<void()>& draw);
   std::unique_ptr<gl::Context> ownedContext_;  // first: destroyed after every GL object below

@@ -278,3 +278,7 @@ double GraphicsBackprojector::culledFraction() const {
 }
 
 }  // namespace glrecon
+
+namespace glrecon {
+BackprojectorTimings GraphicsBackprojector::timings() const { return impl_->base.profile; }
+}  // namespace glrecon

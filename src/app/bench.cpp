@@ -1,0 +1,347 @@
+// glrecon bench: one simulated scan, filtered once, backprojected by every backend and window asked for;
+// times, throughput, accuracy against the CPU reference and the phantom; a table, JSON and a chart.
+// The chart uses cairo (Debian's libcairo2): bars with text, without a hand-written font rasterizer.
+#include "bench.h"
+
+#include <cairo.h>
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+#include <thread>
+
+#include "glrecon/backprojector.h"
+#include "glrecon/error.h"
+#include "glrecon/filter.h"
+#include "glrecon/gl/context.h"
+#include "glrecon/io.h"
+#include "glrecon/parallel.h"
+#include "glrecon/phantom.h"
+#include "glrecon/progress.h"
+#include "glrecon/roi.h"
+
+namespace glrecon::app {
+namespace fs = std::filesystem;
+namespace {
+
+double since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+std::vector<std::string> splitList(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) items.push_back(item);
+  return items;
+}
+
+struct Run {
+  std::string backend, description, error;
+  std::string windowAsked;  // "1", "auto", "max", "-" for the CPU
+  int window = 0;           // used (the final choice for auto)
+  double setup = 0, upload = 0, compute = 0, readback = 0;
+  double gups = 0, backprojectionPps = 0, fdkPps = 0;
+  double maxDiff = 0, rmsDiff = 0, rmse = 0, psnr = 0;
+};
+
+std::string cpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+std::string jsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
+      out += buffer;
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string jsonNumber(double v) {
+  if (!std::isfinite(v)) return "null";
+  std::ostringstream s;
+  s.precision(6);
+  s << v;
+  return s.str();
+}
+
+struct Setup {
+  int size = 0, projections = 0, detector = 0, threads = 0;
+  std::string gpu, driver, cpu;
+  double filterSeconds = 0;
+};
+
+void writeJson(const fs::path& path, const Setup& setup, const std::vector<Run>& runs) {
+  std::ostringstream j;
+  j << "{\n  \"problem\": {\"volume\": " << setup.size << ", \"projections\": " << setup.projections << ", \"detector\": " << setup.detector
+    << "},\n  \"machine\": {\"gpu\": " << jsonString(setup.gpu) << ", \"driver\": " << jsonString(setup.driver)
+    << ", \"cpu\": " << jsonString(setup.cpu) << ", \"cpu_threads\": " << setup.threads << "},\n"
+    << "  \"filter_seconds\": " << jsonNumber(setup.filterSeconds) << ",\n  \"runs\": [\n";
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const Run& r = runs[i];
+    j << "    {\"backend\": " << jsonString(r.backend) << ", \"window_asked\": " << jsonString(r.windowAsked)
+      << ", \"window\": " << r.window << ", \"description\": " << jsonString(r.description)
+      << ", \"error\": " << (r.error.empty() ? "null" : jsonString(r.error)) << ",\n     \"seconds\": {\"setup\": " << jsonNumber(r.setup)
+      << ", \"filter\": " << jsonNumber(setup.filterSeconds) << ", \"upload\": " << jsonNumber(r.upload)
+      << ", \"backprojection\": " << jsonNumber(r.compute) << ", \"readback\": " << jsonNumber(r.readback) << "},\n"
+      << "     \"backprojection\": {\"gvoxel_updates_per_second\": " << jsonNumber(r.gups)
+      << ", \"projections_per_second\": " << jsonNumber(r.backprojectionPps) << "},\n"
+      << "     \"whole_fdk\": {\"projections_per_second\": " << jsonNumber(r.fdkPps) << "},\n"
+      << "     \"vs_cpu\": {\"max_abs\": " << jsonNumber(r.maxDiff) << ", \"rms\": " << jsonNumber(r.rmsDiff) << "},\n"
+      << "     \"vs_phantom\": {\"rmse\": " << jsonNumber(r.rmse) << ", \"psnr_db\": " << jsonNumber(r.psnr) << "}}"
+      << (i + 1 < runs.size() ? ",\n" : "\n");
+  }
+  j << "  ]\n}\n";
+  AtomicOutput out(path.string(), true);
+  std::ofstream(out.temporaryPath()) << j.str();
+  out.commit();
+}
+
+// Horizontal bars of backprojection throughput, one per run, on a log axis when values span a wide range.
+void writeChart(const fs::path& path, const Setup& setup, const std::vector<Run>& runs) {
+  std::vector<const Run*> ok;
+  for (const Run& r : runs)
+    if (r.error.empty() && r.gups > 0) ok.push_back(&r);
+  const int barHeight = 26, top = 70, left = 260, width = 1000, height = top + std::max<int>(1, ok.size()) * barHeight + 50;
+  cairo_surface_t* surface = cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height);
+  cairo_t* cr = cairo_create(surface);
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_paint(cr);
+  cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  cairo_set_source_rgb(cr, 0, 0, 0);
+  cairo_set_font_size(cr, 16);
+  cairo_move_to(cr, 10, 24);
+  const std::string title = "glrecon bench: " + std::to_string(setup.size) + "^3 from " + std::to_string(setup.projections) + " x " +
+                            std::to_string(setup.detector) + "^2, backprojection G voxel-updates/s";
+  cairo_show_text(cr, title.c_str());
+  cairo_set_font_size(cr, 12);
+  cairo_move_to(cr, 10, 44);
+  const std::string machine = "GPU: " + setup.gpu + " | CPU: " + setup.cpu + " (" + std::to_string(setup.threads) + " threads)";
+  cairo_show_text(cr, machine.c_str());
+  double lo = 1e30, hi = 0;
+  for (const Run* r : ok) {
+    lo = std::min(lo, r->gups);
+    hi = std::max(hi, r->gups);
+  }
+  const bool logScale = !ok.empty() && hi / lo > 30;
+  const double axisLo = logScale ? std::pow(10, std::floor(std::log10(lo))) : 0.0;
+  const double axisHi = logScale ? std::pow(10, std::ceil(std::log10(hi))) : (hi > 0 ? hi * 1.1 : 1.0);
+  const auto x = [&](double v) {
+    const double f = logScale ? (std::log10(v) - std::log10(axisLo)) / (std::log10(axisHi) - std::log10(axisLo)) : v / axisHi;
+    return left + f * (width - left - 90);
+  };
+  for (std::size_t i = 0; i < ok.size(); ++i) {
+    const Run& r = *ok[i];
+    const double y = top + i * barHeight;
+    const bool graphics = r.backend.rfind("graphics", 0) == 0;
+    cairo_set_source_rgb(cr, r.backend == "cpu" ? 0.5 : graphics ? 0.2 : 0.85, r.backend == "cpu" ? 0.5 : graphics ? 0.45 : 0.45,
+                         r.backend == "cpu" ? 0.5 : graphics ? 0.8 : 0.15);
+    cairo_rectangle(cr, left, y + 4, std::max(1.0, x(r.gups) - left), barHeight - 8);
+    cairo_fill(cr);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    const std::string label = r.backend + (r.windowAsked == "-" ? "" : " W=" + r.windowAsked + (r.windowAsked == "auto" || r.windowAsked == "max" ? " (" + std::to_string(r.window) + ")" : ""));
+    cairo_move_to(cr, 10, y + barHeight - 9);
+    cairo_show_text(cr, label.c_str());
+    char value[32];
+    std::snprintf(value, sizeof value, "%.3g", r.gups);
+    cairo_move_to(cr, x(r.gups) + 6, y + barHeight - 9);
+    cairo_show_text(cr, value);
+  }
+  cairo_move_to(cr, left, height - 20);
+  cairo_show_text(cr, logScale ? "log scale" : "linear scale");
+  cairo_destroy(cr);
+  AtomicOutput out(path.string(), true);
+  const cairo_status_t status = cairo_surface_write_to_png(surface, out.temporaryPath().c_str());
+  cairo_surface_destroy(surface);
+  if (status != CAIRO_STATUS_SUCCESS) throwInputError(path.string(), "output", "a writable PNG", cairo_status_to_string(status));
+  out.commit();
+}
+
+struct BenchCommand {
+  int size = 128, projections = 360, detector = 256, threads = 0, gpu = 0;
+  std::string backends = "cpu,graphics,graphics-mp,compute,cuda", windows = "1,8,16,auto", output;
+  bool quiet = false;
+
+  void add(CLI::App& app) {
+    CLI::App* c = app.add_subcommand("bench", "Run the same reconstruction through every backend and window; compare speed and accuracy");
+    c->add_option("--size", size, "Volume size per axis (covering 256 mm)")->capture_default_str();
+    c->add_option("--projections", projections, "Projections over 360 degrees")->capture_default_str();
+    c->add_option("--detector", detector, "Detector pixels per axis (covering 512 mm)")->capture_default_str();
+    c->add_option("--backends", backends, "Comma-separated: cpu, graphics, graphics-mp, compute, cuda")->capture_default_str();
+    c->add_option("--window", windows, "Comma-separated windows for the GPU backends: numbers, max, auto")->capture_default_str();
+    c->add_option("--gpu", gpu, "EGL device for the GL backends")->capture_default_str();
+    c->add_option("--threads", threads, "CPU threads (0: all)")->capture_default_str();
+    c->add_option("--output,-o", output, "Also write DIR/bench.json and DIR/bench.png");
+    c->add_flag("--quiet,-q", quiet, "No progress output");
+    c->callback([this] { run(); });
+  }
+
+  void run() const {
+    if (size < 4 || projections < 4 || detector < 4) throw UsageError("bench: --size, --projections and --detector: expected at least 4");
+    const std::vector<std::string> backendList = splitList(backends), windowList = splitList(windows);
+    if (backendList.empty() || windowList.empty()) throw UsageError("bench: expected at least one backend and one window");
+    Setup setup;
+    setup.size = size;
+    setup.projections = projections;
+    setup.detector = detector;
+    setup.threads = resolveThreadCount(threads);
+    setup.cpu = cpuModel();
+    try {
+      const auto context = gl::Context::headless(gpu);
+      setup.gpu = context->info().renderer;
+      setup.driver = context->info().version;
+    } catch (const gl::GlError& e) {
+      setup.gpu = "none (" + std::string(e.what()) + ")";
+    }
+
+    CircularScanSpec spec;
+    spec.projections = projections;
+    spec.nu = spec.nv = detector;
+    spec.spacingU = spec.spacingV = 512.0 / detector;
+    const Geometry geometry = makeCircularScan(spec);
+    const VolumeGrid grid = VolumeGrid::centred({size, size, size}, glm::dvec3(256.0 / size));
+    const Phantom phantom = Phantom::sheppLogan();
+    if (!quiet) std::fprintf(stderr, "bench: simulating %d projections of %d^2\n", projections, detector);
+    ProjectionOptions popt;
+    popt.threads = threads;
+    Image filtered = projectPhantom(phantom, geometry, popt);
+    // Filtering is the same for every backend: done once, timed once, counted in every whole-FDK figure.
+    const FdkFilter filter(geometry, {});
+    auto t = std::chrono::steady_clock::now();
+    parallelFor(geometry.size(), 1, threads, [&](std::size_t b, std::size_t e) {
+      for (std::size_t p = b; p < e; ++p) filter.apply(p, filtered.slice(static_cast<int>(p)));
+    });
+    setup.filterSeconds = since(t);
+    const Image truth = voxelizePhantom(phantom, grid, 2, threads);
+    const RegionOfInterest fov = fieldOfView(geometry, grid);
+
+    std::vector<Run> runs;
+    Image reference;
+    const auto execute = [&](const std::string& backend, const std::string& windowAsked) {
+      Run r;
+      r.backend = backend;
+      r.windowAsked = windowAsked;
+      try {
+        BackprojectorOptions o;
+        o.threads = threads;
+        o.gpu = gpu;
+        o.profile = true;
+        if (windowAsked == "max")
+          o.window = kMaximumWindow;
+        else if (windowAsked != "auto" && windowAsked != "-") {
+          std::size_t used = 0;
+          int w = 0;
+          try {
+            w = std::stoi(windowAsked, &used);
+          } catch (const std::exception&) {
+          }
+          if (used != windowAsked.size() || w < 1) throw UsageError("--window: expected numbers, max or auto, found '" + windowAsked + "'");
+          o.window = w;
+        }
+        auto start = std::chrono::steady_clock::now();
+        auto b = makeBackprojector(backend, geometry, grid, o);
+        r.setup = since(start);
+        const std::size_t batch = 32, pixels = filtered.sliceStride();
+        std::vector<std::size_t> views(batch);
+        Progress progress("bench " + backend + (windowAsked == "-" ? "" : " W=" + windowAsked), geometry.size(), "proj", !quiet);
+        for (std::size_t first = 0; first < geometry.size(); first += batch) {
+          const std::size_t n = std::min(batch, geometry.size() - first);
+          std::iota(views.begin(), views.begin() + n, first);
+          b->backproject(filtered.data.data() + first * pixels, views.data(), n);
+          progress.update(first + n);
+        }
+        const Image volume = b->volume();
+        progress.finish();
+        const BackprojectorTimings timings = b->timings();
+        r.description = b->description();
+        const auto w = r.description.find("window ");
+        r.window = w == std::string::npos ? 0 : std::atoi(r.description.c_str() + w + 7);
+        r.upload = timings.upload;
+        r.compute = timings.compute;
+        r.readback = timings.readback;
+        const double updates = static_cast<double>(grid.voxelCount()) * geometry.size();
+        r.gups = updates / r.compute * 1e-9;
+        r.backprojectionPps = geometry.size() / r.compute;
+        r.fdkPps = geometry.size() / (setup.filterSeconds + r.upload + r.compute + r.readback);
+        if (reference.data.empty()) reference = volume;  // the first run is the CPU reference (see below)
+        double sq = 0, sqTruth = 0;
+        std::size_t inFov = 0;
+        for (std::size_t i = 0; i < volume.data.size(); ++i) {
+          const double d = volume.data[i] - reference.data[i];
+          r.maxDiff = std::max(r.maxDiff, std::abs(d));
+          sq += d * d;
+          if (fov.mask[i]) {
+            const double e = volume.data[i] - truth.data[i];
+            sqTruth += e * e;
+            ++inFov;
+          }
+        }
+        r.rmsDiff = std::sqrt(sq / volume.data.size());
+        r.rmse = std::sqrt(sqTruth / std::max<std::size_t>(1, inFov));
+        r.psnr = 20 * std::log10(2.0 / r.rmse);  // the phantom's densities span 0 to 2
+      } catch (const std::exception& e) {
+        r.error = e.what();
+        std::fprintf(stderr, "bench: %s%s: %s (the other backends still run)\n", backend.c_str(),
+                     windowAsked == "-" ? "" : (" W=" + windowAsked).c_str(), e.what());
+      }
+      runs.push_back(r);
+    };
+    // The CPU backend runs first: it is the reference every other run is compared with.
+    execute("cpu", "-");
+    const bool cpuAsked = std::find(backendList.begin(), backendList.end(), "cpu") != backendList.end();
+    for (const std::string& backend : backendList)
+      if (backend != "cpu")
+        for (const std::string& w : windowList) execute(backend, w);
+    if (!cpuAsked) runs.front().backend = "cpu";  // kept: the reference; marked in the table below
+
+    std::printf("glrecon bench: %d^3 voxels from %d projections of %d^2 (Shepp-Logan)\nGPU: %s | %s\nCPU: %s, %d threads\n"
+                "filtering (FFTW, shared by every run): %.3f s\n\n",
+                size, projections, detector, setup.gpu.c_str(), setup.driver.c_str(), setup.cpu.c_str(), setup.threads, setup.filterSeconds);
+    std::printf("%-12s %-9s %8s %8s %9s %8s %11s %11s %10s %10s %10s %8s %7s\n", "backend", "window", "setup s", "upload s", "backproj s",
+                "readbk s", "G upd/s", "bp proj/s", "FDK proj/s", "max|d|cpu", "rms d cpu", "RMSE", "PSNR");
+    for (const Run& r : runs) {
+      if (!r.error.empty()) {
+        std::printf("%-12s %-9s failed: %s\n", r.backend.c_str(), r.windowAsked.c_str(), r.error.c_str());
+        continue;
+      }
+      const std::string w = r.windowAsked == "-" ? "-" : r.windowAsked + (r.windowAsked == "auto" || r.windowAsked == "max" ? "=" + std::to_string(r.window) : "");
+      std::printf("%-12s %-9s %8.3f %8.3f %9.3f %8.3f %11.3f %11.1f %10.1f %10.2e %10.2e %8.4f %7.2f\n", r.backend.c_str(), w.c_str(),
+                  r.setup, r.upload, r.compute, r.readback, r.gups, r.backprojectionPps, r.fdkPps, r.maxDiff, r.rmsDiff, r.rmse, r.psnr);
+    }
+    if (!cpuAsked) std::printf("(the cpu row is the reference the others are compared with)\n");
+    if (!output.empty()) {
+      fs::create_directories(output);
+      writeJson(fs::path(output) / "bench.json", setup, runs);
+      writeChart(fs::path(output) / "bench.png", setup, runs);
+      std::fprintf(stderr, "wrote %s/bench.json and %s/bench.png\n", output.c_str(), output.c_str());
+    }
+  }
+};
+
+}  // namespace
+
+void addBenchCommand(CLI::App& app) {
+  static BenchCommand bench;  // CLI11 keeps references to its options: the command lives as long as the program
+  bench.add(app);
+}
+
+}  // namespace glrecon::app
