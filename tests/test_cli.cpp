@@ -385,6 +385,8 @@ TEST(Cli, BenchWritesJsonAndChartAndSurvivesBadBackends) {
     EXPECT_TRUE(contains(json, field)) << field;
   EXPECT_TRUE(contains(json, "\"backend\": \"cpu\""));
   EXPECT_TRUE(contains(json, "\"backend\": \"nosuch\""));  // recorded with its error
+  // cuda: without a device (or without the backend built) the reason is printed, exit status stays 0.
+  EXPECT_TRUE(contains(r.output, "cuda")) << r.output;
   const std::string png = test::readText(dir / "out" / "bench.png");
   ASSERT_GT(png.size(), 8u);
   EXPECT_EQ(png.substr(1, 3), "PNG");

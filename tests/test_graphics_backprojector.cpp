@@ -11,6 +11,7 @@
 #include "glrecon/gl/objects.h"
 #include "glrecon/gl/shader.h"
 #include "glrecon/compute_backprojector.h"
+#include "glrecon/cuda_backprojector.h"
 #include "glrecon/graphics_backprojector.h"
 #include "test_support.h"
 
@@ -85,7 +86,8 @@ void expectAgree(const Image& cpu, const Image& gpu, const std::vector<double>& 
   std::printf("%s: largest |gpu - cpu| %.3g (%.3g of its bound)\n", what.c_str(), worst, worstRatio);
 }
 
-void compareBackends(const Geometry& g, const VolumeGrid& grid, const std::string& label) {
+void compareBackends(const Geometry& g, const VolumeGrid& grid, const std::string& label,
+                     const std::vector<std::string>& backends = {"graphics", "graphics-mp", "compute"}) {
   const std::vector<float> q = smoothProjections(g);
   CpuBackprojector cpuBackprojector(g, grid, {});
   const Image cpu = run(cpuBackprojector, g, q, g.size());
@@ -94,7 +96,7 @@ void compareBackends(const Geometry& g, const VolumeGrid& grid, const std::strin
   for (float x : cpu.data) nonzero += x != 0.0f;
   ASSERT_GT(nonzero, cpu.data.size() / 2);
   // The same test body for every OpenGL backend; "max" is each device's and backend's own limit.
-  for (const char* backend : {"graphics", "graphics-mp", "compute"}) {
+  for (const std::string& backend : backends) {
     for (const int w : {1, 3, 8, kMaximumWindow}) {
       BackprojectorOptions o;
       o.window = w;
@@ -248,6 +250,35 @@ TEST(Graphics, WindowContextRunsTheSamePath) {
   GraphicsBackprojector gpu(*window, g, grid, o);
   EXPECT_NE(gpu.description().find(window->info().renderer), std::string::npos);
   expectAgree(cpu, run(gpu, g, q, 7), tolerance(g, grid, cpu), "window context");
+}
+
+}  // namespace
+}  // namespace glrecon
+
+namespace glrecon {
+namespace {
+
+// The CUDA backend runs the same test body; it is compiled in CI and runs where a CUDA device exists.
+TEST(Cuda, MatchesCpuOnTheSameGeometries) {
+  if (!cudaBackendBuilt()) GTEST_SKIP() << "this build has no CUDA backend (no CUDA compiler found)";
+  CircularScanSpec spec;
+  spec.projections = 70;  // more than its largest window (64)
+  spec.nu = 72;
+  spec.nv = 56;
+  spec.spacingU = spec.spacingV = 5.0;
+  spec.projectionOffsetX = 30;
+  spec.outOfPlaneAngle = 6;
+  const Geometry g = makeCircularScan(spec);
+  VolumeGrid grid;
+  grid.size = {36, 28, 20};
+  grid.spacing = {5.0, 6.5, 8.0};
+  grid.origin = {-90, -85, -70};
+  try {
+    CudaBackprojector probe(g, grid, {});
+  } catch (const CudaError& e) {
+    GTEST_SKIP() << e.what();
+  }
+  compareBackends(g, grid, "cuda", {"cuda"});
 }
 
 }  // namespace

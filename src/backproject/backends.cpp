@@ -2,11 +2,20 @@
 #include "glrecon/backprojector.h"
 #include "glrecon/error.h"
 #include "glrecon/compute_backprojector.h"
+#include "glrecon/cuda_backprojector.h"
 #include "glrecon/graphics_backprojector.h"
 
 namespace glrecon {
 
-std::vector<std::string> availableBackends() { return {"cpu", "graphics", "graphics-mp", "compute"}; }
+#ifndef GLRECON_HAVE_CUDA
+bool cudaBackendBuilt() { return false; }
+#endif
+
+std::vector<std::string> availableBackends() {
+  std::vector<std::string> names = {"cpu", "graphics", "graphics-mp", "compute"};
+  if (cudaBackendBuilt()) names.push_back("cuda");
+  return names;
+}
 
 std::unique_ptr<Backprojector> makeBackprojector(const std::string& name, const Geometry& geometry, const VolumeGrid& grid,
                                                  const BackprojectorOptions& options, std::string* autoNote) {
@@ -14,6 +23,12 @@ std::unique_ptr<Backprojector> makeBackprojector(const std::string& name, const 
   if (name == "graphics") return std::make_unique<GraphicsBackprojector>(geometry, grid, options, false);
   if (name == "graphics-mp") return std::make_unique<GraphicsBackprojector>(geometry, grid, options, true);
   if (name == "compute") return std::make_unique<ComputeBackprojector>(geometry, grid, options);
+#ifdef GLRECON_HAVE_CUDA
+  if (name == "cuda") return std::make_unique<CudaBackprojector>(geometry, grid, options);
+#else
+  if (name == "cuda")
+    throw UsageError("--backend cuda: this build has no CUDA backend (CMake found no CUDA compiler; build with nvcc on the PATH)");
+#endif
   if (name == "auto") {
     // A software rasterizer runs the graphics path far slower than the vectorized CPU backend, so auto takes
     // the graphics pipeline only on a hardware GPU.

@@ -1,0 +1,44 @@
+#pragma once
+/// Backprojection with a CUDA kernel, for comparison with the OpenGL paths (Okitsu, Ino & Hagihara 2010):
+/// filtered projections in a layered CUDA array sampled through a texture object (hardware bilinear,
+/// border 0, unnormalised coordinates at texel centres + 0.5), the window's matrices in constant memory,
+/// one thread per (x, y) column walking z with W projections per launch, the volume in device memory.
+/// Uploads go through pinned staging buffers on a copy stream, double-buffered, so the next window's
+/// upload overlaps the current window's kernel. Built only where CMake finds CUDA (GLRECON_CUDA); the
+/// tests skip, saying why, where no CUDA device exists.
+#include <memory>
+#include <stdexcept>
+
+#include "glrecon/backprojector.h"
+
+namespace glrecon {
+
+/// No CUDA device, or a CUDA call failed (the message names the call and CUDA's error string).
+struct CudaError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// True when this build has the CUDA backend.
+bool cudaBackendBuilt();
+
+class CudaBackprojector final : public Backprojector {
+ public:
+  CudaBackprojector(const Geometry& geometry, const VolumeGrid& grid, const BackprojectorOptions& options);
+  ~CudaBackprojector() override;
+
+  std::string name() const override { return "cuda"; }
+  std::string description() const override;
+  void backproject(const float* projections, const std::size_t* views, std::size_t count) override;
+  Image volume() override;
+  void setRegion(const RegionOfInterest& roi) override;
+  void killOutsideRange(double low, double high, double scale) override;
+  std::vector<std::uint8_t> activeMask() override;
+  double culledFraction() const override;
+  BackprojectorTimings timings() const override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace glrecon
