@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Measures the graphics backends on this machine's GPU, as issue 3 asks: 256^3 and 512^3 volumes from 360
-# projections of 512^2, windows 1 2 4 8 16 max, AG-GPU and MP-GPU; backprojection alone and whole FDK,
-# with the CPU backend on the same data for reference. Writes OUT/results.md (a table) and OUT/runs.log.
+# Measures the GPU backends on this machine's GPU: 256^3 and 512^3 volumes from 360 projections of 512^2,
+# windows 1 2 4 8 16 max auto, AG-GPU and MP-GPU through `glrecon fdk` (backprojection alone and whole FDK,
+# the CPU backend for reference), then `glrecon bench` over every backend at the largest size.
+# Writes OUT/results.md (a table), OUT/runs.log, OUT/bench/bench.json and OUT/bench/bench.png; the scan
+# itself goes to a temporary folder (it is large).
 #   scripts/measure-gpu.sh GLRECON_BINARY OUT [SIZES] [DETECTOR]      (defaults: "256 512", 512)
 set -euo pipefail
 bin=$(realpath "$1")
@@ -9,10 +11,12 @@ out=$2
 sizes=${3:-"256 512"}
 detector=${4:-512}
 mkdir -p "$out"
+scan=$(mktemp -d)
+trap 'rm -rf "$scan"' EXIT
 log="$out/runs.log"
 : > "$log"
 "$bin" devices | tee -a "$log"
-"$bin" phantom -o "$out/scan" --projections 360 --detector "$detector" --detector-spacing "$(awk "BEGIN{print 512/$detector}")" \
+"$bin" phantom -o "$scan/scan" --projections 360 --detector "$detector" --detector-spacing "$(awk "BEGIN{print 512/$detector}")" \
   --overwrite -q
 {
   echo "| volume | backend | window | backprojection G voxel-updates/s | backprojection projections/s | whole FDK projections/s |"
@@ -26,7 +30,7 @@ for n in $sizes; do
     set -- $run
     args=(--backend "$1")
     [ "$2" != "-" ] && args+=(--window "$2")
-    line=$("$bin" fdk -g "$out/scan/geometry.xml" -p "$out/scan/projections.mha" -o "$out/v.mha" --overwrite \
+    line=$("$bin" fdk -g "$scan/scan/geometry.xml" -p "$scan/scan/projections.mha" -o "$scan/v.mha" --overwrite \
              --size "$n" --spacing "$spacing" "${args[@]}" 2>&1 | grep '^backend' || true)
     echo "$n^3 $run: $line" | tee -a "$log"
     # "backend NAME on RENDERER, window W: filter .. s, backprojection T s (G G voxel-updates/s, P projections/s), total .. (F projections/s)"
@@ -37,5 +41,7 @@ for n in $sizes; do
     echo "| $n^3 | $1 | ${w:--}$([ "$2" = auto ] && echo ' (auto)') | ${g:-failed} | ${p:-} | ${f:-} |" >> "$out/results.md"
   done
 done
-rm -f "$out/v.mha"
 cat "$out/results.md"
+largest=${sizes##* }
+"$bin" bench --size "$largest" --projections 360 --detector "$detector" --backends cpu,graphics,graphics-mp,compute,cuda \
+  --window 1,2,4,8,16,max,auto -o "$out/bench" -q | tee -a "$log"
