@@ -48,6 +48,10 @@ RegionOfInterest makeRegionOfInterest(const std::string& spec, const Geometry& g
 /// makeRegionOfInterest ("cylinder:...").
 std::string conservativeCylinder(const Geometry& geometry);
 
+/// For each (x, y) column (index i + j * nx): the slices [first, last) holding all its inside voxels
+/// (first == last: none). The compute and CUDA backends walk only these.
+std::vector<std::pair<int, int>> columnZRanges(const RegionOfInterest& roi);
+
 /// Sets every voxel outside the region to 0.
 void applyRegion(Image& volume, const RegionOfInterest& roi);
 

@@ -21,6 +21,7 @@
 #include "glrecon/fdk.h"
 #include "glrecon/gl/context.h"
 #include "glrecon/io.h"
+#include "glrecon/parse.h"
 #include "glrecon/phantom.h"
 #include "glrecon/preprocess.h"
 #include "glrecon/progress.h"
@@ -31,21 +32,7 @@ namespace {
 
 // "256" or "256,256,128": one value for every axis, or one per axis.
 std::vector<double> parseList(const std::string& option, const std::string& text, std::size_t axes) {
-  std::vector<double> values;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    std::size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || !std::isfinite(v))
-      throw UsageError(option + ": expected numbers separated by commas, found '" + text + "'");
-    values.push_back(v);
-  }
+  std::vector<double> values = parseNumberList(option, text);
   if (values.size() == 1) values.assign(axes, values[0]);
   if (values.size() != axes)
     throw UsageError(option + ": expected 1 or " + std::to_string(axes) + " comma-separated values, found '" + text + "'");

@@ -86,22 +86,14 @@ void ComputeBackprojector::setRegion(const RegionOfInterest& roi) {
   const VolumeGrid& grid = d.base.grid;
   if (roi.size != grid.size) throw std::invalid_argument("setRegion: the region's grid differs from the volume's");
   d.base.flush([&] { d.dispatch(); });
-  const int nx = grid.size[0], ny = grid.size[1], nz = grid.size[2];
-  std::vector<GLint> ranges(static_cast<std::size_t>(nx) * ny * 2);
+  const int nx = grid.size[0], ny = grid.size[1];
+  std::vector<GLint> ranges;
   d.updatesPerPass = 0;
-  for (int j = 0; j < ny; ++j)
-    for (int i = 0; i < nx; ++i) {
-      int first = nz, last = 0;
-      for (int k = 0; k < nz; ++k)
-        if (roi.inside(i, j, k)) {
-          first = std::min(first, k);
-          last = k + 1;
-        }
-      if (first >= last) first = last = 0;
-      ranges[(static_cast<std::size_t>(j) * nx + i) * 2] = first;
-      ranges[(static_cast<std::size_t>(j) * nx + i) * 2 + 1] = last;
-      d.updatesPerPass += last - first;
-    }
+  for (const auto& [first, last] : columnZRanges(roi)) {
+    ranges.push_back(first);
+    ranges.push_back(last);
+    d.updatesPerPass += last - first;
+  }
   d.zRange = gl::createTexture(GL_TEXTURE_2D);
   glTextureStorage2D(d.zRange.id(), 1, GL_RG32I, nx, ny);
   // Integer textures must not filter; the default (mipmapped) filter would leave it incomplete, reading 0.

@@ -229,21 +229,12 @@ void CudaBackprojector::setRegion(const RegionOfInterest& roi) {
   Impl& d = *impl_;
   if (roi.size != d.grid.size) throw std::invalid_argument("setRegion: the region's grid differs from the volume's");
   d.launch();
-  const int nx = d.grid.size[0], ny = d.grid.size[1], nz = d.grid.size[2];
-  std::vector<int2> ranges(static_cast<std::size_t>(nx) * ny);
+  std::vector<int2> ranges;
   d.updatesPerLaunch = 0;
-  for (int j = 0; j < ny; ++j)
-    for (int i = 0; i < nx; ++i) {
-      int first = nz, last = 0;
-      for (int k = 0; k < nz; ++k)
-        if (roi.inside(i, j, k)) {
-          first = std::min(first, k);
-          last = k + 1;
-        }
-      if (first >= last) first = last = 0;
-      ranges[static_cast<std::size_t>(j) * nx + i] = make_int2(first, last);
-      d.updatesPerLaunch += last - first;
-    }
+  for (const auto& [first, last] : columnZRanges(roi)) {
+    ranges.push_back(make_int2(first, last));
+    d.updatesPerLaunch += last - first;
+  }
   GLRECON_CUDA(cudaDeviceSynchronize());
   if (!d.zRange) GLRECON_CUDA(cudaMalloc(&d.zRange, ranges.size() * sizeof(int2)));
   GLRECON_CUDA(cudaMemcpy(d.zRange, ranges.data(), ranges.size() * sizeof(int2), cudaMemcpyHostToDevice));

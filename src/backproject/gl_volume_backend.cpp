@@ -131,27 +131,17 @@ double since(std::chrono::steady_clock::time_point t) {
 
 void GlVolumeBackend::add(const float* data, const std::size_t* views, std::size_t count, const std::function<void()>& draw) {
   context_->makeCurrent();
-  if (options.profile) {
-    // Upload and draw timed apart: the window's uploads, finished, then its draw, finished.
-    for (std::size_t p = 0; p < count; ++p) {
-      if (views[p] >= geometry.size()) throw std::out_of_range("backproject: view index beyond the geometry");
-      const auto t = std::chrono::steady_clock::now();
-      glTextureSubImage3D(projections.id(), 0, 0, 0, static_cast<GLint>(pending.size()), geometry.detector.nu, geometry.detector.nv,
-                          1, GL_RED, GL_FLOAT, data + p * static_cast<std::size_t>(geometry.detector.nu) * geometry.detector.nv);
-      glFinish();
-      profile.upload += since(t);
-      pending.push_back(views[p]);
-      if (static_cast<int>(pending.size()) == window) drawWindow(draw);
-    }
-    gl::checkError(where_.c_str());
-    return;
-  }
   const int nu = geometry.detector.nu, nv = geometry.detector.nv;
   for (std::size_t p = 0; p < count; ++p) {
     if (views[p] >= geometry.size()) throw std::out_of_range("backproject: view index beyond the geometry");
     const int slot = static_cast<int>(pending.size());
+    const auto t = std::chrono::steady_clock::now();
     GLRECON_CHECK_GL(glTextureSubImage3D(projections.id(), 0, 0, 0, slot, nu, nv, 1, GL_RED, GL_FLOAT,
                                          data + p * static_cast<std::size_t>(nu) * nv));
+    if (options.profile) {  // upload and draw timed apart: each upload finished before the clock stops
+      glFinish();
+      profile.upload += since(t);
+    }
     pending.push_back(views[p]);
     if (static_cast<int>(pending.size()) == window) drawWindow(draw);
   }

@@ -9,6 +9,7 @@
 
 #include "glrecon/error.h"
 #include "glrecon/io.h"
+#include "glrecon/parse.h"
 
 namespace glrecon {
 namespace {
@@ -33,21 +34,7 @@ RegionOfInterest shapeRegion(const VolumeGrid& grid, std::string description, In
 }
 
 std::vector<double> numbers(const std::string& spec, const std::string& list, std::size_t count) {
-  std::vector<double> values;
-  std::stringstream in(list);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    std::size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || !std::isfinite(v))
-      throw UsageError("--roi: expected numbers in mm separated by commas, found '" + spec + "'");
-    values.push_back(v);
-  }
+  const std::vector<double> values = parseNumberList("--roi", list, spec);
   if (values.size() != count)
     throw UsageError("--roi: expected " + std::to_string(count) + " numbers after the shape name, found '" + spec + "'");
   return values;
@@ -184,6 +171,22 @@ RegionOfInterest makeRegionOfInterest(const std::string& spec, const Geometry& g
   }
   r.updateSpans();
   return r;
+}
+
+std::vector<std::pair<int, int>> columnZRanges(const RegionOfInterest& roi) {
+  const int nx = roi.size[0], ny = roi.size[1], nz = roi.size[2];
+  std::vector<std::pair<int, int>> ranges(static_cast<std::size_t>(nx) * ny, {nz, 0});
+  for (int k = 0; k < nz; ++k)
+    for (int j = 0; j < ny; ++j)
+      for (int i = 0; i < nx; ++i)
+        if (roi.inside(i, j, k)) {
+          auto& r = ranges[static_cast<std::size_t>(j) * nx + i];
+          r.first = std::min(r.first, k);
+          r.second = k + 1;
+        }
+  for (auto& r : ranges)
+    if (r.first >= r.second) r = {0, 0};
+  return ranges;
 }
 
 void applyRegion(Image& volume, const RegionOfInterest& roi) {
