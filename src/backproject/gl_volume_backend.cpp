@@ -150,7 +150,10 @@ void GlVolumeBackend::add(const float* data, const std::size_t* views, std::size
 
 void GlVolumeBackend::flush(const std::function<void()>& draw) {
   context_->makeCurrent();
-  if (pending.empty()) return;
+  if (!pending.empty()) drawPending(draw);
+}
+
+void GlVolumeBackend::drawPending(const std::function<void()>& draw) {
   const auto t = std::chrono::steady_clock::now();
   draw();
   pending.clear();
@@ -164,16 +167,7 @@ void GlVolumeBackend::flush(const std::function<void()>& draw) {
 // first-use costs (Mesa's llvmpipe compiles a shader variant at its first draw, which made a first pass of
 // W = 2 look 30 times slower per projection than W = 1). Every pass is real work.
 void GlVolumeBackend::drawWindow(const std::function<void()>& draw) {
-  if (!searching_) {
-    const auto t = std::chrono::steady_clock::now();
-    draw();
-    pending.clear();
-    if (options.profile) {
-      glFinish();
-      profile.compute += since(t);
-    }
-    return;
-  }
+  if (!searching_) return drawPending(draw);
   glFinish();
   const auto start = std::chrono::steady_clock::now();
   const int w = static_cast<int>(pending.size());

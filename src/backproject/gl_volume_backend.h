@@ -57,6 +57,7 @@ class GlVolumeBackend {
   BackprojectorTimings profile;  // filled when options.profile
  private:
   void drawWindow(const std::function<void()>& draw);
+  void drawPending(const std::function<void()>& draw);  // draws, clears the window, times it when profiling
   std::unique_ptr<gl::Context> ownedContext_;  // first: destroyed after every GL object below
   gl::Context* context_ = nullptr;
   std::string where_;
