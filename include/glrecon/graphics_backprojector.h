@@ -46,6 +46,9 @@ class GraphicsBackprojector final : public Backprojector {
   BackprojectorTimings timings() const override;
 
   const gl::DeviceInfo& device() const;
+  /// The GL name of the volume texture (R32F 2D array, layer = z slice), live while reconstructing: a viewer
+  /// sharing the context samples it directly. The last partial window is drawn by volume().
+  unsigned volumeTexture() const;
   /// Largest window the device's varyings allow (AG-GPU); MP-GPU is limited by the uniform block only.
   int maxWindow() const;
   /// The window in use (during an automatic search: the size being measured).

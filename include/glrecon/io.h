@@ -46,6 +46,8 @@ SliceAxis parseSliceAxis(const std::string& text);
 /// second bottom to top (y slices: x across, z up; z slices: x across, y up; x slices: z across, y up).
 void writeSlicePng(const std::string& path, const Image& volume, SliceAxis axis, int index, double lo, double hi,
                    bool overwrite);
+/// Writes an 8-bit RGB image (rows top to bottom) as PNG, atomically (a screenshot).
+void writeRgbPng(const std::string& path, int width, int height, const std::vector<unsigned char>& rgb, bool overwrite);
 /// Robust display range of a volume: the given percentiles (0..100) of its values.
 std::pair<double, double> percentileRange(const Image& volume, double lowPercent, double highPercent);
 

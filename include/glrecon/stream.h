@@ -45,6 +45,8 @@ struct StreamOptions {
   /// Called on the backprojector's thread after each batch: projections done so far and the backprojector
   /// (a viewer draws from it, snapshots read it).
   std::function<void(std::size_t done, Backprojector&)> onBatch;
+  /// When non-zero, batches end at multiples of it, so onBatch sees every multiple (snapshots every N).
+  std::size_t batchBoundary = 0;
 };
 
 struct StreamReport : FdkReport {

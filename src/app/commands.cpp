@@ -3,6 +3,7 @@
 #include "commands.h"
 
 #include "bench.h"
+#include "live.h"
 
 #include <CLI/CLI.hpp>
 
@@ -25,6 +26,7 @@
 #include "glrecon/phantom.h"
 #include "glrecon/preprocess.h"
 #include "glrecon/progress.h"
+#include "glrecon/stream.h"
 
 namespace glrecon::app {
 namespace fs = std::filesystem;
@@ -278,6 +280,7 @@ struct FdkCommand {
   std::string geometryPath, projectionsPath, path, regexp, output, backend = "auto", filter = "ram-lak", flat, dark, slices,
       sliceRange, window = "auto", roi, roiStencil = "slice", densityRange;
   double densityAfter = 0.25;
+  bool stream = false;
   int gpu = 0;
   std::vector<std::string> sliceSpecs;
   double cutoff = 1.0, hann = 0.0, i0 = 0.0;
@@ -315,6 +318,9 @@ struct FdkCommand {
     c->add_option("--cutoff", cutoff, "Window cut-off as a fraction of the Nyquist frequency (0, 1]")->capture_default_str();
     c->add_option("--hann", hann, "rtkfdk's option: Hann window with this cut-off (same as --filter hann --cutoff F)");
     c->add_flag("--no-short-scan", noShortScan, "Do not apply Parker weights to a scan shorter than 360 degrees");
+    c->add_flag("--stream", stream,
+                "Run as a pipeline: read projections in order, filter on a thread pool, backproject as they come; reports the "
+                "latency after the last projection");
     c->add_option("--i0", i0, "Projections are raw intensities: convert with -ln(I / I0)");
     c->add_option("--flat", flat, "Projections are raw intensities: flat-field image(s) for -ln((I-dark)/(flat-dark))");
     c->add_option("--dark", dark, "Dark-field image(s) subtracted from projections and flat field");
@@ -377,8 +383,31 @@ struct FdkCommand {
       throw UsageError("fdk: --path and --regexp go together");
     std::vector<SliceSpec> chosen;
     for (const std::string& spec : sliceSpecs) chosen.push_back(parseSliceSpec(spec));
+    if (stream && (!flat.empty() || !dark.empty() || i0 > 0 || !densityRange.empty()))
+      throw UsageError("--stream: expected projections as line integrals, without --i0/--flat/--dark/--density-range (not "
+                       "supported in the pipeline yet)");
     const std::vector<CircularParams> params = readRtkGeometry(geometryPath);
     const std::string projectionsName = projectionsPath.empty() ? path : projectionsPath;
+    if (stream) {
+      const std::vector<std::string> files = projectionsPath.empty() ? listProjectionFiles(path, regexp) : listProjectionFiles(projectionsPath);
+      const Image first = readMetaImage(files[0]);
+      const Geometry geometry = Geometry::fromCircular(params, detectorLayoutOf(first));
+      auto source = openProjectionFiles(files, geometry.detector);
+      StreamOptions so;
+      so.fdk = options;
+      StreamReport report;
+      const Image result = reconstructStreaming(*source, geometry, grid, so, &report);
+      writeMetaImage(output, result, overwrite);
+      if (!quiet)
+        std::fprintf(stderr,
+                     "backend %s (streamed): %zu projections in %.2f s end to end (%.1f projections/s); reading %.2f s, backprojection "
+                     "%.2f s (%.2f G voxel-updates/s), waiting for filtered projections %.2f s; volume ready %.3f s after the last "
+                     "projection\nwrote %s\n",
+                     report.backend.c_str(), geometry.size(), report.totalSeconds, geometry.size() / report.totalSeconds, report.readSeconds,
+                     report.backprojectSeconds, report.gigaUpdatesPerSecond(), report.uploadWaitSeconds, report.latencySeconds,
+                     output.c_str());
+      return;
+    }
     Image projections = projectionsPath.empty() ? readProjectionFiles(listProjectionFiles(path, regexp))
                                                 : readProjectionStack(projectionsPath);
     const Geometry geometry = Geometry::fromCircular(params, detectorLayoutOf(projections));
@@ -571,6 +600,7 @@ int run(int argc, char** argv) {
   DevicesCommand devices;
   devices.add(app);
   addBenchCommand(app);
+  addLiveCommands(app);
   phantom.add(app);
   fdk.add(app);
   demo.add(app);

@@ -172,6 +172,7 @@ std::string GraphicsBackprojector::description() const {
 }
 
 const gl::DeviceInfo& GraphicsBackprojector::device() const { return impl_->base.context().info(); }
+unsigned GraphicsBackprojector::volumeTexture() const { return impl_->base.volume.id(); }
 int GraphicsBackprojector::maxWindow() const { return impl_->base.maxWindow; }
 int GraphicsBackprojector::window() const { return impl_->base.window; }
 const std::vector<std::pair<int, double>>& GraphicsBackprojector::windowTimings() const { return impl_->base.timings; }

@@ -66,4 +66,16 @@ void writeSlicePng(const std::string& path, const Image& volume, SliceAxis axis,
   output.commit();
 }
 
+void writeRgbPng(const std::string& path, int width, int height, const std::vector<unsigned char>& rgb, bool overwrite) {
+  AtomicOutput output(path, overwrite);
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  image.width = static_cast<png_uint_32>(width);
+  image.height = static_cast<png_uint_32>(height);
+  image.format = PNG_FORMAT_RGB;
+  if (!png_image_write_to_file(&image, output.temporaryPath().c_str(), 0, rgb.data(), 3 * width, nullptr))
+    throwInputError(path, "output", "a writable PNG file", image.message);
+  output.commit();
+}
+
 }  // namespace glrecon

@@ -237,7 +237,8 @@ Image reconstructStreaming(ProjectionSource& source, const Geometry& geometry, c
         local.uploadWaitSeconds += since(wait);
         if (s.error) std::rethrow_exception(s.error);
         if (cancelled()) throw StreamCancelled("stream cancelled after " + std::to_string(s.nextConsume) + " of " + std::to_string(count) + " projections");
-        while (views.size() < batch && s.filtered.count(s.nextConsume)) {
+        while (views.size() < batch && s.filtered.count(s.nextConsume) &&
+               !(options.batchBoundary && !views.empty() && s.nextConsume % options.batchBoundary == 0)) {
           auto node = s.filtered.extract(s.nextConsume);
           buffer.insert(buffer.end(), node.mapped().data.begin(), node.mapped().data.end());
           views.push_back(s.nextConsume++);

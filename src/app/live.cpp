@@ -1,0 +1,245 @@
+// scan-sim and view: streaming reconstruction with progress, timing split, latency, and PNG snapshots of the
+// three central slices while the volume fills in (normalised by the projections applied so far, so the grey
+// levels are stable from the first snapshot on).
+#include "live.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+
+#include "glrecon/error.h"
+#include "glrecon/io.h"
+#include "glrecon/parse.h"
+#include "glrecon/stream.h"
+#include "viewer.h"
+
+namespace glrecon::app {
+namespace fs = std::filesystem;
+namespace {
+
+VolumeGrid gridFrom(const std::string& size, const std::string& spacing) {
+  const auto s = parseNumberList("--size", size);
+  const auto sp = parseNumberList("--spacing", spacing);
+  if ((s.size() != 1 && s.size() != 3) || (sp.size() != 1 && sp.size() != 3))
+    throw UsageError("--size, --spacing: expected 1 or 3 comma-separated values");
+  std::array<int, 3> n{};
+  for (int a = 0; a < 3; ++a) {
+    const double v = s[s.size() == 1 ? 0 : a];
+    if (v < 1 || v != std::floor(v)) throw UsageError("--size: expected positive whole numbers of voxels, found '" + size + "'");
+    n[a] = static_cast<int>(v);
+  }
+  glm::dvec3 spacingVector;
+  for (int a = 0; a < 3; ++a) {
+    spacingVector[a] = sp[sp.size() == 1 ? 0 : a];
+    if (!(spacingVector[a] > 0)) throw UsageError("--spacing: expected positive lengths in mm, found '" + spacing + "'");
+  }
+  return VolumeGrid::centred(n, spacingVector);
+}
+
+struct Snapshots {
+  std::string directory;
+  std::size_t every = 0;
+  std::optional<std::pair<double, double>> range;
+
+  void write(Image volume, std::size_t done, std::size_t total) {
+    // Normalised to the whole scan: a voxel `done` of `total` projections in holds about done/total of its value.
+    const float scale = static_cast<float>(static_cast<double>(total) / done);
+    for (float& v : volume.data) v *= scale;
+    if (!range) range = percentileRange(volume, 0.5, 99.5);  // fixed from the first snapshot on
+    const struct {
+      const char* name;
+      SliceAxis axis;
+      int a;
+    } views[] = {{"axial", SliceAxis::Y, 1}, {"coronal", SliceAxis::Z, 2}, {"sagittal", SliceAxis::X, 0}};
+    char stem[64];
+    std::snprintf(stem, sizeof stem, "snapshot_%05zu_", done);
+    for (const auto& v : views)
+      writeSlicePng((fs::path(directory) / (std::string(stem) + v.name + ".png")).string(), volume, v.axis, volume.size[v.a] / 2,
+                    range->first, range->second, true);
+  }
+};
+
+void printStreamReport(const StreamReport& r, std::size_t projections) {
+  if (!r.autoNote.empty()) std::fprintf(stderr, "%s\n", r.autoNote.c_str());
+  std::fprintf(stderr,
+               "backend %s: %zu projections in %.2f s end to end (%.1f projections/s); reading %.2f s, backprojection %.2f s "
+               "(%.2f G voxel-updates/s), waiting for filtered projections %.2f s; volume ready %.3f s after the last projection; "
+               "at most %zu projections held between stages\n",
+               r.backend.c_str(), projections, r.totalSeconds, projections / r.totalSeconds, r.readSeconds, r.backprojectSeconds,
+               r.gigaUpdatesPerSecond(), r.uploadWaitSeconds, r.latencySeconds, r.peakQueued);
+}
+
+// Options shared by scan-sim and view.
+struct LiveOptions {
+  std::string size = "128", spacing = "2", backend = "auto", window = "auto", output, snapshots, range;
+  int gpu = 0, threads = 0, filterThreads = 0;
+  std::size_t every = 30, depth = 16;
+  bool overwrite = false, quiet = false;
+
+  void add(CLI::App* c) {
+    c->add_option("--size,--dimension", size, "Volume size in voxels: N or NX,NY,NZ")->capture_default_str();
+    c->add_option("--spacing", spacing, "Voxel spacing in mm: S or SX,SY,SZ")->capture_default_str();
+    c->add_option("--backend", backend, "cpu, graphics, graphics-mp, compute, cuda or auto")->capture_default_str();
+    c->add_option("--window", window, "GPU backends: projections per pass, a number, max or auto")->capture_default_str();
+    c->add_option("--gpu", gpu, "EGL (or CUDA) device")->capture_default_str();
+    c->add_option("--threads", threads, "CPU threads of the cpu backend (0: all)")->capture_default_str();
+    c->add_option("--filter-threads", filterThreads, "FFTW filter threads (0: all)")->capture_default_str();
+    c->add_option("--queue", depth, "Projections held between pipeline stages, at most")->capture_default_str();
+    c->add_option("--output,-o", output, "Write the final volume (.mha or .mhd)");
+    c->add_option("--snapshots", snapshots, "Write axial, coronal and sagittal PNG slices into this directory while reconstructing");
+    c->add_option("--every", every, "With --snapshots: every N projections (and at the end)")->capture_default_str();
+    c->add_option("--slice-range", range, "Grey range LOW:HIGH of snapshots (default: percentiles of the first snapshot)");
+    c->add_flag("--overwrite", overwrite, "Replace an existing output volume");
+    c->add_flag("--quiet,-q", quiet, "No progress output");
+  }
+
+  StreamOptions streamOptions() const {
+    StreamOptions o;
+    o.fdk.backend = backend;
+    o.fdk.gpu = gpu;
+    o.fdk.threads = threads;
+    o.fdk.progress = !quiet;
+    if (window == "max")
+      o.fdk.window = kMaximumWindow;
+    else if (window != "auto") {
+      const auto w = parseNumberList("--window", window);
+      if (w.size() != 1 || w[0] < 1 || w[0] != std::floor(w[0])) throw UsageError("--window: expected a positive whole number, max or auto");
+      o.fdk.window = static_cast<int>(w[0]);
+    }
+    o.filterThreads = filterThreads;
+    o.queueDepth = depth;
+    return o;
+  }
+
+  // Runs the stream headless, with snapshots when asked, and writes the volume.
+  void runHeadless(ProjectionSource& source, const Geometry& geometry) const {
+    const VolumeGrid grid = gridFrom(size, spacing);
+    if (!output.empty()) refuseToOverwrite(output, overwrite);
+    StreamOptions o = streamOptions();
+    Snapshots shots{snapshots, every, std::nullopt};
+    if (!range.empty()) {
+      const auto colon = range.find(':');
+      if (colon == std::string::npos) throw UsageError("--slice-range: expected LOW:HIGH, found '" + range + "'");
+      shots.range = std::make_pair(parseNumberList("--slice-range", range.substr(0, colon), range)[0],
+                                   parseNumberList("--slice-range", range.substr(colon + 1), range)[0]);
+    }
+    if (!snapshots.empty()) {
+      if (every == 0) throw UsageError("--every: expected a positive number of projections");
+      fs::create_directories(snapshots);
+      o.batchBoundary = every;
+      std::size_t next = every;
+      o.onBatch = [&](std::size_t done, Backprojector& b) {
+        if (done >= next && done < geometry.size()) {
+          shots.write(b.volume(), done, geometry.size());
+          next = (done / every + 1) * every;
+        }
+      };
+    }
+    StreamReport report;
+    const Image volume = reconstructStreaming(source, geometry, grid, o, &report);
+    if (!snapshots.empty()) shots.write(volume, geometry.size(), geometry.size());
+    if (!output.empty()) writeMetaImage(output, volume, overwrite);
+    if (!quiet) {
+      printStreamReport(report, geometry.size());
+      if (!snapshots.empty()) std::fprintf(stderr, "wrote snapshots into %s\n", snapshots.c_str());
+      if (!output.empty()) std::fprintf(stderr, "wrote %s\n", output.c_str());
+    }
+  }
+};
+
+struct ScanSimCommand {
+  LiveOptions live;
+  int projections = 360, detector = 256;
+  double rate = 30.0;
+  void add(CLI::App& app) {
+    CLI::App* c = app.add_subcommand("scan-sim",
+                                     "Simulate a scanner delivering Shepp-Logan projections at a frame rate, and reconstruct them as they arrive");
+    c->add_option("--rate", rate, "Projections per second the simulated detector delivers (0: as fast as possible)")->capture_default_str();
+    c->add_option("--projections", projections, "Projections over 360 degrees")->capture_default_str();
+    c->add_option("--detector", detector, "Detector pixels per axis (covering 512 mm)")->capture_default_str();
+    live.add(c);
+    c->callback([this] { run(); });
+  }
+  void run() const {
+    if (projections < 2 || detector < 4) throw UsageError("scan-sim: expected at least 2 projections and 4 detector pixels");
+    if (rate < 0) throw UsageError("--rate: expected a rate >= 0");
+    CircularScanSpec spec;
+    spec.projections = projections;
+    spec.nu = spec.nv = detector;
+    spec.spacingU = spec.spacingV = 512.0 / detector;
+    const Geometry geometry = makeCircularScan(spec);
+    const Phantom phantom = Phantom::sheppLogan();
+    auto source = simulatedScanner(phantom, geometry, rate);
+    live.runHeadless(*source, geometry);
+  }
+};
+
+struct ViewCommand {
+  LiveOptions live;
+  std::string geometryPath, projectionsPath;
+  double simulate = -1;
+  bool headless = false;
+  std::string screenshot;
+  std::size_t closeAfter = 0;
+  void add(CLI::App& app) {
+    CLI::App* c = app.add_subcommand("view",
+                                     "Reconstruct while showing axial, coronal and sagittal slices filling in (a window; headless with "
+                                     "--snapshots or without a display)");
+    c->add_option("--geometry,-g", geometryPath, "RTK geometry XML file");
+    c->add_option("--projections,-p", projectionsPath, "Projections: a MetaImage stack, a directory, or a glob");
+    c->add_option("--simulate", simulate, "Instead of files: a simulated scanner at this many projections per second");
+    c->add_flag("--headless", headless, "No window even where there is a display (use with --snapshots)");
+    c->add_option("--screenshot", screenshot, "Window: save a screenshot here when the reconstruction ends, then close (scripts)");
+    c->add_option("--close-after", closeAfter, "Window: close after this many projections, as a user closing it would (scripts)");
+    live.add(c);
+    c->callback([this] { run(); });
+  }
+  void run() const {
+    std::unique_ptr<ProjectionSource> source;
+    Geometry geometry;
+    Phantom phantom = Phantom::sheppLogan();
+    if (simulate >= 0) {
+      CircularScanSpec spec;
+      spec.projections = 360;
+      spec.nu = spec.nv = 256;
+      geometry = makeCircularScan(spec);
+    } else {
+      if (geometryPath.empty() || projectionsPath.empty())
+        throw UsageError("view: expected --geometry and --projections, or --simulate RATE");
+      const std::vector<std::string> files = listProjectionFiles(projectionsPath);
+      // The detector layout comes from the first file's header, as for fdk.
+      const Image first = readMetaImage(files[0]);
+      const DetectorLayout layout{first.size[0], first.size[1], first.spacing[0], first.spacing[1], first.origin[0], first.origin[1]};
+      geometry = Geometry::fromCircular(readRtkGeometry(geometryPath), layout);
+    }
+    if (simulate >= 0) source = simulatedScanner(phantom, geometry, simulate);
+    else source = openProjectionFiles(listProjectionFiles(projectionsPath), geometry.detector);
+    const bool display = std::getenv("DISPLAY") != nullptr || std::getenv("WAYLAND_DISPLAY") != nullptr;
+    if (headless || !display || !live.snapshots.empty()) {
+      if (!display && !headless && live.snapshots.empty() && !live.quiet)
+        std::fprintf(stderr, "view: no display: reconstructing headless (add --snapshots DIR to see slices)\n");
+      live.runHeadless(*source, geometry);
+      return;
+    }
+    ViewerScript script;
+    script.screenshot = screenshot;
+    script.closeAfter = closeAfter;
+    script.range = live.range;
+    runViewer(*source, geometry, gridFrom(live.size, live.spacing), live.streamOptions(), live.output, live.overwrite, script);
+  }
+};
+
+}  // namespace
+
+void addLiveCommands(CLI::App& app) {
+  static ScanSimCommand scanSim;
+  static ViewCommand view;
+  scanSim.add(app);
+  view.add(app);
+}
+
+}  // namespace glrecon::app

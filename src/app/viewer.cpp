@@ -1,0 +1,277 @@
+// The live viewer: a GLFW window whose context also runs the graphics backprojector, so the slices are drawn
+// straight from the volume texture being reconstructed (no copy to the host while running). Frames are drawn
+// between batches of projections on the same thread, at most 60 per second, so the window stays responsive.
+// The overlay is the window title (projections done, rate, time left) and a progress bar.
+#include "viewer.h"
+
+#include <GL/glew.h>
+#include <GLFW/glfw3.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <thread>
+
+#include "glrecon/error.h"
+#include "glrecon/gl/shader.h"
+#include "glrecon/graphics_backprojector.h"
+#include "glrecon/io.h"
+#include "glrecon/parse.h"
+
+namespace glrecon::app {
+namespace {
+
+constexpr int kBarHeight = 12;
+
+struct Panel {
+  int axis;   // 0 x, 1 y (axial), 2 z
+  int index;  // current slice
+  int across, up;
+};
+
+struct ViewerState {
+  GLFWwindow* window = nullptr;
+  Panel panels[3];
+  int active = 0;
+  int cell = 360;
+  double low = 0, high = 1;
+  bool rangeSet = false;
+  int colourMap = 0;
+  bool paused = false;
+  bool dragging = false;
+  double dragX = 0, dragY = 0;
+  bool screenshotRequested = false;
+};
+
+ViewerState* stateOf(GLFWwindow* w) { return static_cast<ViewerState*>(glfwGetWindowUserPointer(w)); }
+
+int zoomOf(const ViewerState& s, const Panel& p) { return std::max(1, s.cell / std::max(p.across, p.up)); }
+
+int panelAt(const ViewerState& s, double x) { return std::clamp(static_cast<int>(x) / s.cell, 0, 2); }
+
+}  // namespace
+
+void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeGrid& grid, StreamOptions options, const std::string& output,
+               bool overwrite, const ViewerScript& script) {
+  if (!output.empty()) refuseToOverwrite(output, overwrite);
+  ViewerState state;
+  state.cell = script.cell;
+  const std::array<int, 3> n = grid.size;
+  // Panels: axial (y slice: x across, z up), coronal (z slice: x across, y up), sagittal (x slice: z across, y up).
+  state.panels[0] = {1, n[1] / 2, n[0], n[2]};
+  state.panels[1] = {2, n[2] / 2, n[0], n[1]};
+  state.panels[2] = {0, n[0] / 2, n[2], n[1]};
+  const int depthOf[3] = {n[0], n[1], n[2]};
+  if (!script.range.empty()) {
+    const auto colon = script.range.find(':');
+    if (colon == std::string::npos) throw UsageError("--slice-range: expected LOW:HIGH, found '" + script.range + "'");
+    state.low = parseNumberList("--slice-range", script.range.substr(0, colon), script.range)[0];
+    state.high = parseNumberList("--slice-range", script.range.substr(colon + 1), script.range)[0];
+    state.rangeSet = true;
+  }
+
+  auto context = gl::Context::window(3 * state.cell, state.cell + kBarHeight, "glrecon view", script.screenshot.empty());
+  state.window = context->glfwWindow();
+  glfwSetWindowUserPointer(state.window, &state);
+  glfwSwapInterval(0);  // frames are paced by the reconstruction, not the display
+  glfwSetScrollCallback(state.window, [](GLFWwindow* w, double, double dy) {
+    ViewerState& s = *stateOf(w);
+    double x, y;
+    glfwGetCursorPos(w, &x, &y);
+    s.active = panelAt(s, x);
+    s.panels[s.active].index += dy > 0 ? 1 : -1;
+  });
+  glfwSetKeyCallback(state.window, [](GLFWwindow* w, int key, int, int action, int) {
+    if (action == GLFW_RELEASE) return;
+    ViewerState& s = *stateOf(w);
+    if (key == GLFW_KEY_UP || key == GLFW_KEY_RIGHT) s.panels[s.active].index += 1;
+    if (key == GLFW_KEY_DOWN || key == GLFW_KEY_LEFT) s.panels[s.active].index -= 1;
+    if (key == GLFW_KEY_TAB) s.active = (s.active + 1) % 3;
+    if (key == GLFW_KEY_C) s.colourMap = 1 - s.colourMap;
+    if (key == GLFW_KEY_SPACE) s.paused = !s.paused;
+    if (key == GLFW_KEY_S) s.screenshotRequested = true;
+    if (key == GLFW_KEY_ESCAPE || key == GLFW_KEY_Q) glfwSetWindowShouldClose(w, GLFW_TRUE);
+  });
+  glfwSetMouseButtonCallback(state.window, [](GLFWwindow* w, int button, int action, int) {
+    ViewerState& s = *stateOf(w);
+    if (button != GLFW_MOUSE_BUTTON_LEFT) return;
+    s.dragging = action == GLFW_PRESS;
+    glfwGetCursorPos(w, &s.dragX, &s.dragY);
+    s.active = panelAt(s, s.dragX);
+  });
+  glfwSetCursorPosCallback(state.window, [](GLFWwindow* w, double x, double y) {
+    ViewerState& s = *stateOf(w);
+    if (!s.dragging) return;
+    // Drag right: wider window; drag up: higher level (as in radiology viewers).
+    const double width = s.high - s.low, level = 0.5 * (s.high + s.low);
+    const double newWidth = std::max(1e-6, width * std::exp((x - s.dragX) * 0.005));
+    const double newLevel = level - (y - s.dragY) * width * 0.002;
+    s.low = newLevel - 0.5 * newWidth;
+    s.high = newLevel + 0.5 * newWidth;
+    s.dragX = x;
+    s.dragY = y;
+  });
+
+  // The backprojector draws in this window's context; the viewer samples its volume texture.
+  std::unique_ptr<Backprojector> cpuFallback;
+  std::unique_ptr<GraphicsBackprojector> graphics;
+  Backprojector* backprojector = nullptr;
+  BackprojectorOptions bo;
+  bo.window = options.fdk.window;
+  bo.threads = options.fdk.threads;
+  const std::string backend = options.fdk.backend == "auto" ? "graphics" : options.fdk.backend;
+  if (backend == "graphics" || backend == "graphics-mp") {
+    graphics = std::make_unique<GraphicsBackprojector>(*context, geometry, grid, bo, backend == "graphics-mp");
+    backprojector = graphics.get();
+  } else if (backend == "cpu") {
+    cpuFallback = std::make_unique<CpuBackprojector>(geometry, grid, bo);
+    backprojector = cpuFallback.get();
+  } else {
+    throw UsageError("view: --backend: expected graphics, graphics-mp, cpu or auto in a window (the slices are drawn from the "
+                     "graphics backprojector's texture; cpu uploads them), found '" + options.fdk.backend + "'");
+  }
+  // With the CPU backend the viewer keeps its own texture, refreshed from the host volume.
+  gl::Texture hostVolume;
+  if (!graphics) {
+    hostVolume = gl::createTexture(GL_TEXTURE_2D_ARRAY);
+    glTextureStorage3D(hostVolume.id(), 1, GL_R32F, n[0], n[1], n[2]);
+  }
+  gl::Program program = gl::buildProgram({{GL_VERTEX_SHADER, "slice_view.vert"}, {GL_FRAGMENT_SHADER, "slice_view.frag"}});
+  gl::VertexArray quad = gl::createVertexArray();
+
+  const std::size_t total = geometry.size();
+  std::size_t done = 0;
+  std::size_t frames = 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto lastFrame = start - std::chrono::seconds(1);
+  double reconstructionSeconds = 0;
+  std::size_t reconstructionFrames = 0;
+
+  const auto readRange = [&] {
+    Image v = backprojector->volume();
+    const double scale = done ? static_cast<double>(total) / done : 1.0;
+    for (float& x : v.data) x = static_cast<float>(x * scale);
+    const auto r = percentileRange(v, 0.5, 99.5);
+    state.low = r.first;
+    state.high = r.second;
+    state.rangeSet = true;
+  };
+
+  const auto drawFrame = [&] {
+    int width, height;
+    glfwGetFramebufferSize(state.window, &width, &height);
+    // Leave GL state as the backprojector expects it afterwards: default framebuffer bound only here.
+    glBindFramebuffer(GL_FRAMEBUFFER, 0);
+    glDisable(GL_BLEND);
+    glDisable(GL_STENCIL_TEST);
+    glDisable(GL_DEPTH_TEST);
+    glViewport(0, 0, width, height);
+    glClearColor(0.05f, 0.05f, 0.05f, 1.0f);
+    glClear(GL_COLOR_BUFFER_BIT);
+    glUseProgram(program.id());
+    glBindVertexArray(quad.id());
+    glBindTextureUnit(0, graphics ? graphics->volumeTexture() : hostVolume.id());
+    glUniform3i(glGetUniformLocation(program.id(), "size"), n[0], n[1], n[2]);
+    glUniform1f(glGetUniformLocation(program.id(), "scale"), done ? static_cast<float>(static_cast<double>(total) / done) : 0.0f);
+    glUniform1f(glGetUniformLocation(program.id(), "low"), static_cast<float>(state.low));
+    glUniform1f(glGetUniformLocation(program.id(), "high"), static_cast<float>(state.high));
+    glUniform1i(glGetUniformLocation(program.id(), "colourMap"), state.colourMap);
+    for (int i = 0; i < 3; ++i) {
+      Panel& p = state.panels[i];
+      p.index = std::clamp(p.index, 0, depthOf[p.axis] - 1);
+      const int zoom = zoomOf(state, p);
+      glViewport(i * state.cell, kBarHeight, p.across * zoom, p.up * zoom);
+      glUniform1i(glGetUniformLocation(program.id(), "axis"), p.axis);
+      glUniform1i(glGetUniformLocation(program.id(), "index"), p.index);
+      glUniform1f(glGetUniformLocation(program.id(), "progress"), -1.0f);
+      glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
+    }
+    glViewport(0, 0, width, kBarHeight);
+    glUniform1f(glGetUniformLocation(program.id(), "progress"), static_cast<float>(done) / total);
+    glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
+    if (state.screenshotRequested) {
+      state.screenshotRequested = false;
+      std::vector<unsigned char> rgb(static_cast<std::size_t>(width) * height * 3), flipped(rgb.size());
+      glPixelStorei(GL_PACK_ALIGNMENT, 1);
+      glReadPixels(0, 0, width, height, GL_RGB, GL_UNSIGNED_BYTE, rgb.data());
+      for (int row = 0; row < height; ++row)
+        std::copy_n(rgb.data() + static_cast<std::size_t>(height - 1 - row) * width * 3, width * 3, flipped.data() + static_cast<std::size_t>(row) * width * 3);
+      char name[64];
+      std::snprintf(name, sizeof name, "glrecon-view-%04zu.png", done);
+      const std::string path = script.screenshot.empty() ? name : script.screenshot;
+      writeRgbPng(path, width, height, flipped, true);
+      std::fprintf(stderr, "view: screenshot %s\n", path.c_str());
+    }
+    glfwSwapBuffers(state.window);
+    ++frames;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double rate = done ? done / elapsed : 0.0;
+    char title[200];
+    std::snprintf(title, sizeof title, "glrecon view — %zu/%zu projections, %.1f/s, %s%s | wheel/arrows: slice, drag: window/level, "
+                  "C: colours, space: pause, S: screenshot",
+                  done, total, rate, done < total && rate > 0 ? (std::to_string(static_cast<int>((total - done) / rate)) + " s left").c_str() : "done",
+                  state.paused ? " (paused)" : "");
+    glfwSetWindowTitle(state.window, title);
+  };
+
+  const auto frameDue = [&] { return std::chrono::steady_clock::now() - lastFrame >= std::chrono::milliseconds(16); };
+  std::atomic<bool> cancel{false};
+  options.cancel = &cancel;
+  options.fdk.batch = 1;  // hand projections over one by one: a frame can come between any two
+  options.onBatch = [&](std::size_t d, Backprojector& b) {
+    done = d;
+    if (!state.rangeSet && done >= std::max<std::size_t>(1, total / 10)) readRange();
+    if (!graphics && frameDue()) {  // cpu backend: refresh the viewer's copy of the volume
+      const Image v = b.volume();
+      glTextureSubImage3D(hostVolume.id(), 0, 0, 0, 0, n[0], n[1], n[2], GL_RED, GL_FLOAT, v.data.data());
+    }
+    do {
+      glfwPollEvents();
+      if (glfwWindowShouldClose(state.window) || (script.closeAfter && done >= script.closeAfter)) {
+        cancel = true;
+        return;
+      }
+      if (frameDue() || state.paused) {
+        drawFrame();
+        lastFrame = std::chrono::steady_clock::now();
+      }
+      if (state.paused) std::this_thread::sleep_for(std::chrono::milliseconds(16));
+    } while (state.paused);
+  };
+  StreamReport report;
+  Image volume;
+  try {
+    volume = reconstructStreaming(source, geometry, grid, options, &report, backprojector);
+  } catch (const StreamCancelled&) {
+    std::fprintf(stderr, "view: window closed after %zu of %zu projections: reconstruction cancelled, nothing written\n", done, total);
+    return;
+  }
+  reconstructionSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  reconstructionFrames = frames;
+  done = total;
+  if (!graphics) glTextureSubImage3D(hostVolume.id(), 0, 0, 0, 0, n[0], n[1], n[2], GL_RED, GL_FLOAT, volume.data.data());
+  if (!state.rangeSet) readRange();
+  std::fprintf(stderr,
+               "view: %s: %zu projections in %.2f s (%.1f projections/s), %zu frames while reconstructing (%.1f frames/s); volume ready "
+               "%.3f s after the last projection\n",
+               report.backend.c_str(), total, reconstructionSeconds, total / reconstructionSeconds, reconstructionFrames,
+               reconstructionFrames / reconstructionSeconds, report.latencySeconds);
+  if (!output.empty()) {
+    writeMetaImage(output, volume, overwrite);
+    std::fprintf(stderr, "view: wrote %s\n", output.c_str());
+  }
+  if (!script.screenshot.empty()) {
+    state.screenshotRequested = true;
+    drawFrame();
+    return;
+  }
+  // The scan is in: keep the window for looking until it is closed.
+  while (!glfwWindowShouldClose(state.window)) {
+    glfwWaitEventsTimeout(0.05);
+    drawFrame();
+  }
+}
+
+}  // namespace glrecon::app

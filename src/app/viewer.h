@@ -1,0 +1,19 @@
+#pragma once
+#include <string>
+
+#include "glrecon/stream.h"
+
+namespace glrecon::app {
+
+struct ViewerScript {
+  std::string screenshot;  ///< save a screenshot here once the reconstruction ends, then close (for scripts and tests)
+  std::size_t closeAfter = 0;  ///< close the window after this many projections (0: never), as a user would
+  std::string range;           ///< grey range LOW:HIGH (default: percentiles once a tenth of the scan is in)
+  int cell = 360;              ///< panel size in pixels
+};
+
+/// Opens a window with axial, coronal and sagittal slices and reconstructs `source` into it (see `glrecon view`).
+void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeGrid& grid, StreamOptions options,
+               const std::string& output, bool overwrite, const ViewerScript& script = {});
+
+}  // namespace glrecon::app
