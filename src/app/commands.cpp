@@ -400,10 +400,11 @@ struct FdkCommand {
       writeMetaImage(output, result, overwrite);
       if (!quiet)
         std::fprintf(stderr,
-                     "backend %s (streamed): %zu projections in %.2f s end to end (%.1f projections/s); reading %.2f s, backprojection "
-                     "%.2f s (%.2f G voxel-updates/s), waiting for filtered projections %.2f s; volume ready %.3f s after the last "
-                     "projection\nwrote %s\n",
+                     "backend %s (streamed): %zu projections in %.2f s end to end (%.1f projections/s); reading %.2f s, filtering %.2f "
+                     "thread-seconds, backprojection (upload included) %.2f s (%.2f G voxel-updates/s), waiting for filtered projections "
+                     "%.2f s; volume ready %.3f s after the last projection\nwrote %s\n",
                      report.backend.c_str(), geometry.size(), report.totalSeconds, geometry.size() / report.totalSeconds, report.readSeconds,
+                     report.filterSeconds,
                      report.backprojectSeconds, report.gigaUpdatesPerSecond(), report.uploadWaitSeconds, report.latencySeconds,
                      output.c_str());
       return;

@@ -66,10 +66,10 @@ struct Snapshots {
 void printStreamReport(const StreamReport& r, std::size_t projections) {
   if (!r.autoNote.empty()) std::fprintf(stderr, "%s\n", r.autoNote.c_str());
   std::fprintf(stderr,
-               "backend %s: %zu projections in %.2f s end to end (%.1f projections/s); reading %.2f s, backprojection %.2f s "
-               "(%.2f G voxel-updates/s), waiting for filtered projections %.2f s; volume ready %.3f s after the last projection; "
-               "at most %zu projections held between stages\n",
-               r.backend.c_str(), projections, r.totalSeconds, projections / r.totalSeconds, r.readSeconds, r.backprojectSeconds,
+               "backend %s: %zu projections in %.2f s end to end (%.1f projections/s); reading %.2f s, filtering %.2f thread-seconds, "
+               "backprojection (upload included) %.2f s (%.2f G voxel-updates/s), waiting for filtered projections %.2f s; volume "
+               "ready %.3f s after the last projection; at most %zu projections held between stages\n",
+               r.backend.c_str(), projections, r.totalSeconds, projections / r.totalSeconds, r.readSeconds, r.filterSeconds, r.backprojectSeconds,
                r.gigaUpdatesPerSecond(), r.uploadWaitSeconds, r.latencySeconds, r.peakQueued);
 }
 
@@ -184,7 +184,7 @@ struct ViewCommand {
   double simulate = -1;
   bool headless = false;
   std::string screenshot;
-  std::size_t closeAfter = 0;
+  std::size_t closeAfter = 0, screenshotAt = 0;
   void add(CLI::App& app) {
     CLI::App* c = app.add_subcommand("view",
                                      "Reconstruct while showing axial, coronal and sagittal slices filling in (a window; headless with "
@@ -194,6 +194,7 @@ struct ViewCommand {
     c->add_option("--simulate", simulate, "Instead of files: a simulated scanner at this many projections per second");
     c->add_flag("--headless", headless, "No window even where there is a display (use with --snapshots)");
     c->add_option("--screenshot", screenshot, "Window: save a screenshot here when the reconstruction ends, then close (scripts)");
+    c->add_option("--screenshot-at", screenshotAt, "Window: also save a screenshot (glrecon-view-N.png) once N projections are in");
     c->add_option("--close-after", closeAfter, "Window: close after this many projections, as a user closing it would (scripts)");
     live.add(c);
     c->callback([this] { run(); });
@@ -228,6 +229,7 @@ struct ViewCommand {
     ViewerScript script;
     script.screenshot = screenshot;
     script.closeAfter = closeAfter;
+    script.screenshotAt = screenshotAt;
     script.range = live.range;
     runViewer(*source, geometry, gridFrom(live.size, live.spacing), live.streamOptions(), live.output, live.overwrite, script);
   }

@@ -43,6 +43,7 @@ struct ViewerState {
   bool dragging = false;
   double dragX = 0, dragY = 0;
   bool screenshotRequested = false;
+  std::string screenshotPath;  // empty: glrecon-view-<projections>.png
 };
 
 ViewerState* stateOf(GLFWwindow* w) { return static_cast<ViewerState*>(glfwGetWindowUserPointer(w)); }
@@ -200,7 +201,7 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
         std::copy_n(rgb.data() + static_cast<std::size_t>(height - 1 - row) * width * 3, width * 3, flipped.data() + static_cast<std::size_t>(row) * width * 3);
       char name[64];
       std::snprintf(name, sizeof name, "glrecon-view-%04zu.png", done);
-      const std::string path = script.screenshot.empty() ? name : script.screenshot;
+      const std::string path = state.screenshotPath.empty() ? name : state.screenshotPath;
       writeRgbPng(path, width, height, flipped, true);
       std::fprintf(stderr, "view: screenshot %s\n", path.c_str());
     }
@@ -220,8 +221,14 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
   std::atomic<bool> cancel{false};
   options.cancel = &cancel;
   options.fdk.batch = 1;  // hand projections over one by one: a frame can come between any two
+  bool midScanShotTaken = false;
   options.onBatch = [&](std::size_t d, Backprojector& b) {
     done = d;
+    if (script.screenshotAt && !midScanShotTaken && done >= script.screenshotAt) {
+      midScanShotTaken = true;
+      state.screenshotRequested = true;
+      lastFrame = start - std::chrono::seconds(1);  // draw (and save) at once
+    }
     if (!state.rangeSet && done >= std::max<std::size_t>(1, total / 10)) readRange();
     if (!graphics && frameDue()) {  // cpu backend: refresh the viewer's copy of the volume
       const Image v = b.volume();
@@ -264,6 +271,7 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
   }
   if (!script.screenshot.empty()) {
     state.screenshotRequested = true;
+    state.screenshotPath = script.screenshot;
     drawFrame();
     return;
   }

@@ -8,6 +8,7 @@ namespace glrecon::app {
 struct ViewerScript {
   std::string screenshot;  ///< save a screenshot here once the reconstruction ends, then close (for scripts and tests)
   std::size_t closeAfter = 0;  ///< close the window after this many projections (0: never), as a user would
+  std::size_t screenshotAt = 0;  ///< also save a screenshot once this many projections are in (mid-scan)
   std::string range;           ///< grey range LOW:HIGH (default: percentiles once a tenth of the scan is in)
   int cell = 360;              ///< panel size in pixels
 };

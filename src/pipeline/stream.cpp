@@ -211,8 +211,11 @@ Image reconstructStreaming(ProjectionSource& source, const Geometry& geometry, c
             item = std::move(s.raw.front());
             s.raw.pop_front();
           }
+          const auto t = std::chrono::steady_clock::now();
           filter.apply(item.index, item.data.data());
+          const double seconds = since(t);
           std::lock_guard lock(s.mutex);
+          local.filterSeconds += seconds;  // summed over the pool's threads
           s.filtered.emplace(item.index, std::move(item));
           s.changed.notify_all();
         }
