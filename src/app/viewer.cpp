@@ -1,11 +1,13 @@
 // The live viewer: a GLFW window whose context also runs the graphics backprojector, so the slices are drawn
 // straight from the volume texture being reconstructed (no copy to the host while running). Frames are drawn
 // between batches of projections on the same thread, at most 60 per second, so the window stays responsive.
-// The overlay is the window title (projections done, rate, time left) and a progress bar.
+// The overlay (projections done, rate, time left, grey range, keys) is text cairo renders into a texture,
+// drawn in a band above the panels; a progress bar runs along the bottom.
 #include "viewer.h"
 
 #include <GL/glew.h>
 #include <GLFW/glfw3.h>
+#include <cairo.h>
 
 #include <algorithm>
 #include <atomic>
@@ -24,6 +26,7 @@ namespace glrecon::app {
 namespace {
 
 constexpr int kBarHeight = 12;
+constexpr int kTextHeight = 22;
 
 struct Panel {
   int axis;   // 0 x, 1 y (axial), 2 z
@@ -44,6 +47,7 @@ struct ViewerState {
   double dragX = 0, dragY = 0;
   bool screenshotRequested = false;
   std::string screenshotPath;  // empty: glrecon-view-<projections>.png
+  bool saveVolumeRequested = false;
 };
 
 ViewerState* stateOf(GLFWwindow* w) { return static_cast<ViewerState*>(glfwGetWindowUserPointer(w)); }
@@ -73,7 +77,7 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
     state.rangeSet = true;
   }
 
-  auto context = gl::Context::window(3 * state.cell, state.cell + kBarHeight, "glrecon view", script.screenshot.empty());
+  auto context = gl::Context::window(3 * state.cell, state.cell + kBarHeight + kTextHeight, "glrecon view", script.screenshot.empty());
   state.window = context->glfwWindow();
   glfwSetWindowUserPointer(state.window, &state);
   glfwSwapInterval(0);  // frames are paced by the reconstruction, not the display
@@ -93,6 +97,7 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
     if (key == GLFW_KEY_C) s.colourMap = 1 - s.colourMap;
     if (key == GLFW_KEY_SPACE) s.paused = !s.paused;
     if (key == GLFW_KEY_S) s.screenshotRequested = true;
+    if (key == GLFW_KEY_V) s.saveVolumeRequested = true;
     if (key == GLFW_KEY_ESCAPE || key == GLFW_KEY_Q) glfwSetWindowShouldClose(w, GLFW_TRUE);
   });
   glfwSetMouseButtonCallback(state.window, [](GLFWwindow* w, int button, int action, int) {
@@ -141,6 +146,35 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
   }
   gl::Program program = gl::buildProgram({{GL_VERTEX_SHADER, "slice_view.vert"}, {GL_FRAGMENT_SHADER, "slice_view.frag"}});
   gl::VertexArray quad = gl::createVertexArray();
+  gl::Program overlayProgram = gl::buildProgram({{GL_VERTEX_SHADER, "slice_view.vert"}, {GL_FRAGMENT_SHADER, "overlay.frag"}});
+  gl::Texture overlay = gl::createTexture(GL_TEXTURE_2D);
+  const int overlayWidth = 3 * state.cell;
+  glTextureStorage2D(overlay.id(), 1, GL_RGBA8, overlayWidth, kTextHeight);
+  glTextureParameteri(overlay.id(), GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+  glTextureParameteri(overlay.id(), GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+  cairo_surface_t* text = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, overlayWidth, kTextHeight);
+  struct SurfaceGuard {
+    cairo_surface_t* s;
+    ~SurfaceGuard() { cairo_surface_destroy(s); }
+  } textGuard{text};
+  const auto renderText = [&](const std::string& line) {
+    cairo_t* cr = cairo_create(text);
+    cairo_set_operator(cr, CAIRO_OPERATOR_SOURCE);
+    cairo_set_source_rgba(cr, 0.0, 0.0, 0.0, 0.85);
+    cairo_paint(cr);
+    cairo_set_operator(cr, CAIRO_OPERATOR_OVER);
+    cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_font_size(cr, 13);
+    cairo_set_source_rgb(cr, 0.95, 0.95, 0.95);
+    cairo_move_to(cr, 8, 15);
+    cairo_show_text(cr, line.c_str());
+    cairo_destroy(cr);
+    cairo_surface_flush(text);
+    // cairo's ARGB32 is premultiplied, 32-bit native order: BGRA bytes on little-endian machines.
+    glPixelStorei(GL_UNPACK_ROW_LENGTH, cairo_image_surface_get_stride(text) / 4);
+    glTextureSubImage2D(overlay.id(), 0, 0, 0, overlayWidth, kTextHeight, GL_BGRA, GL_UNSIGNED_BYTE, cairo_image_surface_get_data(text));
+    glPixelStorei(GL_UNPACK_ROW_LENGTH, 0);
+  };
 
   const std::size_t total = geometry.size();
   std::size_t done = 0;
@@ -192,6 +226,25 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
     glViewport(0, 0, width, kBarHeight);
     glUniform1f(glGetUniformLocation(program.id(), "progress"), static_cast<float>(done) / total);
     glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
+    {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double rate = done ? done / elapsed : 0.0;
+      char line[256];
+      std::snprintf(line, sizeof line, "%zu/%zu projections  %.1f/s  %s  grey %.3g to %.3g%s  |  wheel/arrows: slice  drag: window/level  "
+                    "C: colours  space: pause  S: screenshot  V: save volume",
+                    done, total, rate,
+                    done < total ? (rate > 0 ? (std::to_string(static_cast<int>((total - done) / rate + 0.5)) + " s left").c_str() : "starting")
+                                 : "done",
+                    state.low, state.high, state.paused ? "   (paused)" : "");
+      renderText(line);
+      glViewport(0, height - kTextHeight, overlayWidth, kTextHeight);
+      glUseProgram(overlayProgram.id());
+      glBindTextureUnit(0, overlay.id());
+      glEnable(GL_BLEND);
+      glBlendFunc(GL_ONE, GL_ONE_MINUS_SRC_ALPHA);  // premultiplied alpha
+      glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
+      glDisable(GL_BLEND);
+    }
     if (state.screenshotRequested) {
       state.screenshotRequested = false;
       std::vector<unsigned char> rgb(static_cast<std::size_t>(width) * height * 3), flipped(rgb.size());
@@ -207,14 +260,6 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
     }
     glfwSwapBuffers(state.window);
     ++frames;
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double rate = done ? done / elapsed : 0.0;
-    char title[200];
-    std::snprintf(title, sizeof title, "glrecon view — %zu/%zu projections, %.1f/s, %s%s | wheel/arrows: slice, drag: window/level, "
-                  "C: colours, space: pause, S: screenshot",
-                  done, total, rate, done < total && rate > 0 ? (std::to_string(static_cast<int>((total - done) / rate)) + " s left").c_str() : "done",
-                  state.paused ? " (paused)" : "");
-    glfwSetWindowTitle(state.window, title);
   };
 
   const auto frameDue = [&] { return std::chrono::steady_clock::now() - lastFrame >= std::chrono::milliseconds(16); };
@@ -275,9 +320,19 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
     drawFrame();
     return;
   }
-  // The scan is in: keep the window for looking until it is closed.
+  // The scan is in: keep the window for looking until it is closed; V saves the volume.
   while (!glfwWindowShouldClose(state.window)) {
     glfwWaitEventsTimeout(0.05);
+    if (state.saveVolumeRequested) {
+      state.saveVolumeRequested = false;
+      const std::string path = output.empty() ? "glrecon-view.mha" : output;
+      try {
+        writeMetaImage(path, volume, overwrite || path == output);
+        std::fprintf(stderr, "view: wrote %s\n", path.c_str());
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "view: %s\n", e.what());
+      }
+    }
     drawFrame();
   }
 }
