@@ -511,7 +511,7 @@ struct DevicesCommand {
 struct DemoCommand {
   std::string output = "glrecon-demo";
   int size = 128, projections = 360, detector = 256, threads = 0;
-  bool quiet = false;
+  bool quiet = false, view = false;
   static constexpr const char* kMarker = ".glrecon-demo";
 
   void add(CLI::App& app) {
@@ -523,6 +523,7 @@ struct DemoCommand {
     c->add_option("--detector", detector, "Detector pixels per axis (covering 512 mm)")->capture_default_str();
     c->add_option("--threads", threads, "CPU threads (0: all)")->capture_default_str();
     c->add_flag("--quiet,-q", quiet, "No progress output");
+    c->add_flag("--view", view, "Afterwards, reconstruct the scan again live in a window (glrecon view)");
     c->callback([this] { run(); });
   }
 
@@ -584,6 +585,7 @@ struct DemoCommand {
     std::printf("demo: reconstructed %d^3 voxels from %d projections; RMSE against the voxelized phantom %.4f "
                 "(densities 0 to 2); output in %s/\n",
                 size, projections, std::sqrt(sum / n), output.c_str());
+    if (view) viewFiles(geometryPath, projectionsPath, size, 256.0 / size);
   }
 };
 

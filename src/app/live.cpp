@@ -21,7 +21,7 @@ namespace glrecon::app {
 namespace fs = std::filesystem;
 namespace {
 
-VolumeGrid gridFrom(const std::string& size, const std::string& spacing) {
+VolumeGrid gridFrom(const std::string& size, const std::string& spacing, const std::string& origin = "") {
   const auto s = parseNumberList("--size", size);
   const auto sp = parseNumberList("--spacing", spacing);
   if ((s.size() != 1 && s.size() != 3) || (sp.size() != 1 && sp.size() != 3))
@@ -37,7 +37,13 @@ VolumeGrid gridFrom(const std::string& size, const std::string& spacing) {
     spacingVector[a] = sp[sp.size() == 1 ? 0 : a];
     if (!(spacingVector[a] > 0)) throw UsageError("--spacing: expected positive lengths in mm, found '" + spacing + "'");
   }
-  return VolumeGrid::centred(n, spacingVector);
+  VolumeGrid grid = VolumeGrid::centred(n, spacingVector);
+  if (!origin.empty()) {
+    const auto o = parseNumberList("--origin", origin);
+    if (o.size() != 3) throw UsageError("--origin: expected X,Y,Z in mm, found '" + origin + "'");
+    grid.origin = {o[0], o[1], o[2]};
+  }
+  return grid;
 }
 
 struct Snapshots {
@@ -75,7 +81,7 @@ void printStreamReport(const StreamReport& r, std::size_t projections) {
 
 // Options shared by scan-sim and view.
 struct LiveOptions {
-  std::string size = "128", spacing = "2", backend = "auto", window = "auto", output, snapshots, range;
+  std::string size = "128", spacing = "2", origin, backend = "auto", window = "auto", output, snapshots, range;
   int gpu = 0, threads = 0, filterThreads = 0;
   std::size_t every = 30, depth = 16;
   bool overwrite = false, quiet = false;
@@ -83,6 +89,7 @@ struct LiveOptions {
   void add(CLI::App* c) {
     c->add_option("--size,--dimension", size, "Volume size in voxels: N or NX,NY,NZ")->capture_default_str();
     c->add_option("--spacing", spacing, "Voxel spacing in mm: S or SX,SY,SZ")->capture_default_str();
+    c->add_option("--origin", origin, "World position (mm) of voxel (0,0,0): X,Y,Z (default: centred)");
     c->add_option("--backend", backend, "cpu, graphics, graphics-mp, compute, cuda or auto")->capture_default_str();
     c->add_option("--window", window, "GPU backends: projections per pass, a number, max or auto")->capture_default_str();
     c->add_option("--gpu", gpu, "EGL (or CUDA) device")->capture_default_str();
@@ -117,7 +124,7 @@ struct LiveOptions {
 
   // Runs the stream headless, with snapshots when asked, and writes the volume.
   void runHeadless(ProjectionSource& source, const Geometry& geometry) const {
-    const VolumeGrid grid = gridFrom(size, spacing);
+    const VolumeGrid grid = gridFrom(size, spacing, origin);
     if (!output.empty()) refuseToOverwrite(output, overwrite);
     StreamOptions o = streamOptions();
     Snapshots shots{snapshots, every, std::nullopt};
@@ -231,11 +238,31 @@ struct ViewCommand {
     script.closeAfter = closeAfter;
     script.screenshotAt = screenshotAt;
     script.range = live.range;
-    runViewer(*source, geometry, gridFrom(live.size, live.spacing), live.streamOptions(), live.output, live.overwrite, script);
+    runViewer(*source, geometry, gridFrom(live.size, live.spacing, live.origin), live.streamOptions(), live.output, live.overwrite, script);
   }
 };
 
 }  // namespace
+
+void viewFiles(const std::string& geometryPath, const std::string& projectionsPath, int size, double spacing) {
+  std::vector<std::string> files = listProjectionFiles(projectionsPath);
+  const Image first = readMetaImage(files[0]);
+  const DetectorLayout layout{first.size[0], first.size[1], first.spacing[0], first.spacing[1], first.origin[0], first.origin[1]};
+  const Geometry geometry = Geometry::fromCircular(readRtkGeometry(geometryPath), layout);
+  auto source = openProjectionFiles(files, geometry.detector);
+  LiveOptions live;
+  live.size = std::to_string(size);
+  live.spacing = std::to_string(spacing);
+  live.range = "0.95:1.1";  // the phantom's soft tissue
+  const bool display = std::getenv("DISPLAY") != nullptr || std::getenv("WAYLAND_DISPLAY") != nullptr;
+  if (!display) {
+    std::fprintf(stderr, "demo --view: no display: showing nothing (the volume and slices are written as usual)\n");
+    return;
+  }
+  ViewerScript script;
+  script.range = live.range;
+  runViewer(*source, geometry, gridFrom(live.size, live.spacing), live.streamOptions(), "", false, script);
+}
 
 void addLiveCommands(CLI::App& app) {
   static ScanSimCommand scanSim;
