@@ -100,6 +100,7 @@ struct Stream {
   std::deque<Item> raw;                  // reader -> filters
   std::map<std::size_t, Item> filtered;  // filters -> consumer, by index
   std::size_t nextRead = 0, nextConsume = 0, readDone = 0;
+  std::size_t filtering = 0;  // taken by a filter thread, not yet filed: held too
   bool readerFinished = false, stop = false;
   std::exception_ptr error;
   std::size_t depth = 16, peak = 0;
@@ -110,7 +111,9 @@ struct Stream {
     stop = true;
     changed.notify_all();
   }
-  std::size_t held() const { return raw.size() + filtered.size(); }
+  // Everything between the reader and the consumer; only the reader adds to it, so checking before a read
+  // bounds it.
+  std::size_t held() const { return raw.size() + filtering + filtered.size(); }
 };
 
 }  // namespace
@@ -210,12 +213,14 @@ Image reconstructStreaming(ProjectionSource& source, const Geometry& geometry, c
             if (cancelled() || (s.raw.empty() && s.readerFinished)) return;
             item = std::move(s.raw.front());
             s.raw.pop_front();
+            ++s.filtering;
           }
           const auto t = std::chrono::steady_clock::now();
           filter.apply(item.index, item.data.data());
           const double seconds = since(t);
           std::lock_guard lock(s.mutex);
           local.filterSeconds += seconds;  // summed over the pool's threads
+          --s.filtering;
           s.filtered.emplace(item.index, std::move(item));
           s.changed.notify_all();
         }
