@@ -13,6 +13,7 @@ layout(binding = 0) uniform sampler2DArray projections;
 layout(binding = 0, r32f) uniform restrict image2DArray volume;
 uniform ivec3 volumeSize;
 uniform vec2 detectorSize;
+uniform int layerBase;  // the window's first layer in the projection texture (two halves, used in turn)
 // With a region of interest: per column, the slices [x, y) holding all its inside voxels.
 uniform bool useRange;
 layout(binding = 1) uniform isampler2D zRange;
@@ -35,7 +36,7 @@ void main() {
       const vec3 c = h[p] + float(k) * step[p];
       const float invW = 1.0 / c.z;
       const vec2 uv = c.xy * invW;
-      sum += texture(projections, vec3((uv + 0.5) / detectorSize, float(p))).r * (invW * invW);
+      sum += texture(projections, vec3((uv + 0.5) / detectorSize, float(p + layerBase))).r * (invW * invW);
     }
     const ivec3 voxel = ivec3(column, k);
     imageStore(volume, voxel, imageLoad(volume, voxel) + vec4(sum));

@@ -9,6 +9,7 @@ layout(early_fragment_tests) in;
 
 layout(binding = 0) uniform sampler2DArray projections;
 uniform vec2 detectorSize;
+uniform int layerBase;  // the window's first layer in the projection texture (two halves, used in turn)
 
 layout(location = 0) out float accumulated;
 
@@ -18,7 +19,7 @@ void main() {
   for (int p = 0; p < W; ++p) {
     const float invW = 1.0 / dot(rows[3 * p + 2], voxel);
     const vec2 uv = vec2(dot(rows[3 * p], voxel), dot(rows[3 * p + 1], voxel)) * invW;
-    const float q = texture(projections, vec3((uv + 0.5) / detectorSize, float(p))).r;
+    const float q = texture(projections, vec3((uv + 0.5) / detectorSize, float(p + layerBase))).r;
     sum += q * (invW * invW);
   }
   accumulated = sum;

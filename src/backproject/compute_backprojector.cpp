@@ -41,6 +41,7 @@ struct ComputeBackprojector::Impl {
     glUniform2f(glGetUniformLocation(p.id(), "detectorSize"), static_cast<float>(base.geometry.detector.nu),
                 static_cast<float>(base.geometry.detector.nv));
     glUniform1i(glGetUniformLocation(p.id(), "useRange"), zRange ? 1 : 0);
+    glUniform1i(glGetUniformLocation(p.id(), "layerBase"), base.layerBase);
     glBindTextureUnit(0, base.projections.id());
     if (zRange) glBindTextureUnit(1, zRange.id());
     glBindImageTexture(0, base.volume.id(), 0, GL_TRUE, 0, GL_READ_WRITE, GL_R32F);

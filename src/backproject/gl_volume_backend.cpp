@@ -71,6 +71,10 @@ GlVolumeBackend::GlVolumeBackend(gl::Context* borrowed, const Geometry& g, const
 
 GlVolumeBackend::~GlVolumeBackend() {
   context_->makeCurrent();
+  for (GLsync& f : fences_)
+    if (f) glDeleteSync(f);
+  if (stagingMemory_) glUnmapNamedBuffer(staging_.id());
+  staging_.reset();
   volume.reset();
   projections.reset();
   matrices.reset();
@@ -82,12 +86,18 @@ void GlVolumeBackend::setWindowLimit(int limit) {
     throw UsageError("--window: expected 1 to " + std::to_string(maxWindow) + " (this device's limit), max or auto, found " +
                      std::to_string(options.window));
   if (const long long free = freeGpuMemory(); free >= 0) {
-    const long long bytes = static_cast<long long>(geometry.detector.nu) * geometry.detector.nv * maxWindow * 4;
+    const long long bytes = 2LL * 2 * geometry.detector.nu * geometry.detector.nv * maxWindow * 4;  // texture and staging, two halves
     if (bytes > free)
       throwInputError(where_, "GPU memory for the projection window (bytes)", "at most " + std::to_string(free), std::to_string(bytes));
   }
   projections = gl::createTexture(GL_TEXTURE_2D_ARRAY);
-  glTextureStorage3D(projections.id(), 1, GL_R32F, geometry.detector.nu, geometry.detector.nv, maxWindow);
+  glTextureStorage3D(projections.id(), 1, GL_R32F, geometry.detector.nu, geometry.detector.nv, 2 * maxWindow);
+  const GLsizeiptr stagingBytes = static_cast<GLsizeiptr>(2) * maxWindow * geometry.detector.nu * geometry.detector.nv * sizeof(float);
+  staging_ = gl::createBuffer();
+  const GLbitfield flags = GL_MAP_WRITE_BIT | GL_MAP_PERSISTENT_BIT | GL_MAP_COHERENT_BIT;
+  glNamedBufferStorage(staging_.id(), stagingBytes, nullptr, flags);
+  stagingMemory_ = static_cast<float*>(glMapNamedBufferRange(staging_.id(), 0, stagingBytes, flags));
+  if (!stagingMemory_) throw gl::GlError(where_ + ": cannot map the projection staging buffer");
   glTextureParameteri(projections.id(), GL_TEXTURE_MIN_FILTER, GL_LINEAR);
   glTextureParameteri(projections.id(), GL_TEXTURE_MAG_FILTER, GL_LINEAR);
   // Outside the detector a sample is 0 (border colour 0): the convention every backend shares.
@@ -136,8 +146,20 @@ void GlVolumeBackend::add(const float* data, const std::size_t* views, std::size
     if (views[p] >= geometry.size()) throw std::out_of_range("backproject: view index beyond the geometry");
     const int slot = static_cast<int>(pending.size());
     const auto t = std::chrono::steady_clock::now();
-    GLRECON_CHECK_GL(glTextureSubImage3D(projections.id(), 0, 0, 0, slot, nu, nv, 1, GL_RED, GL_FLOAT,
-                                         data + p * static_cast<std::size_t>(nu) * nv));
+    const int half = layerBase == 0 ? 0 : 1;
+    if (slot == 0 && fences_[half]) {
+      // The last pass that read this half must be done before its staging memory and layers are rewritten.
+      glClientWaitSync(fences_[half], GL_SYNC_FLUSH_COMMANDS_BIT, GLuint64{60} * 1000000000);
+      glDeleteSync(fences_[half]);
+      fences_[half] = nullptr;
+    }
+    const std::size_t pixels = static_cast<std::size_t>(nu) * nv;
+    const std::size_t layer = static_cast<std::size_t>(layerBase + slot);
+    std::copy(data + p * pixels, data + (p + 1) * pixels, stagingMemory_ + layer * pixels);
+    glBindBuffer(GL_PIXEL_UNPACK_BUFFER, staging_.id());
+    GLRECON_CHECK_GL(glTextureSubImage3D(projections.id(), 0, 0, 0, static_cast<GLint>(layer), nu, nv, 1, GL_RED, GL_FLOAT,
+                                         reinterpret_cast<const void*>(layer * pixels * sizeof(float))));
+    glBindBuffer(GL_PIXEL_UNPACK_BUFFER, 0);
     if (options.profile) {  // upload and draw timed apart: each upload finished before the clock stops
       glFinish();
       profile.upload += since(t);
@@ -153,10 +175,17 @@ void GlVolumeBackend::flush(const std::function<void()>& draw) {
   if (!pending.empty()) drawPending(draw);
 }
 
+void GlVolumeBackend::finishWindow() {
+  const int half = layerBase == 0 ? 0 : 1;
+  fences_[half] = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
+  layerBase = layerBase == 0 ? maxWindow : 0;
+}
+
 void GlVolumeBackend::drawPending(const std::function<void()>& draw) {
   const auto t = std::chrono::steady_clock::now();
   draw();
   pending.clear();
+  finishWindow();
   if (options.profile) {
     glFinish();
     profile.compute += since(t);
@@ -173,6 +202,7 @@ void GlVolumeBackend::drawWindow(const std::function<void()>& draw) {
   const int w = static_cast<int>(pending.size());
   draw();
   pending.clear();
+  finishWindow();
   glFinish();
   const double seconds = since(start);
   profile.compute += seconds;

@@ -48,8 +48,9 @@ class GlVolumeBackend {
   const Geometry& geometry;
   const VolumeGrid grid;
   const BackprojectorOptions options;
-  gl::Texture volume, projections;
+  gl::Texture volume, projections;  // projections: two halves of maxWindow layers, used in turn
   gl::Buffer matrices;
+  int layerBase = 0;  // first layer of the half the current window uses (shaders add it to the slot)
   int maxWindow = 1;
   int window = 1;
   std::vector<std::size_t> pending;  // views in the projection texture, slot = position
@@ -57,6 +58,12 @@ class GlVolumeBackend {
   BackprojectorTimings profile;  // filled when options.profile
  private:
   void drawWindow(const std::function<void()>& draw);
+  void finishWindow();  // fences the half just drawn from and switches to the other
+  // Uploads go through a persistently mapped pixel buffer (two halves, like the texture), so the next window's
+  // projections travel while the previous window is backprojected; a fence guards each half until its pass ends.
+  gl::Buffer staging_;
+  float* stagingMemory_ = nullptr;
+  GLsync fences_[2] = {nullptr, nullptr};
   void drawPending(const std::function<void()>& draw);  // draws, clears the window, times it when profiling
   std::unique_ptr<gl::Context> ownedContext_;  // first: destroyed after every GL object below
   gl::Context* context_ = nullptr;

@@ -53,6 +53,7 @@ struct GraphicsBackprojector::Impl {
     glUniform2i(glGetUniformLocation(p.id(), "sliceSize"), grid().size[0], grid().size[1]);
     glUniform2f(glGetUniformLocation(p.id(), "detectorSize"), static_cast<float>(base.geometry.detector.nu),
                 static_cast<float>(base.geometry.detector.nv));
+    glUniform1i(glGetUniformLocation(p.id(), "layerBase"), base.layerBase);
     const GLint firstSlice = glGetUniformLocation(p.id(), "firstSlice");
     glBindTextureUnit(0, base.projections.id());
     glBindFramebuffer(GL_FRAMEBUFFER, framebuffer.id());
