@@ -57,24 +57,7 @@ struct VolumeOptions {
     app->add_option("--spacing", spacing, "Voxel spacing in mm: S or SX,SY,SZ")->capture_default_str();
     app->add_option("--origin", origin, "World position (mm) of voxel (0,0,0): X,Y,Z (default: volume centred on the origin)");
   }
-  VolumeGrid grid() const {
-    const auto s = parseList("--size", size, 3);
-    std::array<int, 3> n{};
-    for (int a = 0; a < 3; ++a) {
-      if (s[a] < 1 || s[a] != std::floor(s[a]) || s[a] > 65536)
-        throw UsageError("--size: expected positive whole numbers of voxels, found '" + size + "'");
-      n[a] = static_cast<int>(s[a]);
-    }
-    const auto sp = parseList("--spacing", spacing, 3);
-    for (double v : sp)
-      if (!(v > 0)) throw UsageError("--spacing: expected positive lengths in mm, found '" + spacing + "'");
-    VolumeGrid grid = VolumeGrid::centred(n, {sp[0], sp[1], sp[2]});
-    if (!origin.empty()) {
-      const auto o = parseList("--origin", origin, 3);
-      grid.origin = {o[0], o[1], o[2]};
-    }
-    return grid;
-  }
+  VolumeGrid grid() const { return parseVolumeGrid(size, spacing, origin); }
 };
 
 struct ScanOptions {
@@ -398,15 +381,10 @@ struct FdkCommand {
       StreamReport report;
       const Image result = reconstructStreaming(*source, geometry, grid, so, &report);
       writeMetaImage(output, result, overwrite);
-      if (!quiet)
-        std::fprintf(stderr,
-                     "backend %s (streamed): %zu projections in %.2f s end to end (%.1f projections/s); reading %.2f s, filtering %.2f "
-                     "thread-seconds, backprojection (upload included) %.2f s (%.2f G voxel-updates/s), waiting for filtered projections "
-                     "%.2f s; volume ready %.3f s after the last projection\nwrote %s\n",
-                     report.backend.c_str(), geometry.size(), report.totalSeconds, geometry.size() / report.totalSeconds, report.readSeconds,
-                     report.filterSeconds,
-                     report.backprojectSeconds, report.gigaUpdatesPerSecond(), report.uploadWaitSeconds, report.latencySeconds,
-                     output.c_str());
+      if (!quiet) {
+        printStreamReport(report, geometry.size());
+        std::fprintf(stderr, "wrote %s\n", output.c_str());
+      }
       return;
     }
     Image projections = projectionsPath.empty() ? readProjectionFiles(listProjectionFiles(path, regexp))
@@ -590,6 +568,25 @@ struct DemoCommand {
 };
 
 }  // namespace
+
+VolumeGrid parseVolumeGrid(const std::string& size, const std::string& spacing, const std::string& origin) {
+  const auto s = parseList("--size", size, 3);
+  std::array<int, 3> n{};
+  for (int a = 0; a < 3; ++a) {
+    if (s[a] < 1 || s[a] != std::floor(s[a]) || s[a] > 65536)
+      throw UsageError("--size: expected positive whole numbers of voxels, found '" + size + "'");
+    n[a] = static_cast<int>(s[a]);
+  }
+  const auto sp = parseList("--spacing", spacing, 3);
+  for (double v : sp)
+    if (!(v > 0)) throw UsageError("--spacing: expected positive lengths in mm, found '" + spacing + "'");
+  VolumeGrid grid = VolumeGrid::centred(n, {sp[0], sp[1], sp[2]});
+  if (!origin.empty()) {
+    const auto o = parseList("--origin", origin, 3);
+    grid.origin = {o[0], o[1], o[2]};
+  }
+  return grid;
+}
 
 int run(int argc, char** argv) {
   CLI::App app{"glrecon: cone-beam CT reconstruction (FDK) with a CPU reference backend.\n"

@@ -15,36 +15,12 @@
 #include "glrecon/io.h"
 #include "glrecon/parse.h"
 #include "glrecon/stream.h"
+#include "commands.h"
 #include "viewer.h"
 
 namespace glrecon::app {
 namespace fs = std::filesystem;
 namespace {
-
-VolumeGrid gridFrom(const std::string& size, const std::string& spacing, const std::string& origin = "") {
-  const auto s = parseNumberList("--size", size);
-  const auto sp = parseNumberList("--spacing", spacing);
-  if ((s.size() != 1 && s.size() != 3) || (sp.size() != 1 && sp.size() != 3))
-    throw UsageError("--size, --spacing: expected 1 or 3 comma-separated values");
-  std::array<int, 3> n{};
-  for (int a = 0; a < 3; ++a) {
-    const double v = s[s.size() == 1 ? 0 : a];
-    if (v < 1 || v != std::floor(v)) throw UsageError("--size: expected positive whole numbers of voxels, found '" + size + "'");
-    n[a] = static_cast<int>(v);
-  }
-  glm::dvec3 spacingVector;
-  for (int a = 0; a < 3; ++a) {
-    spacingVector[a] = sp[sp.size() == 1 ? 0 : a];
-    if (!(spacingVector[a] > 0)) throw UsageError("--spacing: expected positive lengths in mm, found '" + spacing + "'");
-  }
-  VolumeGrid grid = VolumeGrid::centred(n, spacingVector);
-  if (!origin.empty()) {
-    const auto o = parseNumberList("--origin", origin);
-    if (o.size() != 3) throw UsageError("--origin: expected X,Y,Z in mm, found '" + origin + "'");
-    grid.origin = {o[0], o[1], o[2]};
-  }
-  return grid;
-}
 
 struct Snapshots {
   std::string directory;
@@ -69,6 +45,8 @@ struct Snapshots {
   }
 };
 
+}  // namespace
+
 void printStreamReport(const StreamReport& r, std::size_t projections) {
   if (!r.autoNote.empty()) std::fprintf(stderr, "%s\n", r.autoNote.c_str());
   std::fprintf(stderr,
@@ -78,6 +56,8 @@ void printStreamReport(const StreamReport& r, std::size_t projections) {
                r.backend.c_str(), projections, r.totalSeconds, projections / r.totalSeconds, r.readSeconds, r.filterSeconds, r.backprojectSeconds,
                r.gigaUpdatesPerSecond(), r.uploadWaitSeconds, r.latencySeconds, r.peakQueued);
 }
+
+namespace {
 
 // Options shared by scan-sim and view.
 struct LiveOptions {
@@ -124,7 +104,7 @@ struct LiveOptions {
 
   // Runs the stream headless, with snapshots when asked, and writes the volume.
   void runHeadless(ProjectionSource& source, const Geometry& geometry) const {
-    const VolumeGrid grid = gridFrom(size, spacing, origin);
+    const VolumeGrid grid = parseVolumeGrid(size, spacing, origin);
     if (!output.empty()) refuseToOverwrite(output, overwrite);
     StreamOptions o = streamOptions();
     Snapshots shots{snapshots, every, std::nullopt};
@@ -238,7 +218,7 @@ struct ViewCommand {
     script.closeAfter = closeAfter;
     script.screenshotAt = screenshotAt;
     script.range = live.range;
-    runViewer(*source, geometry, gridFrom(live.size, live.spacing, live.origin), live.streamOptions(), live.output, live.overwrite, script);
+    runViewer(*source, geometry, parseVolumeGrid(live.size, live.spacing, live.origin), live.streamOptions(), live.output, live.overwrite, script);
   }
 };
 
@@ -261,7 +241,7 @@ void viewFiles(const std::string& geometryPath, const std::string& projectionsPa
   }
   ViewerScript script;
   script.range = live.range;
-  runViewer(*source, geometry, gridFrom(live.size, live.spacing), live.streamOptions(), "", false, script);
+  runViewer(*source, geometry, parseVolumeGrid(live.size, live.spacing, ""), live.streamOptions(), "", false, script);
 }
 
 void addLiveCommands(CLI::App& app) {
