@@ -102,7 +102,8 @@ TEST(Stream, AnUnreadableProjectionIsReportedWithItsIndex) {
     writeMetaImage(files.back(), one, false);
   }
   std::filesystem::resize_file(files[7], std::filesystem::file_size(files[7]) - 100);
-  auto source = openProjectionFiles(files, g.detector);
+  auto source = openProjectionFiles(files);
+  EXPECT_EQ(source->detector().nu, g.detector.nu);
   StreamOptions options;
   options.fdk.backend = "cpu";
   test::expectError<InputError>([&] { reconstructStreaming(*source, g, kGrid, options); }, {"projection 7", "p_7.mha", "truncated"});

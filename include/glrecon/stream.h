@@ -23,6 +23,8 @@ class ProjectionSource {
  public:
   virtual ~ProjectionSource() = default;
   virtual std::size_t count() const = 0;
+  /// The detector the projections come from (pixel count, spacing and origin in detector mm).
+  virtual DetectorLayout detector() const = 0;
   /// Reads projection `index` into `out` (nv rows of nu floats). Called in order, from one thread.
   virtual void read(std::size_t index, float* out) = 0;
   /// Where projection `index` comes from, for error messages ("scan/p_17.mha").
@@ -30,8 +32,9 @@ class ProjectionSource {
 };
 
 /// Projections from files: one MetaImage stack (read once), or one file per projection read as needed
-/// (a directory, a glob, or rtkfdk's --path/--regexp list, in natural order).
-std::unique_ptr<ProjectionSource> openProjectionFiles(const std::vector<std::string>& files, const DetectorLayout& detector);
+/// (a directory, a glob, or rtkfdk's --path/--regexp list, in natural order). The detector layout is the
+/// first file's header; every later file must agree with it.
+std::unique_ptr<ProjectionSource> openProjectionFiles(const std::vector<std::string>& files);
 
 /// A scanner simulated from the analytic phantom: projection i is computed and delivered no earlier than
 /// i / rate seconds after the first read (rate 0: as fast as it can).

@@ -3,6 +3,8 @@
 // The chart uses cairo (Debian's libcairo2): bars with text, without a hand-written font rasterizer.
 #include "bench.h"
 
+#include "commands.h"
+
 #include <cairo.h>
 
 #include <CLI/CLI.hpp>
@@ -213,11 +215,7 @@ struct BenchCommand {
       setup.gpu = "none (" + std::string(e.what()) + ")";
     }
 
-    CircularScanSpec spec;
-    spec.projections = projections;
-    spec.nu = spec.nv = detector;
-    spec.spacingU = spec.spacingV = 512.0 / detector;
-    const Geometry geometry = makeCircularScan(spec);
+    const Geometry geometry = sampleScan(projections, detector);
     const VolumeGrid grid = VolumeGrid::centred({size, size, size}, glm::dvec3(256.0 / size));
     const Phantom phantom = Phantom::sheppLogan();
     if (!quiet) std::fprintf(stderr, "bench: simulating %d projections of %d^2\n", projections, detector);

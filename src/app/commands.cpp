@@ -372,10 +372,9 @@ struct FdkCommand {
     const std::vector<CircularParams> params = readRtkGeometry(geometryPath);
     const std::string projectionsName = projectionsPath.empty() ? path : projectionsPath;
     if (stream) {
-      const std::vector<std::string> files = projectionsPath.empty() ? listProjectionFiles(path, regexp) : listProjectionFiles(projectionsPath);
-      const Image first = readMetaImage(files[0]);
-      const Geometry geometry = Geometry::fromCircular(params, detectorLayoutOf(first));
-      auto source = openProjectionFiles(files, geometry.detector);
+      FileScan scan = openFileScan(geometryPath, projectionsPath.empty() ? listProjectionFiles(path, regexp) : listProjectionFiles(projectionsPath));
+      const Geometry& geometry = scan.geometry;
+      auto& source = scan.source;
       StreamOptions so;
       so.fdk = options;
       StreamReport report;
@@ -518,11 +517,7 @@ struct DemoCommand {
     std::ofstream(dir / kMarker) << "written by glrecon demo\n";
 
     // A C-arm-like scan: 1000 mm to the isocentre, 1536 mm to a 512 mm flat panel.
-    CircularScanSpec spec;
-    spec.projections = projections;
-    spec.nu = spec.nv = detector;
-    spec.spacingU = spec.spacingV = 512.0 / detector;
-    const Geometry geometry = makeCircularScan(spec);
+    const Geometry geometry = sampleScan(projections, detector);
     const Phantom phantom = Phantom::sheppLogan();
     ProjectionOptions popt;
     popt.threads = threads;
@@ -568,6 +563,21 @@ struct DemoCommand {
 };
 
 }  // namespace
+
+Geometry sampleScan(int projections, int detector) {
+  CircularScanSpec spec;  // sid 1000, sdd 1536 by default
+  spec.projections = projections;
+  spec.nu = spec.nv = detector;
+  spec.spacingU = spec.spacingV = 512.0 / detector;
+  return makeCircularScan(spec);
+}
+
+FileScan openFileScan(const std::string& geometryPath, const std::vector<std::string>& files) {
+  FileScan scan;
+  scan.source = openProjectionFiles(files);
+  scan.geometry = Geometry::fromCircular(readRtkGeometry(geometryPath), scan.source->detector());
+  return scan;
+}
 
 VolumeGrid parseVolumeGrid(const std::string& size, const std::string& spacing, const std::string& origin) {
   const auto s = parseList("--size", size, 3);

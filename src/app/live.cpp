@@ -154,11 +154,7 @@ struct ScanSimCommand {
   void run() const {
     if (projections < 2 || detector < 4) throw UsageError("scan-sim: expected at least 2 projections and 4 detector pixels");
     if (rate < 0) throw UsageError("--rate: expected a rate >= 0");
-    CircularScanSpec spec;
-    spec.projections = projections;
-    spec.nu = spec.nv = detector;
-    spec.spacingU = spec.spacingV = 512.0 / detector;
-    const Geometry geometry = makeCircularScan(spec);
+    const Geometry geometry = sampleScan(projections, detector);
     const Phantom phantom = Phantom::sheppLogan();
     auto source = simulatedScanner(phantom, geometry, rate);
     live.runHeadless(*source, geometry);
@@ -187,30 +183,23 @@ struct ViewCommand {
     c->callback([this] { run(); });
   }
   void run() const {
-    std::unique_ptr<ProjectionSource> source;
-    Geometry geometry;
-    Phantom phantom = Phantom::sheppLogan();
+    const Phantom phantom = Phantom::sheppLogan();
+    FileScan scan;
     if (simulate >= 0) {
-      CircularScanSpec spec;
-      spec.projections = 360;
-      spec.nu = spec.nv = 256;
-      geometry = makeCircularScan(spec);
+      scan.geometry = sampleScan(360, 256);
+      scan.source = simulatedScanner(phantom, scan.geometry, simulate);
     } else {
       if (geometryPath.empty() || projectionsPath.empty())
         throw UsageError("view: expected --geometry and --projections, or --simulate RATE");
-      const std::vector<std::string> files = listProjectionFiles(projectionsPath);
-      // The detector layout comes from the first file's header, as for fdk.
-      const Image first = readMetaImage(files[0]);
-      const DetectorLayout layout{first.size[0], first.size[1], first.spacing[0], first.spacing[1], first.origin[0], first.origin[1]};
-      geometry = Geometry::fromCircular(readRtkGeometry(geometryPath), layout);
+      scan = openFileScan(geometryPath, listProjectionFiles(projectionsPath));
     }
-    if (simulate >= 0) source = simulatedScanner(phantom, geometry, simulate);
-    else source = openProjectionFiles(listProjectionFiles(projectionsPath), geometry.detector);
+    ProjectionSource& source = *scan.source;
+    const Geometry& geometry = scan.geometry;
     const bool display = std::getenv("DISPLAY") != nullptr || std::getenv("WAYLAND_DISPLAY") != nullptr;
     if (headless || !display || !live.snapshots.empty()) {
       if (!display && !headless && live.snapshots.empty() && !live.quiet)
         std::fprintf(stderr, "view: no display: reconstructing headless (add --snapshots DIR to see slices)\n");
-      live.runHeadless(*source, geometry);
+      live.runHeadless(source, geometry);
       return;
     }
     ViewerScript script;
@@ -218,30 +207,26 @@ struct ViewCommand {
     script.closeAfter = closeAfter;
     script.screenshotAt = screenshotAt;
     script.range = live.range;
-    runViewer(*source, geometry, parseVolumeGrid(live.size, live.spacing, live.origin), live.streamOptions(), live.output, live.overwrite, script);
+    runViewer(source, geometry, parseVolumeGrid(live.size, live.spacing, live.origin), live.streamOptions(), live.output, live.overwrite, script);
   }
 };
 
 }  // namespace
 
 void viewFiles(const std::string& geometryPath, const std::string& projectionsPath, int size, double spacing) {
-  std::vector<std::string> files = listProjectionFiles(projectionsPath);
-  const Image first = readMetaImage(files[0]);
-  const DetectorLayout layout{first.size[0], first.size[1], first.spacing[0], first.spacing[1], first.origin[0], first.origin[1]};
-  const Geometry geometry = Geometry::fromCircular(readRtkGeometry(geometryPath), layout);
-  auto source = openProjectionFiles(files, geometry.detector);
-  LiveOptions live;
-  live.size = std::to_string(size);
-  live.spacing = std::to_string(spacing);
-  live.range = "0.95:1.1";  // the phantom's soft tissue
   const bool display = std::getenv("DISPLAY") != nullptr || std::getenv("WAYLAND_DISPLAY") != nullptr;
   if (!display) {
     std::fprintf(stderr, "demo --view: no display: showing nothing (the volume and slices are written as usual)\n");
     return;
   }
+  FileScan scan = openFileScan(geometryPath, listProjectionFiles(projectionsPath));
+  LiveOptions live;
+  live.size = std::to_string(size);
+  live.spacing = std::to_string(spacing);
+  live.range = "0.95:1.1";  // the phantom's soft tissue
   ViewerScript script;
   script.range = live.range;
-  runViewer(*source, geometry, parseVolumeGrid(live.size, live.spacing, ""), live.streamOptions(), "", false, script);
+  runViewer(*scan.source, scan.geometry, parseVolumeGrid(live.size, live.spacing, ""), live.streamOptions(), "", false, script);
 }
 
 void addLiveCommands(CLI::App& app) {

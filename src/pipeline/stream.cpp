@@ -28,15 +28,20 @@ struct Item {
 
 class FileSource final : public ProjectionSource {
  public:
-  FileSource(std::vector<std::string> files, const DetectorLayout& detector) : files_(std::move(files)), detector_(detector) {
+  explicit FileSource(std::vector<std::string> files) : files_(std::move(files)) {
+    if (files_.empty()) throw InputError("projections: no files");
+    // The first file gives the layout; a single stack is kept, so it is read once.
+    Image first = readMetaImage(files_[0]);
+    detector_ = detectorLayoutOf(first);
     if (files_.size() == 1) {
-      stack_ = readMetaImage(files_[0]);  // one stack: read once
+      stack_ = std::move(first);
       count_ = static_cast<std::size_t>(stack_.size[2]);
     } else {
       count_ = files_.size();
     }
   }
   std::size_t count() const override { return count_; }
+  DetectorLayout detector() const override { return detector_; }
   std::string origin(std::size_t index) const override { return files_.size() == 1 ? files_[0] : files_[index]; }
   void read(std::size_t index, float* out) override {
     const std::size_t pixels = static_cast<std::size_t>(detector_.nu) * detector_.nv;
@@ -70,6 +75,7 @@ class ScannerSource final : public ProjectionSource {
   ScannerSource(const Phantom& phantom, const Geometry& geometry, double rate, int threads)
       : phantom_(phantom), geometry_(geometry), rate_(rate), threads_(threads) {}
   std::size_t count() const override { return geometry_.size(); }
+  DetectorLayout detector() const override { return geometry_.detector; }
   std::string origin(std::size_t index) const override { return "simulated scanner, projection " + std::to_string(index); }
   void read(std::size_t index, float* out) override {
     if (index == 0) start_ = std::chrono::steady_clock::now();
@@ -118,8 +124,8 @@ struct Stream {
 
 }  // namespace
 
-std::unique_ptr<ProjectionSource> openProjectionFiles(const std::vector<std::string>& files, const DetectorLayout& detector) {
-  return std::make_unique<FileSource>(files, detector);
+std::unique_ptr<ProjectionSource> openProjectionFiles(const std::vector<std::string>& files) {
+  return std::make_unique<FileSource>(files);
 }
 
 std::unique_ptr<ProjectionSource> simulatedScanner(const Phantom& phantom, const Geometry& geometry, double rate, int threads) {
