@@ -9,6 +9,22 @@
 #include "glrecon/io.h"
 
 namespace glrecon {
+namespace {
+
+// 8-bit rows, top to bottom, tightly packed, written atomically.
+void writePng(const std::string& path, int width, int height, png_uint_32 format, const unsigned char* pixels, bool overwrite) {
+  AtomicOutput output(path, overwrite);
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  image.width = static_cast<png_uint_32>(width);
+  image.height = static_cast<png_uint_32>(height);
+  image.format = format;
+  if (!png_image_write_to_file(&image, output.temporaryPath().c_str(), 0, pixels, 0 /* packed rows */, nullptr))
+    throwInputError(path, "output", "a writable PNG file", image.message);
+  output.commit();
+}
+
+}  // namespace
 
 SliceAxis parseSliceAxis(const std::string& text) {
   if (text == "x") return SliceAxis::X;
@@ -55,27 +71,11 @@ void writeSlicePng(const std::string& path, const Image& volume, SliceAxis axis,
       pixels[static_cast<std::size_t>(row) * width + col] =
           static_cast<unsigned char>(std::clamp(std::lround(std::isfinite(v) ? v : 0.0), 0L, 255L));
     }
-  AtomicOutput output(path, overwrite);
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = static_cast<png_uint_32>(width);
-  image.height = static_cast<png_uint_32>(height);
-  image.format = PNG_FORMAT_GRAY;
-  if (!png_image_write_to_file(&image, output.temporaryPath().c_str(), 0, pixels.data(), width, nullptr))
-    throwInputError(path, "output", "a writable PNG file", image.message);
-  output.commit();
+  writePng(path, width, height, PNG_FORMAT_GRAY, pixels.data(), overwrite);
 }
 
 void writeRgbPng(const std::string& path, int width, int height, const std::vector<unsigned char>& rgb, bool overwrite) {
-  AtomicOutput output(path, overwrite);
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = static_cast<png_uint_32>(width);
-  image.height = static_cast<png_uint_32>(height);
-  image.format = PNG_FORMAT_RGB;
-  if (!png_image_write_to_file(&image, output.temporaryPath().c_str(), 0, rgb.data(), 3 * width, nullptr))
-    throwInputError(path, "output", "a writable PNG file", image.message);
-  output.commit();
+  writePng(path, width, height, PNG_FORMAT_RGB, rgb.data(), overwrite);
 }
 
 }  // namespace glrecon
