@@ -105,7 +105,7 @@ struct Stream {
   std::condition_variable changed;
   std::deque<Item> raw;                  // reader -> filters
   std::map<std::size_t, Item> filtered;  // filters -> consumer, by index
-  std::size_t nextRead = 0, nextConsume = 0, readDone = 0;
+  std::size_t nextConsume = 0;  // the next projection the backprojector takes
   std::size_t filtering = 0;  // taken by a filter thread, not yet filed: held too
   bool readerFinished = false, stop = false;
   std::exception_ptr error;
