@@ -32,6 +32,7 @@ class Recorder final : public Backprojector {
     if (delayMs_) std::this_thread::sleep_for(std::chrono::milliseconds(delayMs_));
   }
   Image volume() override { return Image(grid_); }
+  void reset() override {}
   void setRegion(const RegionOfInterest&) override {}
   void killOutsideRange(double, double, double) override {}
   std::vector<std::uint8_t> activeMask() override { return {}; }

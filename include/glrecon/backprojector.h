@@ -4,6 +4,7 @@
 /// Conventions shared by all backends: the matrix of Geometry::matrix maps a voxel to (u w, v w, w);
 /// the sample is bilinear with pixel centres at integer (u, v) and 0 outside the detector; each
 /// projection adds (1 / w^2) Q(u, v). Tested in tests/test_backprojector.cpp.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,15 @@ class Backprojector {
   virtual void backproject(const float* projections, const std::size_t* views, std::size_t count) = 0;
   /// The volume accumulated so far (GPU backends first finish the projections they hold back).
   virtual Image volume() = 0;
+  /// The same into `destination` (voxelCount() floats, x fastest): lets a caller allocate (and page in) the
+  /// output while the reconstruction runs, and GPU backends read back in overlapped chunks.
+  virtual void readVolume(float* destination) {
+    const Image v = volume();
+    std::copy(v.data.begin(), v.data.end(), destination);
+  }
+  /// Starts a new reconstruction with the same geometry, grid, region and device: the volume back to zero and
+  /// the timings and counters cleared, without paying the setup again (contexts, programs, buffers).
+  virtual void reset() = 0;
 
   /// Restricts the work to a region (early fragment kill): voxels inside receive exactly the updates they
   /// would without it; voxels outside may be skipped (callers zero them with applyRegion).
@@ -64,6 +74,7 @@ class CpuBackprojector final : public Backprojector {
   std::string name() const override { return "cpu"; }
   void backproject(const float* projections, const std::size_t* views, std::size_t count) override;
   Image volume() override;
+  void reset() override;
   void setRegion(const RegionOfInterest& roi) override;
   void killOutsideRange(double low, double high, double scale) override;
   std::vector<std::uint8_t> activeMask() override { return active_; }
@@ -80,6 +91,7 @@ class CpuBackprojector final : public Backprojector {
   std::vector<std::pair<int, int>> spans_;     // per row: [first, last) holding its active voxels
   std::vector<std::uint8_t> rowPartial_;       // per row: some voxel inside the span is inactive
   double updatesSkipped_ = 0, updatesTotal_ = 0;
+  bool killed_ = false;
   std::vector<float> padded_;  // projections with a zero border: 1 pixel before, 2 after, on both axes
 };
 

@@ -1,6 +1,7 @@
 #pragma once
-/// Backprojection in an OpenGL compute shader: one invocation per (x, y) column walking z (Okitsu et al.'s
-/// thread-per-column layout, in GLSL), W projections per dispatch from the same projection texture array the
+/// Backprojection in an OpenGL compute shader: one invocation per (x, z) pair and a run of voxels along y, the
+/// axis along which the detector coordinates change least (shaders/backproject.comp says why), W projections
+/// per dispatch from the same projection texture array the
 /// graphics path samples, accumulating into the same R32F volume texture array by image load/store (which,
 /// unlike one SSBO, holds a 512^3 volume on Mesa as on NVIDIA). A region of interest limits each column to the
 /// slices its region spans; the density-range kill is left to the graphics and CPU backends.
@@ -21,6 +22,8 @@ class ComputeBackprojector final : public Backprojector {
   std::string description() const override;
   void backproject(const float* projections, const std::size_t* views, std::size_t count) override;
   Image volume() override;
+  void readVolume(float* destination) override;
+  void reset() override;
   void setRegion(const RegionOfInterest& roi) override;
   void killOutsideRange(double low, double high, double scale) override;
   std::vector<std::uint8_t> activeMask() override;

@@ -2,9 +2,10 @@
 /// Backprojection with a CUDA kernel, for comparison with the OpenGL paths (Okitsu, Ino & Hagihara 2010):
 /// filtered projections in a layered CUDA array sampled through a texture object (hardware bilinear,
 /// border 0, unnormalised coordinates at texel centres + 0.5), the window's matrices in constant memory,
-/// one thread per (x, y) column walking z with W projections per launch, the volume in device memory.
+/// one thread per (x, z) pair and a run of voxels along y (the axis along which the detector coordinates
+/// change least), W projections per launch, the volume in device memory.
 /// Uploads go through pinned staging buffers on a copy stream, double-buffered, so the next window's
-/// upload overlaps the current window's kernel. Built only where CMake finds CUDA (GLRECON_CUDA); the
+/// upload overlaps the current window's kernel; the readback goes through the same pinned buffers in chunks. Built only where CMake finds CUDA (GLRECON_CUDA); the
 /// tests skip, saying why, where no CUDA device exists.
 #include <memory>
 #include <stdexcept>
@@ -30,6 +31,8 @@ class CudaBackprojector final : public Backprojector {
   std::string description() const override;
   void backproject(const float* projections, const std::size_t* views, std::size_t count) override;
   Image volume() override;
+  void readVolume(float* destination) override;
+  void reset() override;
   void setRegion(const RegionOfInterest& roi) override;
   void killOutsideRange(double low, double high, double scale) override;
   std::vector<std::uint8_t> activeMask() override;

@@ -1,9 +1,11 @@
 #pragma once
 /// The FDK chain, wired from its stages (RTK's FDKConeBeamReconstructionFilter in spirit):
 ///   1. check the projections against the geometry and the volume against the sources,
-///   2. filter each batch of projections on CPU threads (FdkFilter: cosine and angular/Parker weights, ramp),
-///   3. backproject the batch with the chosen backend (Backprojector), reporting progress,
-///   4. read the volume back.
+///   2. filter projections on a pool of CPU threads (FdkFilter: cosine and angular/Parker weights, ramp),
+///      working ahead of
+///   3. the backprojector (Backprojector), fed batch by batch in order on the calling thread (the GL
+///      thread), so the chain costs about max(filter, backprojection) rather than their sum,
+///   4. read the volume back (into an output paged in meanwhile by another thread).
 /// Tested end to end against the analytic phantom in tests/test_fdk.cpp.
 #include <string>
 
@@ -37,8 +39,11 @@ struct FdkReport {
   std::string backend;      ///< the backend's description: name, device, window
   std::string autoNote;     ///< why --backend auto chose what it chose
   bool shortScan = false;
-  double filterSeconds = 0.0;
-  double backprojectSeconds = 0.0;
+  double filterSeconds = 0.0;       ///< filter threads' busy time over their number (the filter's wall time alone)
+  double backprojectSeconds = 0.0;  ///< in the backprojector: uploads, passes, the last window and the readback
+  double filterWaitSeconds = 0.0;   ///< the backprojector's thread waiting for filtered projections
+  double readbackSeconds = 0.0;     ///< the volume to the host (part of backprojectSeconds)
+  double setupSeconds = 0.0;        ///< making the backprojector (context, programs, buffers)
   double totalSeconds = 0.0;
   double voxelUpdates = 0.0;  ///< voxels x projections
   std::string region;         ///< the region's description; empty: the whole volume
@@ -57,5 +62,12 @@ void checkProjectionsMatch(const Geometry& geometry, const Image& projections, c
 
 Image reconstructFdk(const Geometry& geometry, const Image& projections, const VolumeGrid& grid,
                      const FdkOptions& options, FdkReport* report = nullptr);
+
+class Backprojector;
+/// Steps 2 to 4 with a backprojector the caller made (and may reuse after Backprojector::reset, as bench does
+/// to keep the setup out of repeated runs) and filter: the volume goes to `destination` (voxelCount floats).
+/// options.backend/gpu/window/roi are not used here (the backprojector has them); the density kill is.
+void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter& filter, Backprojector& backprojector,
+            float* destination, const FdkOptions& options, FdkReport& report);
 
 }  // namespace glrecon

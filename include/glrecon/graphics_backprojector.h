@@ -34,6 +34,8 @@ class GraphicsBackprojector final : public Backprojector {
   std::string description() const override;
   void backproject(const float* projections, const std::size_t* views, std::size_t count) override;
   Image volume() override;
+  void readVolume(float* destination) override;
+  void reset() override;
   /// The region goes into the stencil: per slice (a stencil texture array beside the volume, one draw for
   /// all slices: the default) or, with substackStencil, the paper's scheme: 8 sub-stacks of slices, each
   /// owning one bit of a single 8-bit stencil that holds the union of its slices' masks (slices drawn one

@@ -9,32 +9,44 @@
 
 namespace glrecon {
 namespace {
-constexpr int kLocalX = 16, kLocalY = 16;
-// Each invocation keeps 6 floats per projection of the window in registers; past 32 they spill.
-constexpr int kComputeWindowLimit = 32;
+// A row of 32 neighbouring x (one NVIDIA warp) by 4 slices; each invocation a run of kRun voxels along y.
+constexpr int kLocalX = 32, kLocalY = 4, kRun = 8;
+// The matrices come from a uniform block; nothing per projection stays in registers, but the shader is
+// unrolled W x RUN times, so the window stays moderate.
+constexpr int kComputeWindowLimit = 64;
 }  // namespace
 
 struct ComputeBackprojector::Impl {
   detail::GlVolumeBackend base;
-  std::map<int, gl::Program> programs;
+  std::map<std::pair<int, bool>, gl::Program> programs;  // by window and Y_INVARIANT
   gl::Texture zRange;  // per column: the slices a region spans
   std::vector<std::uint8_t> regionMask;
   double updatesPerPass = 0, updatesDone = 0, updatesTotal = 0;
 
   Impl(const Geometry& g, const VolumeGrid& v, const BackprojectorOptions& o) : base(nullptr, g, v, o, "compute backprojector") {}
 
-  gl::Program& program(int w) {
-    auto it = programs.find(w);
+  gl::Program& program(int w, bool yInvariant) {
+    auto it = programs.find({w, yInvariant});
     if (it != programs.end()) return it->second;
     gl::Program p = gl::buildProgram({{GL_COMPUTE_SHADER, "backproject.comp"}},
                                      {"#define W " + std::to_string(w), "#define LX " + std::to_string(kLocalX),
-                                      "#define LY " + std::to_string(kLocalY)});
-    return programs.emplace(w, std::move(p)).first->second;
+                                      "#define LY " + std::to_string(kLocalY), "#define RUN " + std::to_string(kRun),
+                                      std::string("#define Y_INVARIANT ") + (yInvariant ? "1" : "0")});
+    return programs.emplace(std::pair{w, yInvariant}, std::move(p)).first->second;
+  }
+
+  // u and w constant along y in every projection of the window, in float as the shader sees the matrices.
+  bool yInvariant() const {
+    for (std::size_t view : base.pending) {
+      const ProjectionMatrix m = base.geometry.matrix(view, base.grid);
+      if (static_cast<float>(m.m[0][1]) != 0.0f || static_cast<float>(m.m[2][1]) != 0.0f) return false;
+    }
+    return true;
   }
 
   void dispatch() {
     const VolumeGrid& grid = base.grid;
-    gl::Program& p = program(static_cast<int>(base.pending.size()));
+    gl::Program& p = program(static_cast<int>(base.pending.size()), yInvariant());
     base.uploadMatrices();
     glUseProgram(p.id());
     glUniform3i(glGetUniformLocation(p.id(), "volumeSize"), grid.size[0], grid.size[1], grid.size[2]);
@@ -45,7 +57,8 @@ struct ComputeBackprojector::Impl {
     glBindTextureUnit(0, base.projections.id());
     if (zRange) glBindTextureUnit(1, zRange.id());
     glBindImageTexture(0, base.volume.id(), 0, GL_TRUE, 0, GL_READ_WRITE, GL_R32F);
-    GLRECON_CHECK_GL(glDispatchCompute((grid.size[0] + kLocalX - 1) / kLocalX, (grid.size[1] + kLocalY - 1) / kLocalY, 1));
+    GLRECON_CHECK_GL(glDispatchCompute((grid.size[0] + kLocalX - 1) / kLocalX, (grid.size[2] + kLocalY - 1) / kLocalY,
+                                       (grid.size[1] + kRun - 1) / kRun));
     // The next dispatch reads what this one wrote.
     glMemoryBarrier(GL_SHADER_IMAGE_ACCESS_BARRIER_BIT);
     updatesTotal += static_cast<double>(grid.voxelCount());
@@ -80,6 +93,16 @@ void ComputeBackprojector::backproject(const float* projections, const std::size
 Image ComputeBackprojector::volume() {
   impl_->base.flush([this] { impl_->dispatch(); });
   return impl_->base.readVolume();
+}
+
+void ComputeBackprojector::readVolume(float* destination) {
+  impl_->base.flush([this] { impl_->dispatch(); });
+  impl_->base.readVolumeInto(destination);
+}
+
+void ComputeBackprojector::reset() {
+  impl_->base.reset();
+  impl_->updatesDone = impl_->updatesTotal = 0;
 }
 
 void ComputeBackprojector::setRegion(const RegionOfInterest& roi) {

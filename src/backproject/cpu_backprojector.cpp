@@ -118,6 +118,14 @@ Image CpuBackprojector::volume() {
   return copy;
 }
 
+void CpuBackprojector::reset() {
+  // The kill shrank the active set from this scan's values: it cannot carry over to the next one.
+  if (killed_) throw UsageError("reset: not after a density-range kill (make a new backprojector)");
+  std::fill(volume_.data.begin(), volume_.data.end(), 0.0f);
+  updatesSkipped_ = updatesTotal_ = 0;
+  timings_ = {};
+}
+
 void CpuBackprojector::backproject(const float* projections, const std::size_t* views, std::size_t count) {
   const auto start = std::chrono::steady_clock::now();
   const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
@@ -200,6 +208,7 @@ void CpuBackprojector::setRegion(const RegionOfInterest& roi) {
 }
 
 void CpuBackprojector::killOutsideRange(double low, double high, double scale) {
+  killed_ = true;
   if (active_.empty()) {
     RegionOfInterest all;
     all.size = grid_.size;

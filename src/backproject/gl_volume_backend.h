@@ -43,6 +43,11 @@ class GlVolumeBackend {
   /// The pending views' matrices into the uniform buffer (binding 0), in float.
   void uploadMatrices();
   Image readVolume();
+  /// Reads the volume into `destination` in chunks of slices through a persistently mapped pack buffer (two
+  /// halves): the GPU copies one chunk while host threads move the previous one out.
+  void readVolumeInto(float* destination);
+  /// Zeroes the volume and forgets the pending window, the timings and the fences' passes (keeps the window).
+  void reset();
   std::string windowDescription() const;
 
   const Geometry& geometry;
@@ -62,6 +67,9 @@ class GlVolumeBackend {
   // Uploads go through a persistently mapped pixel buffer (two halves, like the texture), so the next window's
   // projections travel while the previous window is backprojected; a fence guards each half until its pass ends.
   gl::Buffer staging_;
+  gl::Buffer readback_;  // created at the first readback
+  float* readbackMemory_ = nullptr;
+  std::size_t readbackLayers_ = 0;  // slices per chunk
   float* stagingMemory_ = nullptr;
   GLsync fences_[2] = {nullptr, nullptr};
   void drawPending(const std::function<void()>& draw);  // draws, clears the window, times it when profiling

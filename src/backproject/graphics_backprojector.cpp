@@ -24,6 +24,7 @@ struct GraphicsBackprojector::Impl {
   double fragmentsPerPass = 0;           // fragments that pass the stencil in one window's draw
   double fragmentsPassed = 0, fragmentsTotal = 0;
   gl::Program killProgram;
+  bool killed = false;
 
   Impl(gl::Context* context, const Geometry& g, const VolumeGrid& v, const BackprojectorOptions& o, bool mp)
       : base(context, g, v, o, mp ? "graphics-mp backprojector" : "graphics backprojector"), fragmentMapping(mp) {}
@@ -187,6 +188,19 @@ Image GraphicsBackprojector::volume() {
   return impl_->base.readVolume();
 }
 
+void GraphicsBackprojector::readVolume(float* destination) {
+  impl_->base.flush([this] { impl_->draw(); });
+  impl_->base.readVolumeInto(destination);
+}
+
+void GraphicsBackprojector::reset() {
+  Impl& d = *impl_;
+  // The kill rewrote the stencil from the volume of this scan: it cannot carry over to the next one.
+  if (d.killed) throw UsageError("reset: not after a density-range kill (make a new backprojector)");
+  d.base.reset();
+  d.fragmentsPassed = d.fragmentsTotal = 0;
+}
+
 void GraphicsBackprojector::setRegion(const RegionOfInterest& roi) {
   Impl& d = *impl_;
   if (roi.size != d.grid().size) throw std::invalid_argument("setRegion: the region's grid differs from the volume's");
@@ -240,6 +254,7 @@ void GraphicsBackprojector::killOutsideRange(double low, double high, double sca
   gl::Texture copy = gl::createTexture(GL_TEXTURE_2D_ARRAY);
   glTextureStorage3D(copy.id(), 1, GL_R32F, nx, ny, nz);
   glCopyImageSubData(d.base.volume.id(), GL_TEXTURE_2D_ARRAY, 0, 0, 0, 0, copy.id(), GL_TEXTURE_2D_ARRAY, 0, 0, 0, 0, nx, ny, nz);
+  d.killed = true;
   if (!d.killProgram) {
     std::vector<std::string> defines = {"#define W 1"};
     if (d.layered) defines.push_back("#define LAYERED 1");

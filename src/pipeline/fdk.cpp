@@ -1,6 +1,11 @@
 #include "glrecon/fdk.h"
 
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <future>
+#include <mutex>
+#include <thread>
 #include <numeric>
 
 #include "glrecon/backprojector.h"
@@ -31,6 +36,119 @@ void checkProjectionsMatch(const Geometry& geometry, const Image& projections, c
                     std::to_string(projections.size[2]));
 }
 
+void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter& filter, Backprojector& backprojector,
+            float* destination, const FdkOptions& options, FdkReport& report) {
+  const std::size_t count = geometry.size(), batch = std::max<std::size_t>(1, options.batch);
+  const std::size_t pixels = projections.sliceStride();
+  const DensityKill& kill = options.densityKill;
+  if (kill.enabled && !(kill.high > kill.low && kill.margin >= 0 && kill.after > 0 && kill.after < 1))
+    throw UsageError("--density-range: expected LOW < HIGH, MARGIN >= 0 and --density-after in (0, 1)");
+
+  // Filtered projections wait in a ring of `slots` (a whole number of batches, so a batch is contiguous)
+  // for the backprojector; filter threads take projections in order and never run more than the ring ahead.
+  const std::size_t slots = batch * 4;
+  std::vector<float> ring(slots * pixels);
+  std::vector<std::size_t> filled(slots, SIZE_MAX);  // which projection each slot holds once filtered
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::size_t next = 0, consumed = 0;
+  bool stop = false;
+  std::exception_ptr failure;
+  double filterBusy = 0;
+  // The backprojector's thread (this one) needs a core of its own when it feeds a GPU.
+  const int threads = resolveThreadCount(options.threads);
+  const int filterThreads = backprojector.name() == "cpu" ? threads : std::max(1, threads - 1);
+  const auto filterWorker = [&] {
+    for (;;) {
+      std::size_t p;
+      {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return stop || next >= count || next < consumed + slots; });
+        if (stop || next >= count) return;
+        p = next++;
+      }
+      const auto t = std::chrono::steady_clock::now();
+      float* slot = ring.data() + (p % slots) * pixels;
+      try {
+        std::copy(projections.slice(static_cast<int>(p)), projections.slice(static_cast<int>(p)) + pixels, slot);
+        filter.apply(p, slot);
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        if (!failure) failure = std::current_exception();
+        stop = true;
+        changed.notify_all();
+        return;
+      }
+      std::lock_guard lock(mutex);
+      filled[p % slots] = p;
+      filterBusy += secondsSince(t);
+      changed.notify_all();
+    }
+  };
+  std::vector<std::jthread> pool;
+  const auto stopPool = [&] {
+    {
+      std::lock_guard lock(mutex);
+      stop = true;
+      changed.notify_all();
+    }
+    pool.clear();  // joins
+  };
+  for (int t = 0; t < filterThreads; ++t) pool.emplace_back(filterWorker);
+
+  std::vector<std::size_t> views(batch);
+  bool killed = false;
+  Progress progress("fdk (" + backprojector.name() + ")", count, "proj", options.progress);
+  try {
+    for (std::size_t first = 0; first < count; first += batch) {
+      const std::size_t n = std::min(batch, count - first);
+      std::iota(views.begin(), views.begin() + n, first);
+      auto t = std::chrono::steady_clock::now();
+      {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] {
+          if (stop) return true;
+          for (std::size_t p = first; p < first + n; ++p)
+            if (filled[p % slots] != p) return false;
+          return true;
+        });
+        if (failure) std::rethrow_exception(failure);
+      }
+      report.filterWaitSeconds += secondsSince(t);
+      t = std::chrono::steady_clock::now();
+      backprojector.backproject(ring.data() + (first % slots) * pixels, views.data(), n);
+      if (kill.enabled && !killed && first + n >= kill.after * count && first + n < count) {
+        // Judge voxels by their value so far scaled to the whole scan: a voxel k of N projections in holds
+        // about k/N of its final value.
+        backprojector.killOutsideRange(kill.low - kill.margin, kill.high + kill.margin, static_cast<double>(count) / (first + n));
+        killed = true;
+        report.killedAfter = first + n;
+      }
+      report.backprojectSeconds += secondsSince(t);
+      {
+        std::lock_guard lock(mutex);
+        consumed = first + n;
+        changed.notify_all();
+      }
+      progress.update(first + n);
+    }
+  } catch (...) {
+    stopPool();
+    throw;
+  }
+  stopPool();
+  report.filterSeconds = filterBusy / filterThreads;
+  auto t = std::chrono::steady_clock::now();
+  const double readbackBefore = backprojector.timings().readback;
+  backprojector.readVolume(destination);  // GPU backends: the last partial window, then the readback
+  report.backprojectSeconds += secondsSince(t);
+  report.readbackSeconds = backprojector.timings().readback - readbackBefore;
+  progress.finish();
+  report.backend = backprojector.description();
+  report.culledFraction = backprojector.culledFraction();
+  (void)killed;
+}
+
 Image reconstructFdk(const Geometry& geometry, const Image& projections, const VolumeGrid& grid,
                      const FdkOptions& options, FdkReport* report) {
   const auto start = std::chrono::steady_clock::now();
@@ -38,6 +156,9 @@ Image reconstructFdk(const Geometry& geometry, const Image& projections, const V
   grid.validate("FDK");
   checkProjectionsMatch(geometry, projections, "projections");
   geometry.checkVolumeInFront(grid, "FDK");
+  // The output is paged in (zeroed) by another thread while the backprojector is made and the scan runs: at
+  // 512^3 that is 512 MiB of page faults, a tenth of a second that would otherwise follow the readback.
+  std::future<Image> output = std::async(std::launch::async, [&grid] { return Image(grid); });
 
   const FdkFilter filter(geometry, options.filter);
   BackprojectorOptions backprojectorOptions;
@@ -48,11 +169,6 @@ Image reconstructFdk(const Geometry& geometry, const Image& projections, const V
   FdkReport local;
   std::unique_ptr<Backprojector> backprojector =
       makeBackprojector(options.backend, geometry, grid, backprojectorOptions, &local.autoNote);
-
-  const std::size_t count = geometry.size(), batch = std::max<std::size_t>(1, options.batch);
-  const std::size_t pixels = projections.sliceStride();
-  std::vector<float> buffer(batch * pixels);
-  std::vector<std::size_t> views(batch);
   local.shortScan = filter.isShortScan();
   RegionOfInterest region;
   if (!options.roi.empty()) {
@@ -61,50 +177,18 @@ Image reconstructFdk(const Geometry& geometry, const Image& projections, const V
     local.regionVoxels = region.insideCount();
     backprojector->setRegion(region);
   }
-  const DensityKill& kill = options.densityKill;
-  if (kill.enabled && !(kill.high > kill.low && kill.margin >= 0 && kill.after > 0 && kill.after < 1))
-    throw UsageError("--density-range: expected LOW < HIGH, MARGIN >= 0 and --density-after in (0, 1)");
-  bool killed = false;
-  if (kill.enabled && options.roi.empty()) {
+  if (options.densityKill.enabled && options.roi.empty()) {
     local.region = "whole volume";
     local.regionVoxels = grid.voxelCount();
   }
-  Progress progress("fdk (" + backprojector->name() + ")", count, "proj", options.progress);
-  for (std::size_t first = 0; first < count; first += batch) {
-    const std::size_t n = std::min(batch, count - first);
-    std::iota(views.begin(), views.begin() + n, first);
-    auto t = std::chrono::steady_clock::now();
-    parallelFor(n, 1, options.threads, [&](std::size_t b, std::size_t e) {
-      for (std::size_t p = b; p < e; ++p) {
-        std::copy(projections.slice(static_cast<int>(first + p)), projections.slice(static_cast<int>(first + p)) + pixels,
-                  buffer.data() + p * pixels);
-        filter.apply(first + p, buffer.data() + p * pixels);
-      }
-    });
-    local.filterSeconds += secondsSince(t);
-    t = std::chrono::steady_clock::now();
-    backprojector->backproject(buffer.data(), views.data(), n);
-    if (kill.enabled && !killed && first + n >= kill.after * count && first + n < count) {
-      // Judge voxels by their value so far scaled to the whole scan: a voxel k of N projections in holds
-      // about k/N of its final value.
-      backprojector->killOutsideRange(kill.low - kill.margin, kill.high + kill.margin, static_cast<double>(count) / (first + n));
-      killed = true;
-      local.killedAfter = first + n;
-    }
-    local.backprojectSeconds += secondsSince(t);
-    progress.update(first + n);
-  }
-  auto t = std::chrono::steady_clock::now();
-  Image volume = backprojector->volume();  // GPU backends: the last partial window, then the readback
-  local.backprojectSeconds += secondsSince(t);
-  progress.finish();
-  local.backend = backprojector->description();
-  local.culledFraction = backprojector->culledFraction();
-  if (killed) {
+  local.setupSeconds = secondsSince(start);
+  Image volume = output.get();
+  runFdk(geometry, projections, filter, *backprojector, volume.data.data(), options, local);
+  if (local.killedAfter > 0) {
     // Stopped voxels hold the partial sum of the projections before the kill: scale it to the whole scan.
     const std::vector<std::uint8_t> active = backprojector->activeMask();
     const std::vector<std::uint8_t>* inside = region.mask.empty() ? nullptr : &region.mask;
-    const float scale = static_cast<float>(static_cast<double>(count) / local.killedAfter);
+    const float scale = static_cast<float>(static_cast<double>(geometry.size()) / local.killedAfter);
     for (std::size_t i = 0; i < volume.data.size(); ++i)
       if (!active[i] && (!inside || (*inside)[i])) {
         volume.data[i] *= scale;
@@ -113,7 +197,7 @@ Image reconstructFdk(const Geometry& geometry, const Image& projections, const V
   }
   if (!region.mask.empty()) applyRegion(volume, region);
   local.totalSeconds = secondsSince(start);
-  local.voxelUpdates = static_cast<double>(grid.voxelCount()) * count;
+  local.voxelUpdates = static_cast<double>(grid.voxelCount()) * geometry.size();
   if (report) *report = local;
   return volume;
 }
