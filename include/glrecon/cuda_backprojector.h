@@ -21,6 +21,9 @@ struct CudaError : std::runtime_error {
 
 /// True when this build has the CUDA backend.
 bool cudaBackendBuilt();
+/// The texture units' peak on CUDA device `device` in G bilinear fetches per second (4 per multiprocessor per
+/// clock on NVIDIA GPUs since Maxwell); 0 without CUDA or that device.
+double cudaBilinearPeak(int device);
 
 class CudaBackprojector final : public Backprojector {
  public:

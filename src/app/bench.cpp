@@ -20,7 +20,9 @@
 #include <thread>
 
 #include "glrecon/backprojector.h"
+#include "glrecon/cuda_backprojector.h"
 #include "glrecon/error.h"
+#include "glrecon/fdk.h"
 #include "glrecon/filter.h"
 #include "glrecon/gl/context.h"
 #include "glrecon/io.h"
@@ -46,13 +48,52 @@ std::vector<std::string> splitList(const std::string& text) {
   return items;
 }
 
+// One repetition: a profiled pass (each step waited for, so the split is honest) and a whole FDK run (the
+// pipeline as a user gets it: filtering overlapped with uploads and backprojection, then the readback).
+struct Repetition {
+  double upload = 0, compute = 0, readback = 0;  // profiled pass
+  double gups = 0, backprojectionPps = 0;
+  double fdkSeconds = 0, fdkPps = 0;             // whole FDK, from raw projections to the volume on the host
+  double fdkFilter = 0, fdkWait = 0, fdkReadback = 0;
+};
+
+struct Stat {
+  double median = 0, min = 0, max = 0;
+  double spread() const { return median > 0 ? (max - min) / median : 0.0; }
+};
+
+Stat statOf(std::vector<double> v) {
+  Stat s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.min = v.front();
+  s.max = v.back();
+  s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  return s;
+}
+
 struct Run {
   std::string backend, description, error;
   std::string windowAsked;  // "1", "auto", "max", "-" for the CPU
   int window = 0;           // used (the final choice for auto)
-  double setup = 0, upload = 0, compute = 0, readback = 0;
-  double gups = 0, backprojectionPps = 0, fdkPps = 0;
+  double setup = 0;         // making the backprojector the first time (context, programs, buffers)
+  std::vector<Repetition> reps;
+  Stat upload, compute, readback, gups, backprojectionPps, fdkSeconds, fdkPps;
   double maxDiff = 0, rmsDiff = 0, rmse = 0, psnr = 0;
+  void summarise() {
+    const auto over = [&](double Repetition::*field) {
+      std::vector<double> v;
+      for (const Repetition& r : reps) v.push_back(r.*field);
+      return statOf(v);
+    };
+    upload = over(&Repetition::upload);
+    compute = over(&Repetition::compute);
+    readback = over(&Repetition::readback);
+    gups = over(&Repetition::gups);
+    backprojectionPps = over(&Repetition::backprojectionPps);
+    fdkSeconds = over(&Repetition::fdkSeconds);
+    fdkPps = over(&Repetition::fdkPps);
+  }
 };
 
 std::string cpuModel() {
@@ -87,30 +128,46 @@ std::string jsonNumber(double v) {
 }
 
 struct Setup {
-  int size = 0, projections = 0, detector = 0, threads = 0;
+  int size = 0, projections = 0, detector = 0, threads = 0, repeat = 0;
   std::string gpu, driver, cpu;
   double filterSeconds = 0;
+  double texturePeak = 0;  // G bilinear fetches/s the texture units can do, 0 when unknown
 };
+
+std::string statJson(const Stat& s) {
+  return "{\"median\": " + jsonNumber(s.median) + ", \"min\": " + jsonNumber(s.min) + ", \"max\": " + jsonNumber(s.max) + "}";
+}
 
 void writeJson(const fs::path& path, const Setup& setup, const std::vector<Run>& runs) {
   std::ostringstream j;
   j << "{\n  \"problem\": {\"volume\": " << setup.size << ", \"projections\": " << setup.projections << ", \"detector\": " << setup.detector
     << "},\n  \"machine\": {\"gpu\": " << jsonString(setup.gpu) << ", \"driver\": " << jsonString(setup.driver)
     << ", \"cpu\": " << jsonString(setup.cpu) << ", \"cpu_threads\": " << setup.threads << "},\n"
+    << "  \"repeat\": " << setup.repeat << ",\n  \"texture_peak_gfetches_per_second\": " << jsonNumber(setup.texturePeak) << ",\n"
     << "  \"filter_seconds\": " << jsonNumber(setup.filterSeconds) << ",\n  \"runs\": [\n";
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const Run& r = runs[i];
     j << "    {\"backend\": " << jsonString(r.backend) << ", \"window_asked\": " << jsonString(r.windowAsked)
       << ", \"window\": " << r.window << ", \"description\": " << jsonString(r.description)
       << ", \"error\": " << (r.error.empty() ? "null" : jsonString(r.error)) << ",\n     \"seconds\": {\"setup\": " << jsonNumber(r.setup)
-      << ", \"filter\": " << jsonNumber(setup.filterSeconds) << ", \"upload\": " << jsonNumber(r.upload)
-      << ", \"backprojection\": " << jsonNumber(r.compute) << ", \"readback\": " << jsonNumber(r.readback) << "},\n"
-      << "     \"backprojection\": {\"gvoxel_updates_per_second\": " << jsonNumber(r.gups)
-      << ", \"projections_per_second\": " << jsonNumber(r.backprojectionPps) << "},\n"
-      << "     \"whole_fdk\": {\"projections_per_second\": " << jsonNumber(r.fdkPps) << "},\n"
+      << ", \"filter\": " << jsonNumber(setup.filterSeconds) << ", \"upload\": " << statJson(r.upload)
+      << ", \"backprojection\": " << statJson(r.compute) << ", \"readback\": " << statJson(r.readback)
+      << ", \"whole_fdk\": " << statJson(r.fdkSeconds) << "},\n"
+      << "     \"backprojection\": {\"gvoxel_updates_per_second\": " << statJson(r.gups)
+      << ", \"projections_per_second\": " << statJson(r.backprojectionPps) << "},\n"
+      << "     \"whole_fdk\": {\"projections_per_second\": " << statJson(r.fdkPps) << "},\n"
       << "     \"vs_cpu\": {\"max_abs\": " << jsonNumber(r.maxDiff) << ", \"rms\": " << jsonNumber(r.rmsDiff) << "},\n"
-      << "     \"vs_phantom\": {\"rmse\": " << jsonNumber(r.rmse) << ", \"psnr_db\": " << jsonNumber(r.psnr) << "}}"
-      << (i + 1 < runs.size() ? ",\n" : "\n");
+      << "     \"vs_phantom\": {\"rmse\": " << jsonNumber(r.rmse) << ", \"psnr_db\": " << jsonNumber(r.psnr) << "},\n"
+      << "     \"repetitions\": [";
+    for (std::size_t k = 0; k < r.reps.size(); ++k) {
+      const Repetition& p = r.reps[k];
+      j << (k ? ", " : "") << "{\"upload\": " << jsonNumber(p.upload) << ", \"backprojection\": " << jsonNumber(p.compute)
+        << ", \"readback\": " << jsonNumber(p.readback) << ", \"gvoxel_updates_per_second\": " << jsonNumber(p.gups)
+        << ", \"whole_fdk_seconds\": " << jsonNumber(p.fdkSeconds) << ", \"whole_fdk_projections_per_second\": " << jsonNumber(p.fdkPps)
+        << ", \"whole_fdk_filter_seconds\": " << jsonNumber(p.fdkFilter) << ", \"whole_fdk_wait_seconds\": " << jsonNumber(p.fdkWait)
+        << ", \"whole_fdk_readback_seconds\": " << jsonNumber(p.fdkReadback) << "}";
+    }
+    j << "]}" << (i + 1 < runs.size() ? ",\n" : "\n");
   }
   j << "  ]\n}\n";
   AtomicOutput out(path.string(), true);
@@ -118,11 +175,12 @@ void writeJson(const fs::path& path, const Setup& setup, const std::vector<Run>&
   out.commit();
 }
 
-// Horizontal bars of backprojection throughput, one per run, on a log axis when values span a wide range.
+// Horizontal bars of backprojection throughput (the median of the repetitions, a whisker from the slowest to the
+// fastest), one per run, on a log axis when values span a wide range; a red line marks the texture units' peak.
 void writeChart(const fs::path& path, const Setup& setup, const std::vector<Run>& runs) {
   std::vector<const Run*> ok;
   for (const Run& r : runs)
-    if (r.error.empty() && r.gups > 0) ok.push_back(&r);
+    if (r.error.empty() && r.gups.median > 0) ok.push_back(&r);
   const int barHeight = 26, top = 70, left = 260, width = 1000, height = top + std::max<int>(1, ok.size()) * barHeight + 50;
   cairo_surface_t* surface = cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height);
   cairo_t* cr = cairo_create(surface);
@@ -141,9 +199,10 @@ void writeChart(const fs::path& path, const Setup& setup, const std::vector<Run>
   cairo_show_text(cr, machine.c_str());
   double lo = 1e30, hi = 0;
   for (const Run* r : ok) {
-    lo = std::min(lo, r->gups);
-    hi = std::max(hi, r->gups);
+    lo = std::min(lo, r->gups.min);
+    hi = std::max(hi, r->gups.max);
   }
+  if (setup.texturePeak > 0) hi = std::max(hi, setup.texturePeak);
   const bool logScale = !ok.empty() && hi / lo > 30;
   const double axisLo = logScale ? std::pow(10, std::floor(std::log10(lo))) : 0.0;
   const double axisHi = logScale ? std::pow(10, std::ceil(std::log10(hi))) : (hi > 0 ? hi * 1.1 : 1.0);
@@ -157,19 +216,40 @@ void writeChart(const fs::path& path, const Setup& setup, const std::vector<Run>
     const bool graphics = r.backend.rfind("graphics", 0) == 0;
     cairo_set_source_rgb(cr, r.backend == "cpu" ? 0.5 : graphics ? 0.2 : 0.85, r.backend == "cpu" ? 0.5 : graphics ? 0.45 : 0.45,
                          r.backend == "cpu" ? 0.5 : graphics ? 0.8 : 0.15);
-    cairo_rectangle(cr, left, y + 4, std::max(1.0, x(r.gups) - left), barHeight - 8);
+    cairo_rectangle(cr, left, y + 4, std::max(1.0, x(r.gups.median) - left), barHeight - 8);
     cairo_fill(cr);
     cairo_set_source_rgb(cr, 0, 0, 0);
+    cairo_set_line_width(cr, 1.5);
+    cairo_move_to(cr, x(r.gups.min), y + barHeight / 2.0);
+    cairo_line_to(cr, x(r.gups.max), y + barHeight / 2.0);
+    cairo_move_to(cr, x(r.gups.min), y + 8);
+    cairo_line_to(cr, x(r.gups.min), y + barHeight - 8);
+    cairo_move_to(cr, x(r.gups.max), y + 8);
+    cairo_line_to(cr, x(r.gups.max), y + barHeight - 8);
+    cairo_stroke(cr);
     const std::string label = r.backend + (r.windowAsked == "-" ? "" : " W=" + r.windowAsked + (r.windowAsked == "auto" || r.windowAsked == "max" ? " (" + std::to_string(r.window) + ")" : ""));
     cairo_move_to(cr, 10, y + barHeight - 9);
     cairo_show_text(cr, label.c_str());
     char value[32];
-    std::snprintf(value, sizeof value, "%.3g", r.gups);
-    cairo_move_to(cr, x(r.gups) + 6, y + barHeight - 9);
+    std::snprintf(value, sizeof value, "%.3g", r.gups.median);
+    cairo_move_to(cr, x(r.gups.max) + 6, y + barHeight - 9);
     cairo_show_text(cr, value);
   }
+  if (setup.texturePeak > 0) {
+    cairo_set_source_rgb(cr, 0.8, 0.1, 0.1);
+    cairo_move_to(cr, x(setup.texturePeak), top - 6);
+    cairo_line_to(cr, x(setup.texturePeak), top + ok.size() * barHeight);
+    cairo_stroke(cr);
+    char peak[64];
+    std::snprintf(peak, sizeof peak, "texture peak %.0f", setup.texturePeak);
+    cairo_move_to(cr, x(setup.texturePeak) - 60, top + ok.size() * barHeight + 16);
+    cairo_show_text(cr, peak);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+  }
   cairo_move_to(cr, left, height - 20);
-  cairo_show_text(cr, logScale ? "log scale" : "linear scale");
+  const std::string scale = std::string(logScale ? "log scale" : "linear scale") + "; bars: median of " + std::to_string(setup.repeat) +
+                            " runs, whiskers: min to max";
+  cairo_show_text(cr, scale.c_str());
   cairo_destroy(cr);
   AtomicOutput out(path.string(), true);
   const cairo_status_t status = cairo_surface_write_to_png(surface, out.temporaryPath().c_str());
@@ -179,7 +259,8 @@ void writeChart(const fs::path& path, const Setup& setup, const std::vector<Run>
 }
 
 struct BenchCommand {
-  int size = 128, projections = 360, detector = 256, threads = 0, gpu = 0;
+  int size = 128, projections = 360, detector = 256, threads = 0, gpu = 0, repeat = 3;
+  double texturePeak = 0;
   std::string backends = "cpu,graphics,graphics-mp,compute,cuda", windows = "1,8,16,auto", output;
   bool quiet = false;
 
@@ -192,6 +273,11 @@ struct BenchCommand {
     c->add_option("--window", windows, "Comma-separated windows for the GPU backends: numbers, max, auto")->capture_default_str();
     c->add_option("--gpu", gpu, "EGL device for the GL backends")->capture_default_str();
     c->add_option("--threads", threads, "CPU threads (0: all)")->capture_default_str();
+    c->add_option("--repeat", repeat, "Timed runs of each configuration after one warm-up; the table gives medians")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000));
+    c->add_option("--texture-peak", texturePeak,
+                  "The GPU's bilinear texture fetches per second in G, drawn on the chart (default: computed for CUDA devices)");
     c->add_option("--output,-o", output, "Also write DIR/bench.json and DIR/bench.png");
     c->add_flag("--quiet,-q", quiet, "No progress output");
     c->callback([this] { run(); });
@@ -221,16 +307,20 @@ struct BenchCommand {
     if (!quiet) std::fprintf(stderr, "bench: simulating %d projections of %d^2\n", projections, detector);
     ProjectionOptions popt;
     popt.threads = threads;
-    Image filtered = projectPhantom(phantom, geometry, popt);
-    // Filtering is the same for every backend: done once, timed once, counted in every whole-FDK figure.
+    const Image raw = projectPhantom(phantom, geometry, popt);
+    // The profiled passes use projections filtered once here; the whole-FDK runs filter the raw ones themselves.
+    Image filtered = raw;
     const FdkFilter filter(geometry, {});
     auto t = std::chrono::steady_clock::now();
     parallelFor(geometry.size(), 1, threads, [&](std::size_t b, std::size_t e) {
       for (std::size_t p = b; p < e; ++p) filter.apply(p, filtered.slice(static_cast<int>(p)));
     });
     setup.filterSeconds = since(t);
+    setup.repeat = repeat;
+    setup.texturePeak = texturePeak > 0 ? texturePeak : cudaBilinearPeak(gpu);
     const Image truth = voxelizePhantom(phantom, grid, 2, threads);
     const RegionOfInterest fov = fieldOfView(geometry, grid);
+    Image volume(grid);  // the whole-FDK runs' output, paged in once (as fdk pages it in while the scan runs)
 
     std::vector<Run> runs;
     Image reference;
@@ -242,7 +332,6 @@ struct BenchCommand {
         BackprojectorOptions o;
         o.threads = threads;
         o.gpu = gpu;
-        o.profile = true;
         if (windowAsked == "max")
           o.window = kMaximumWindow;
         else if (windowAsked != "auto" && windowAsked != "-") {
@@ -255,31 +344,52 @@ struct BenchCommand {
           if (used != windowAsked.size() || w < 1) throw UsageError("--window: expected numbers, max or auto, found '" + windowAsked + "'");
           o.window = w;
         }
+        // Two backprojectors, made once and reset between runs (setup is paid once, as a resident service
+        // would): one profiled (waits after each step, for the split), one as fdk runs it.
         auto start = std::chrono::steady_clock::now();
-        auto b = makeBackprojector(backend, geometry, grid, o);
+        auto whole = makeBackprojector(backend, geometry, grid, o);
         r.setup = since(start);
+        o.profile = true;
+        auto profiled = makeBackprojector(backend, geometry, grid, o);
         const std::size_t batch = 32, pixels = filtered.sliceStride();
         std::vector<std::size_t> views(batch);
-        Progress progress("bench " + backend + (windowAsked == "-" ? "" : " W=" + windowAsked), geometry.size(), "proj", !quiet);
-        for (std::size_t first = 0; first < geometry.size(); first += batch) {
-          const std::size_t n = std::min(batch, geometry.size() - first);
-          std::iota(views.begin(), views.begin() + n, first);
-          b->backproject(filtered.data.data() + first * pixels, views.data(), n);
-          progress.update(first + n);
+        const double updates = static_cast<double>(grid.voxelCount()) * geometry.size();
+        FdkOptions fdkOptions;
+        fdkOptions.threads = threads;
+        Progress progress("bench " + backend + (windowAsked == "-" ? "" : " W=" + windowAsked), repeat + 1, "runs", !quiet);
+        for (int rep = 0; rep <= repeat; ++rep) {  // repetition 0 is the warm-up: first-use costs stay out of the figures
+          Repetition x;
+          profiled->reset();
+          for (std::size_t first = 0; first < geometry.size(); first += batch) {
+            const std::size_t n = std::min(batch, geometry.size() - first);
+            std::iota(views.begin(), views.begin() + n, first);
+            profiled->backproject(filtered.data.data() + first * pixels, views.data(), n);
+          }
+          profiled->readVolume(volume.data.data());
+          const BackprojectorTimings timings = profiled->timings();
+          x.upload = timings.upload;
+          x.compute = timings.compute;
+          x.readback = timings.readback;
+          x.gups = updates / x.compute * 1e-9;
+          x.backprojectionPps = geometry.size() / x.compute;
+
+          const auto begin = std::chrono::steady_clock::now();
+          whole->reset();
+          FdkReport report;
+          runFdk(geometry, raw, filter, *whole, volume.data.data(), fdkOptions, report);
+          x.fdkSeconds = since(begin);
+          x.fdkPps = geometry.size() / x.fdkSeconds;
+          x.fdkFilter = report.filterSeconds;
+          x.fdkWait = report.filterWaitSeconds;
+          x.fdkReadback = report.readbackSeconds;
+          if (rep > 0) r.reps.push_back(x);
+          progress.update(rep + 1);
         }
-        const Image volume = b->volume();
         progress.finish();
-        const BackprojectorTimings timings = b->timings();
-        r.description = b->description();
+        r.description = whole->description();
         const auto w = r.description.find("window ");
         r.window = w == std::string::npos ? 0 : std::atoi(r.description.c_str() + w + 7);
-        r.upload = timings.upload;
-        r.compute = timings.compute;
-        r.readback = timings.readback;
-        const double updates = static_cast<double>(grid.voxelCount()) * geometry.size();
-        r.gups = updates / r.compute * 1e-9;
-        r.backprojectionPps = geometry.size() / r.compute;
-        r.fdkPps = geometry.size() / (setup.filterSeconds + r.upload + r.compute + r.readback);
+        r.summarise();
         if (reference.data.empty()) reference = volume;  // the first run is the CPU reference (see below)
         double sq = 0, sqTruth = 0;
         std::size_t inFov = 0;
@@ -311,21 +421,34 @@ struct BenchCommand {
         for (const std::string& w : windowList) execute(backend, w);
     if (!cpuAsked) runs.front().backend = "cpu";  // kept: the reference; marked in the table below
 
-    std::printf("glrecon bench: %d^3 voxels from %d projections of %d^2 (Shepp-Logan)\nGPU: %s | %s\nCPU: %s, %d threads\n"
-                "filtering (FFTW, shared by every run): %.3f s\n\n",
-                size, projections, detector, setup.gpu.c_str(), setup.driver.c_str(), setup.cpu.c_str(), setup.threads, setup.filterSeconds);
-    std::printf("%-12s %-9s %8s %8s %9s %8s %11s %11s %10s %10s %10s %8s %7s\n", "backend", "window", "setup s", "upload s", "backproj s",
-                "readbk s", "G upd/s", "bp proj/s", "FDK proj/s", "max|d|cpu", "rms d cpu", "RMSE", "PSNR");
+    std::printf("glrecon bench: %d^3 voxels from %d projections of %d^2 (Shepp-Logan), median of %d runs after a warm-up\n"
+                "GPU: %s | %s\nCPU: %s, %d threads\nfiltering alone (FFTW, all threads): %.3f s\n",
+                size, projections, detector, repeat, setup.gpu.c_str(), setup.driver.c_str(), setup.cpu.c_str(), setup.threads,
+                setup.filterSeconds);
+    if (setup.texturePeak > 0) std::printf("texture units' peak: %.0f G bilinear fetches/s\n", setup.texturePeak);
+    std::printf("\nbackprojection: a profiled pass of pre-filtered projections, each step waited for; whole FDK: raw projections to the\n"
+                "volume on the host, filtering overlapped with backprojection, backprojector made once (setup) and reset per run\n\n");
+    std::printf("%-12s %-9s %8s %8s %9s %8s %11s %7s %10s %10s %8s %10s %10s %8s %7s\n", "backend", "window", "setup s", "upload s", "backproj s",
+                "readbk s", "G upd/s", "spread", "FDK s", "FDK proj/s", "spread", "max|d|cpu", "rms d cpu", "RMSE", "PSNR");
+    bool noisy = false;
     for (const Run& r : runs) {
       if (!r.error.empty()) {
         std::printf("%-12s %-9s failed: %s\n", r.backend.c_str(), r.windowAsked.c_str(), r.error.c_str());
         continue;
       }
       const std::string w = r.windowAsked == "-" ? "-" : r.windowAsked + (r.windowAsked == "auto" || r.windowAsked == "max" ? "=" + std::to_string(r.window) : "");
-      std::printf("%-12s %-9s %8.3f %8.3f %9.3f %8.3f %11.3f %11.1f %10.1f %10.2e %10.2e %8.4f %7.2f\n", r.backend.c_str(), w.c_str(),
-                  r.setup, r.upload, r.compute, r.readback, r.gups, r.backprojectionPps, r.fdkPps, r.maxDiff, r.rmsDiff, r.rmse, r.psnr);
+      std::printf("%-12s %-9s %8.3f %8.3f %9.3f %8.3f %11.3f %6.1f%% %10.3f %10.1f %6.1f%% %10.2e %10.2e %8.4f %7.2f\n", r.backend.c_str(),
+                  w.c_str(), r.setup, r.upload.median, r.compute.median, r.readback.median, r.gups.median, 100 * r.gups.spread(),
+                  r.fdkSeconds.median, r.fdkPps.median, 100 * r.fdkPps.spread(), r.maxDiff, r.rmsDiff, r.rmse, r.psnr);
+      noisy = noisy || r.gups.spread() > 0.1 || r.fdkPps.spread() > 0.1;
     }
     if (!cpuAsked) std::printf("(the cpu row is the reference the others are compared with)\n");
+    if (setup.texturePeak > 0)
+      for (const Run& r : runs)
+        if (r.error.empty() && r.backend != "cpu")
+          std::printf("%s %s: %.0f%% of the texture peak\n", r.backend.c_str(), r.windowAsked.c_str(), 100 * r.gups.median / setup.texturePeak);
+    if (noisy)
+      std::fprintf(stderr, "bench: warning: some runs spread by more than 10%% (max - min over the median): more --repeat, or a quieter machine\n");
     if (!output.empty()) {
       fs::create_directories(output);
       writeJson(fs::path(output) / "bench.json", setup, runs);

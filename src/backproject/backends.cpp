@@ -9,6 +9,7 @@ namespace glrecon {
 
 #ifndef GLRECON_HAVE_CUDA
 bool cudaBackendBuilt() { return false; }
+double cudaBilinearPeak(int) { return 0.0; }
 #endif
 
 std::vector<std::string> availableBackends() {

@@ -112,6 +112,15 @@ double since(std::chrono::steady_clock::time_point t) {
 
 bool cudaBackendBuilt() { return true; }
 
+double cudaBilinearPeak(int device) {
+  int devices = 0, sms = 0, kiloHertz = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || device < 0 || device >= devices) return 0.0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&kiloHertz, cudaDevAttrClockRate, device) != cudaSuccess)
+    return 0.0;
+  return 4.0 * sms * kiloHertz * 1e-6;
+}
+
 struct CudaBackprojector::Impl {
   const Geometry& geometry;
   VolumeGrid grid;

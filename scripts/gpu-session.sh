@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One device run (see docs/gpu-measurement.md): unpack the carried libraries, run the test suite, then the
+# benchmarks issue 9 asks for. Everything it prints is also under $OUT.
+set -uo pipefail
+for f in .gl/*.deb; do dpkg -x $f /; done; mkdir -p /opt/deps; for f in .gl/libs/*.deb; do dpkg -x $f /opt/deps; done; ldconfig
+export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu
+export FONTCONFIG_FILE=/opt/deps/etc/fonts/fonts.conf
+out=${OUT:-/tmp/out}; mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv | tee "$out/gpu.txt"
+bin=$PWD/.gl/bin/glrecon
+# The test binary finds the CLI and its scratch folder at the build machine's paths.
+mkdir -p /work/main/build/tests/scratch && cp "$bin" /work/main/build/glrecon
+step=${1:-all}
+if [ "$step" = all ] || [ "$step" = tests ]; then
+  (cd /tmp && timeout 300 "$OLDPWD/.gl/bin/glrecon-tests" --gtest_brief=1 2>&1 | tail -40) | tee "$out/tests.txt"
+fi
+if [ "$step" = all ] || [ "$step" = bench ]; then
+  "$bin" bench --size 512 --projections 360 --detector 512 --backends cpu,cuda,compute --window 16,32,64,auto --repeat 3 -o "$out/bench512" -q 2>&1 | tee "$out/bench512.txt"
+  for run in 4 16; do
+    GLRECON_CUDA_RUN=$run "$bin" bench --size 512 --projections 360 --detector 512 --backends cuda --window 32 --repeat 3 -q 2>&1 | grep -E "^cuda" | sed "s/^/run $run: /"
+  done | tee "$out/cuda_runs.txt"
+fi
+if [ "$step" = all ] || [ "$step" = fdk ]; then
+  scan=/tmp/scan; "$bin" phantom -o $scan --projections 360 --detector 512 --detector-spacing 1 --overwrite -q
+  for b in cuda compute graphics; do
+    /usr/bin/time -f "$b wall %e s" "$bin" fdk -g $scan/geometry.xml -p $scan/projections.mha -o /tmp/v.mha --overwrite --size 512 --spacing 0.5 --backend $b 2>&1 | grep -v "proj/s  ETA"
+  done | tee "$out/fdk512.txt"
+fi
+if [ "$step" = all ] || [ "$step" = graphics ]; then
+  "$bin" bench --size 512 --projections 360 --detector 512 --backends graphics --window 16,auto --repeat 2 -q 2>&1 | tee "$out/bench512_graphics.txt"
+fi
