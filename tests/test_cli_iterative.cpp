@@ -61,6 +61,29 @@ TEST(CliIterative, ProjectThenReconstructRoundTrip) {
   EXPECT_EQ(p.size, (std::array<int, 3>{32, 32, 12}));
 }
 
+TEST(CliIterative, ViewShowsEveryIterationHeadless) {
+  const fs::path dir = test::scratchDir();
+  ASSERT_EQ(glrecon(dir, kScan).exitCode, 0);
+  const CliRun r = glrecon(dir, "view --method sart --iterations 2 --subsets 3" + std::string(" -g scan/geometry.xml -p scan/projections.mha") +
+                                    " --size 16 --spacing 15 --headless --snapshots snaps -o v.mha");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "view: sart iteration 2/2: residual")) << r.output;
+  for (const char* f : {"snapshot_it0001_axial.png", "snapshot_it0002_sagittal.png", "residual.csv", "residual.png"})
+    EXPECT_TRUE(fs::exists(dir / "snaps" / f)) << f;
+  EXPECT_TRUE(fs::exists(dir / "v.mha"));
+}
+
+TEST(CliIterative, ViewWindowDrawsEverySubsetAndSavesScreenshot) {
+  if (!std::getenv("DISPLAY")) GTEST_SKIP() << "no X display: run the tests under xvfb-run (./quickstart.sh test does)";
+  const fs::path dir = test::scratchDir();
+  ASSERT_EQ(glrecon(dir, kScan).exitCode, 0);
+  const CliRun r = glrecon(dir, "view --method osem --iterations 2 --subsets 3 -g scan/geometry.xml -p scan/projections.mha"
+                                " --size 16 --spacing 15 --screenshot shot.png");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "view: osem iteration 2/2")) << r.output;
+  EXPECT_TRUE(fs::exists(dir / "shot.png"));
+}
+
 TEST(CliIterative, BadInputFailsClearlyWithoutOutput) {
   const fs::path dir = test::scratchDir();
   ASSERT_EQ(glrecon(dir, kScan).exitCode, 0);

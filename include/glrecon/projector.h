@@ -25,11 +25,17 @@
 #include "glrecon/image.h"
 
 namespace glrecon {
+namespace gl {
+class Context;
+}
 
 struct ProjectorOptions {
   int threads = 0;     ///< CPU threads (0 = all)
   int gpu = 0;         ///< EGL device index (graphics, compute) or CUDA device index (cuda)
   double step = 0.0;   ///< ray-marching step in mm; 0 = half the smallest voxel spacing
+  /// graphics, compute: draw in this context (a viewer's window, current on the calling thread) instead of a headless
+  /// one of their own; it must outlive the projector.
+  gl::Context* context = nullptr;
 };
 
 /// Per-call times (seconds), accumulated since construction.

@@ -38,7 +38,13 @@ class GlProjector final : public Projector {
     checkProjectorGeometry(geometry, grid, std::string(compute ? "compute" : "graphics") + " projector");
     step_ = projectorStep(options, grid);
     views_ = projectorViews(geometry, grid);
-    context_ = gl::Context::headless(options.gpu);
+    if (options.context) {
+      context_ = options.context;
+      context_->makeCurrent();
+    } else {
+      owned_ = gl::Context::headless(options.gpu);
+      context_ = owned_.get();
+    }
     const GLint max3d = integer(GL_MAX_3D_TEXTURE_SIZE), max2d = integer(GL_MAX_TEXTURE_SIZE);
     if (grid.size[0] > max3d || grid.size[1] > max3d || grid.size[2] > max3d || nu_ > max2d || nv_ > max2d)
       throw gl::GlError(name() + " projector: volume " + std::to_string(grid.size[0]) + "x" + std::to_string(grid.size[1]) + "x" +
@@ -199,7 +205,8 @@ class GlProjector final : public Projector {
     glUniform2i(glGetUniformLocation(program, "detectorSize"), nu_, nv_);
   }
 
-  std::unique_ptr<gl::Context> context_;  // first: destroyed after the objects below (the destructor resets them)
+  std::unique_ptr<gl::Context> owned_;  // first: destroyed after the objects below (the destructor resets them)
+  gl::Context* context_ = nullptr;      // owned_ or a borrowed one
   bool compute_;
   VolumeGrid grid_;
   int nu_, nv_;
