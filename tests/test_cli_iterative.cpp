@@ -97,6 +97,7 @@ TEST(CliIterative, BadInputFailsClearlyWithoutOutput) {
       {"osem -g scan/geometry.xml -p scan/projections.mha --size 16,16,15 --spacing 15 -o out.mha --initial scan/phantom.mha", 1, {"--initial", "DimSize", "16,16,15"}},
       {"cgls" + kGrid + "-o out.mha --backend gpu", 2, {"--backend", "'gpu'"}},
       {"compare scan/phantom.mha scan/projections.mha", 1, {"scan/projections.mha", "DimSize"}},
+      {"compare scan/phantom.mha scan/phantom.mha --roi fov --png out.mha", 2, {"--roi", "no scan geometry", "'fov'"}},
   };
   for (const Case& c : cases) {
     const CliRun r = glrecon(dir, c.args);

@@ -145,7 +145,12 @@ TEST(Projector, AdjointGapWithinBound) {
   std::printf("adjoint gap, zero-mean x and y: <Ax,y> %.6g, <x,By> %.6g, relative %.3e\n", ax_y0, x_by0,
               std::abs(ax_y0 - x_by0) / std::abs(ax_y0));
   RecordProperty("adjoint_gap_zero_mean", std::to_string(std::abs(ax_y0 - x_by0) / std::abs(ax_y0)));
-  EXPECT_LT(gap, 0.02);
+  // The bound: for non-negative x, y the constant parts dominate (constants alone: 7.9e-4 measured, the random parts
+  // add ~1e-4). In the continuum B's weight makes <A 1, 1> = <1, B 1> exact; what remains is quadrature at the
+  // box's and detector's edges, not derived here. 2e-3 is twice the measurement and half of 4.0e-3, the gap measured
+  // with B's 1/cos(ray angle) factor left out: the test fails for a weight off by that much or more (a missing
+  // voxel volume, pixel area or an FDK 1/w^2 weight miss by orders of magnitude).
+  EXPECT_LT(gap, 2e-3);
 }
 
 TEST(Projector, RejectsZeroLengthRayAndBadStep) {

@@ -240,7 +240,11 @@ struct CompareCommand {
         throwInputError(b, "Offset", vec(ia.origin) + " (as " + a + ")", vec(ib.origin));
     }
     std::vector<RegionOfInterest> regions;
-    for (const std::string& spec : rois) regions.push_back(makeRegionOfInterest(spec, Geometry{}, ia.grid()));
+    for (const std::string& spec : rois) {
+      if (spec.rfind("fov", 0) == 0)
+        throw UsageError("--roi: compare knows no scan geometry: expected cylinder:..., box:..., sphere:... or a mask file, found '" + spec + "'");
+      regions.push_back(makeRegionOfInterest(spec, Geometry{}, ia.grid()));
+    }
     auto stats = [&](const RegionOfInterest* region) {
       Stats s;
       for (std::size_t i = 0; i < ia.data.size(); ++i) {

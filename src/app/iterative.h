@@ -24,6 +24,7 @@ struct IterativeLiveOptions {
   std::string screenshot;  ///< window: save a screenshot when done, then close
   std::string output;      ///< the final volume (optional)
   bool overwrite = false;
+  bool quiet = false;  ///< no per-iteration lines
   std::optional<std::pair<double, double>> range;  ///< grey range (default: percentiles of the first iteration)
   std::string projectorBackend = "cpu";  ///< created here: in a window, GL projectors share the window's context
   ProjectorOptions projectorOptions;

@@ -60,7 +60,8 @@ void runIterativeLive(const Geometry& geometry, const Image& projections, const 
     result = reconstructIterative(projector, geometry, projections, grid, options, &report,
                                   [&](const IterationRecord& r, const std::vector<float>& x) {
                                     if (r.subset != r.subsets) return;
-                                    std::fprintf(stderr, "view: %s iteration %d/%d: residual %.6g (%.4g of ||b||), %.3f s\n", method, r.iteration,
+                                    if (!live.quiet)
+                                      std::fprintf(stderr, "view: %s iteration %d/%d: residual %.6g (%.4g of ||b||), %.3f s\n", method, r.iteration,
                                                  options.iterations, r.residual, dataNorm > 0 ? r.residual / dataNorm : 0.0, r.seconds);
                                     if (live.snapshots.empty()) return;
                                     Image v(grid);
@@ -73,7 +74,7 @@ void runIterativeLive(const Geometry& geometry, const Image& projections, const 
     if (!live.snapshots.empty()) {
       writeResidualCsv((fs::path(live.snapshots) / "residual.csv").string(), report, true);
       writeResidualPng((fs::path(live.snapshots) / "residual.png").string(), report, std::string(method) + " on " + projector.name(), true);
-      std::fprintf(stderr, "view: wrote snapshots, residual.csv and residual.png into %s\n", live.snapshots.c_str());
+      if (!live.quiet) std::fprintf(stderr, "view: wrote snapshots, residual.csv and residual.png into %s\n", live.snapshots.c_str());
     }
   } else {
     const int cell = 360;
@@ -209,7 +210,8 @@ void runIterativeLive(const Geometry& geometry, const Image& projections, const 
                                       }
                                       if (r.subset == r.subsets) {
                                         curve.push_back(r.residual);
-                                        std::fprintf(stderr, "view: %s iteration %d/%d: residual %.6g (%.4g of ||b||), %.3f s\n", method,
+                                        if (!live.quiet)
+                                          std::fprintf(stderr, "view: %s iteration %d/%d: residual %.6g (%.4g of ||b||), %.3f s\n", method,
                                                      r.iteration, options.iterations, r.residual, dataNorm > 0 ? r.residual / dataNorm : 0.0,
                                                      r.seconds);
                                       }
@@ -236,11 +238,12 @@ void runIterativeLive(const Geometry& geometry, const Image& projections, const 
       }
     }
   }
-  std::fprintf(stderr, "view: %s: %d iterations in %.2f s, final residual %.6g (%.4g of ||b||)\n", method, options.iterations, report.seconds,
+  if (!live.quiet)
+    std::fprintf(stderr, "view: %s: %d iterations in %.2f s, final residual %.6g (%.4g of ||b||)\n", method, options.iterations, report.seconds,
                report.finalResidual, dataNorm > 0 ? report.finalResidual / dataNorm : 0.0);
   if (!live.output.empty()) {
     writeMetaImage(live.output, result, live.overwrite);
-    std::fprintf(stderr, "view: wrote %s\n", live.output.c_str());
+    if (!live.quiet) std::fprintf(stderr, "view: wrote %s\n", live.output.c_str());
   }
 }
 

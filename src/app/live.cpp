@@ -230,6 +230,7 @@ struct ViewCommand {
     lo.screenshot = screenshot;
     lo.output = live.output;
     lo.overwrite = live.overwrite;
+    lo.quiet = live.quiet;
     if (!live.range.empty()) {
       const auto colon = live.range.find(':');
       if (colon == std::string::npos) throw UsageError("--slice-range: expected LOW:HIGH, found '" + live.range + "'");
