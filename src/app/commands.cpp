@@ -3,6 +3,7 @@
 #include "commands.h"
 
 #include "bench.h"
+#include "iterative.h"
 #include "live.h"
 
 #include <CLI/CLI.hpp>
@@ -611,6 +612,7 @@ int run(int argc, char** argv) {
   devices.add(app);
   addBenchCommand(app);
   addLiveCommands(app);
+  addIterativeCommands(app);
   phantom.add(app);
   fdk.add(app);
   demo.add(app);

@@ -17,6 +17,10 @@
 #include "glrecon/stream.h"
 #include "commands.h"
 #include "viewer.h"
+#include "iterative.h"
+#include "glrecon/fdk.h"
+#include "glrecon/phantom.h"
+#include "glrecon/projector.h"
 
 namespace glrecon::app {
 namespace fs = std::filesystem;
@@ -168,6 +172,10 @@ struct ViewCommand {
   bool headless = false;
   std::string screenshot;
   std::size_t closeAfter = 0, screenshotAt = 0;
+  std::string method = "fdk";
+  int iterations = 10, subsets = 0;
+  double lambda = 0.0;
+  bool positivity = false;
   void add(CLI::App& app) {
     CLI::App* c = app.add_subcommand("view",
                                      "Reconstruct while showing axial, coronal and sagittal slices filling in (a window; headless with "
@@ -179,10 +187,64 @@ struct ViewCommand {
     c->add_option("--screenshot", screenshot, "Window: save a screenshot here when the reconstruction ends, then close (scripts)");
     c->add_option("--screenshot-at", screenshotAt, "Window: also save a screenshot (glrecon-view-N.png) once N projections are in");
     c->add_option("--close-after", closeAfter, "Window: close after this many projections, as a user closing it would (scripts)");
+    c->add_option("--method", method,
+                  "fdk (streaming), or an iterative method shown after every subset: sart, sirt, cgls, osem (--backend auto means cpu "
+                  "for these; --simulate then scans 90 projections of 128^2)")
+        ->capture_default_str();
+    c->add_option("--iterations,-n", iterations, "Iterative methods: iterations")->capture_default_str();
+    c->add_option("--subsets", subsets, "sart, osem: ordered subsets (default: sart one projection each, osem 8)");
+    c->add_option("--lambda", lambda, "sart, sirt: relaxation in (0, 2) (default: sart 0.8 with one projection per subset, else 1)");
+    c->add_flag("--positivity", positivity, "sart, sirt, osem: clamp negative voxels to 0 after every update");
     live.add(c);
     c->callback([this] { run(); });
   }
+  void runIterative() const {
+    IterativeOptions o;
+    o.method = parseIterativeMethod(method);
+    o.iterations = iterations;
+    o.subsets = subsets;
+    o.lambda = lambda;
+    o.positivity = positivity;
+    if (iterations < 1) throw UsageError("--iterations: expected at least 1, found " + std::to_string(iterations));
+    const VolumeGrid grid = parseVolumeGrid(live.size, live.spacing, live.origin);
+    Geometry geometry;
+    Image projections;
+    if (simulate >= 0) {
+      geometry = sampleScan(90, 128);
+      projections = projectPhantom(Phantom::sheppLogan(), geometry, {});
+    } else {
+      if (geometryPath.empty() || projectionsPath.empty()) throw UsageError("view: expected --geometry and --projections, or --simulate RATE");
+      projections = readProjectionStack(projectionsPath);
+      geometry = Geometry::fromCircular(readRtkGeometry(geometryPath), detectorLayoutOf(projections));
+      checkProjectionsMatch(geometry, projections, projectionsPath);
+    }
+    ProjectorOptions po;
+    po.gpu = live.gpu;
+    po.threads = live.threads;
+    const bool display = std::getenv("DISPLAY") != nullptr || std::getenv("WAYLAND_DISPLAY") != nullptr;
+    IterativeLiveOptions lo;
+    lo.window = display && !headless && live.snapshots.empty();
+    lo.projectorBackend = live.backend == "auto" ? "cpu" : live.backend;
+    lo.projectorOptions = po;
+    lo.snapshots = live.snapshots;
+    lo.screenshot = screenshot;
+    lo.output = live.output;
+    lo.overwrite = live.overwrite;
+    lo.quiet = live.quiet;
+    if (!live.range.empty()) {
+      const auto colon = live.range.find(':');
+      if (colon == std::string::npos) throw UsageError("--slice-range: expected LOW:HIGH, found '" + live.range + "'");
+      lo.range = std::make_pair(parseNumberList("--slice-range", live.range.substr(0, colon), live.range)[0],
+                                parseNumberList("--slice-range", live.range.substr(colon + 1), live.range)[0]);
+    }
+    runIterativeLive(geometry, projections, grid, o, lo);
+  }
+
   void run() const {
+    if (method != "fdk") {
+      runIterative();
+      return;
+    }
     const Phantom phantom = Phantom::sheppLogan();
     FileScan scan;
     if (simulate >= 0) {

@@ -1,0 +1,72 @@
+#pragma once
+/// Iterative reconstruction over a Projector (never GL or CUDA directly, so the same code runs on every backend):
+///   SART / OS-SART  x += lambda * (B_S 1)^-1 B_S [ (b_S - A_S x) / (A_S 1) ]          (Andersen & Kak; TIGRE's OS-SART)
+///   SIRT            the same with one subset holding every view
+///   CGLS            conjugate gradients on the normal equations B A x = B b (needs B ~ A^T; lambda, positivity unused)
+///   OS-EM / MLEM    x *= (B_S 1)^-1 B_S [ b_S / (A_S x) ]                              (Hudson & Larkin 1994)
+/// Ordered subsets: subset s holds the views v with v mod S == s (each subset spans the whole arc); the subsets are
+/// visited in bit-reversed order of s (0, S/2, S/4, 3S/4, ... for a power of two), so consecutive subsets are far
+/// apart in angle. Rays with A 1 = 0 (missing the volume) and voxels with B 1 = 0 (seen by no view of the subset)
+/// are left out of the update. Tested in tests/test_iterative.cpp.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "glrecon/geometry.h"
+#include "glrecon/image.h"
+#include "glrecon/projector.h"
+
+namespace glrecon {
+
+enum class IterativeMethod { Sart, Sirt, Cgls, Osem };
+IterativeMethod parseIterativeMethod(const std::string& name);
+const char* methodName(IterativeMethod method);
+
+struct IterativeOptions {
+  IterativeMethod method = IterativeMethod::Sart;
+  int iterations = 10;
+  int subsets = 0;         ///< 0: the method's default (sart: one view per subset; osem: 8; sirt, cgls: 1)
+  double lambda = 0.0;     ///< relaxation; 0: the default (sart 0.8 with subsets of one view, else 1; sirt 1)
+  bool positivity = false; ///< clamp negative voxels to 0 after every update (sart, sirt)
+  std::vector<std::uint8_t> mask;  ///< region of interest (1 inside), x fastest; empty: the whole volume
+  const Image* initial = nullptr;  ///< starting volume on the same grid; nullptr: 0 (osem: a positive constant)
+};
+
+/// One line of the residual curve: after iteration `iteration` (1-based) or, for callbacks during an iteration,
+/// after subset `subset` of it. `residual` is ||b - A x||_2 over all views, each view's residual measured by the
+/// forward projection its subset's update computed (for one subset: exactly ||b - A x_{k-1}||, the iterate before
+/// the iteration); `finalResidual` of the report is measured on the final volume with one more forward projection.
+struct IterationRecord {
+  int iteration = 0;
+  int subset = 0;  ///< subsets done in this iteration
+  int subsets = 0;
+  double residual = 0.0;
+  double seconds = 0.0;  ///< time of this iteration
+};
+
+struct IterativeReport {
+  std::vector<IterationRecord> iterations;
+  double dataNorm = 0.0;       ///< ||b||_2
+  double finalResidual = 0.0;  ///< ||b - A x_final||_2
+  double seconds = 0.0;        ///< every iteration, normalisation included
+  double setupSeconds = 0.0;   ///< A 1 and B_S 1
+  int subsets = 0;
+  double lambda = 0.0;
+};
+
+/// Called after every subset (for the live viewer) with the volume so far; `record.subset == record.subsets` at
+/// the end of an iteration.
+using IterationCallback = std::function<void(const IterationRecord& record, const std::vector<float>& volume)>;
+
+/// Checks everything before work starts (InputError / UsageError naming the option, field, expected and found):
+/// iterations >= 1, 1 <= subsets <= views, lambda in (0, 2), osem data finite and >= 0 with some positive value,
+/// the initial volume on `grid`, the mask's size. Then reconstructs.
+Image reconstructIterative(Projector& projector, const Geometry& geometry, const Image& projections, const VolumeGrid& grid,
+                           const IterativeOptions& options, IterativeReport* report = nullptr,
+                           const IterationCallback& callback = {});
+
+/// The views of subset s of `views` split into `subsets` (v mod S == s), and the visiting order of the subsets.
+std::vector<std::vector<std::size_t>> orderedSubsets(std::size_t views, int subsets);
+
+}  // namespace glrecon

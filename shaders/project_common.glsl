@@ -1,0 +1,68 @@
+// The projector pair's arithmetic (include/glrecon/projector.h), shared by the graphics and compute projectors and
+// written operation for operation as src/project/cpu_projector.cpp computes it. Prepended to each stage's file.
+struct View {
+  vec4 sourceIndex;  // xyz: the source in voxel-index coordinates
+  vec4 e0;           // xyz: world vector from the source to the centre of pixel (0, 0)
+  vec4 eu;           // xyz: world step along a detector row
+  vec4 ev;           // xyz: world step along a column
+  vec4 normal;       // xyz: unit detector normal; w: V_voxel SDD^2 / |eu x ev|
+  vec4 rows[3];      // the 3x4 matrix: voxel index -> (u w, v w, w)
+};
+layout(std430, binding = 0) readonly buffer Views { View views[]; };
+
+uniform ivec3 volumeSize;
+uniform vec3 spacing;
+uniform float stepLength;  // mm
+uniform ivec2 detectorSize;
+
+layout(binding = 0) uniform sampler3D volumeTexture;         // trilinear, border 0
+layout(binding = 1) uniform sampler2DArray projectionLayers;  // bilinear, border 0
+
+// A: the ray from the source to pixel centre `pixel`, clipped to the box [-1, n] of voxel indices (outside it the
+// trilinear interpolant with a zero border is 0), sampled at the midpoints of steps of stepLength mm.
+float forwardRay(int view, vec2 pixel) {
+  const View o = views[view];
+  const vec3 d = o.e0.xyz + pixel.x * o.eu.xyz + pixel.y * o.ev.xyz;
+  const float len = sqrt(d.x * d.x + d.y * d.y + d.z * d.z);
+  const vec3 dir = d / len / spacing;
+  const vec3 s = o.sourceIndex.xyz;
+  const vec3 hi = vec3(volumeSize);
+  float tmin = 0.0, tmax = len;
+  for (int a = 0; a < 3; ++a) {
+    if (dir[a] != 0.0) {
+      const float t0 = (-1.0 - s[a]) / dir[a], t1 = (hi[a] - s[a]) / dir[a];
+      tmin = max(tmin, min(t0, t1));
+      tmax = min(tmax, max(t0, t1));
+    } else if (s[a] < -1.0 || s[a] > hi[a]) {
+      return 0.0;
+    }
+  }
+  if (!(tmax > tmin)) return 0.0;
+  const int n = int(ceil((tmax - tmin) / stepLength));
+  const vec3 invSize = 1.0 / hi;
+  float sum = 0.0;
+  for (int k = 0; k < n; ++k) {
+    const float t = tmin + (float(k) + 0.5) * stepLength;
+    sum += texture(volumeTexture, (s + t * dir + 0.5) * invSize).r;
+  }
+  return sum * stepLength;
+}
+
+// B: voxel `voxel` projected into each of `count` views (layer p of projectionLayers is views[p]), bilinear
+// sample times the ray-density weight V_voxel SDD^2 |r - s| / (|eu x ev| depth^3).
+float backVoxel(vec3 voxel, int count) {
+  const vec2 invDetector = 1.0 / vec2(detectorSize);
+  const vec4 x = vec4(voxel, 1.0);
+  float sum = 0.0;
+  for (int p = 0; p < count; ++p) {
+    const View o = views[p];
+    const vec3 h = vec3(dot(o.rows[0], x), dot(o.rows[1], x), dot(o.rows[2], x));
+    const vec2 uv = h.xy / h.z;
+    const float value = texture(projectionLayers, vec3((uv + 0.5) * invDetector, float(p))).r;
+    const vec3 rs = (voxel - o.sourceIndex.xyz) * spacing;
+    const float distance = sqrt(rs.x * rs.x + rs.y * rs.y + rs.z * rs.z);
+    const float depth = dot(rs, o.normal.xyz);
+    sum += value * (o.normal.w * distance / (depth * depth * depth));
+  }
+  return sum;
+}

@@ -1,0 +1,279 @@
+// SART / OS-SART, SIRT, CGLS and OS-EM over the Projector interface. Volumes and projections live on the host
+// between projector calls: on GL and CUDA backends every forward() uploads the volume and reads projections
+// back, every back() uploads projections and reads the volume back (one round trip per subset, not per view).
+#include "glrecon/iterative.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include "glrecon/error.h"
+
+namespace glrecon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Below this fraction of the largest value, a ray length A 1 or a voxel weight B 1 counts as zero: rays that
+// only graze a corner of the volume box (or voxels that only graze the detector edge) would otherwise divide
+// their residual by a length of rounding size.
+constexpr double kRelativeFloor = 1e-6;
+
+int bitReverse(int value, int bits) {
+  int r = 0;
+  for (int b = 0; b < bits; ++b) r |= ((value >> b) & 1) << (bits - 1 - b);
+  return r;
+}
+
+double sumSquares(const std::vector<float>& v) {
+  double s = 0;
+  for (float x : v) s += static_cast<double>(x) * x;
+  return s;
+}
+
+}  // namespace
+
+IterativeMethod parseIterativeMethod(const std::string& name) {
+  if (name == "sart" || name == "os-sart") return IterativeMethod::Sart;
+  if (name == "sirt") return IterativeMethod::Sirt;
+  if (name == "cgls") return IterativeMethod::Cgls;
+  if (name == "osem" || name == "os-em" || name == "mlem") return IterativeMethod::Osem;
+  throw UsageError("--method: expected sart, sirt, cgls or osem, found '" + name + "'");
+}
+
+const char* methodName(IterativeMethod method) {
+  switch (method) {
+    case IterativeMethod::Sart: return "sart";
+    case IterativeMethod::Sirt: return "sirt";
+    case IterativeMethod::Cgls: return "cgls";
+    case IterativeMethod::Osem: return "osem";
+  }
+  return "?";
+}
+
+std::vector<std::vector<std::size_t>> orderedSubsets(std::size_t views, int subsets) {
+  int bits = 0;
+  while ((1 << bits) < subsets) ++bits;
+  std::vector<std::vector<std::size_t>> out;
+  for (int r = 0; r < (1 << bits); ++r) {
+    const int s = bitReverse(r, bits);
+    if (s >= subsets) continue;  // bit reversal over the next power of two; indices past S are skipped
+    std::vector<std::size_t> subset;
+    for (std::size_t v = static_cast<std::size_t>(s); v < views; v += static_cast<std::size_t>(subsets)) subset.push_back(v);
+    out.push_back(std::move(subset));
+  }
+  return out;
+}
+
+Image reconstructIterative(Projector& projector, const Geometry& geometry, const Image& projections, const VolumeGrid& grid,
+                           const IterativeOptions& options, IterativeReport* report, const IterationCallback& callback) {
+  const IterativeMethod method = options.method;
+  const std::size_t views = geometry.size(), nu = geometry.detector.nu, nv = geometry.detector.nv, pixels = nu * nv;
+  const std::size_t voxels = grid.voxelCount();
+  // ---- preconditions, before any work ----
+  if (options.iterations < 1)
+    throw UsageError("--iterations: expected at least 1, found " + std::to_string(options.iterations));
+  if (projections.size[0] != static_cast<int>(nu) || projections.size[1] != static_cast<int>(nv) ||
+      projections.size[2] != static_cast<int>(views))
+    throwInputError("projections", "size", std::to_string(nu) + " x " + std::to_string(nv) + " x " + std::to_string(views) + " (the geometry's)",
+                    std::to_string(projections.size[0]) + " x " + std::to_string(projections.size[1]) + " x " +
+                        std::to_string(projections.size[2]));
+  int subsets = options.subsets;
+  if (subsets == 0)
+    subsets = method == IterativeMethod::Sart ? static_cast<int>(views)
+              : method == IterativeMethod::Osem ? static_cast<int>(std::min<std::size_t>(8, views))
+                                                : 1;
+  if (subsets < 1 || static_cast<std::size_t>(subsets) > views)
+    throw UsageError("--subsets: expected 1 to " + std::to_string(views) + " (the number of projections), found " + std::to_string(subsets));
+  if ((method == IterativeMethod::Sirt || method == IterativeMethod::Cgls) && subsets != 1)
+    throw UsageError(std::string("--subsets: ") + methodName(method) + " uses every projection at once: expected 1, found " + std::to_string(subsets));
+  double lambda = options.lambda;
+  if (lambda == 0.0) lambda = (method == IterativeMethod::Sart && subsets == static_cast<int>(views) && views > 1) ? 0.8 : 1.0;
+  if (!(lambda > 0.0 && lambda < 2.0)) throw UsageError("--lambda: expected a relaxation in (0, 2), found " + std::to_string(lambda));
+  if (method == IterativeMethod::Cgls && options.positivity)
+    throw UsageError("--positivity: cgls cannot clamp (it would break the conjugate directions); use sart, sirt or osem");
+  if (!options.mask.empty() && options.mask.size() != voxels)
+    throwInputError("--roi", "mask size", std::to_string(voxels) + " voxels", std::to_string(options.mask.size()));
+  for (std::size_t i = 0; i < projections.data.size(); ++i) {
+    const float b = projections.data[i];
+    if (!std::isfinite(b) || (method == IterativeMethod::Osem && b < 0.0f)) {
+      const std::size_t p = i / pixels, v = (i % pixels) / nu, u = i % nu;
+      throwInputError("projections", "pixel (" + std::to_string(u) + ", " + std::to_string(v) + ") of projection " + std::to_string(p),
+                      method == IterativeMethod::Osem ? "finite non-negative line integrals (osem is multiplicative)" : "a finite value",
+                      std::to_string(b));
+    }
+  }
+  if (method == IterativeMethod::Osem &&
+      std::none_of(projections.data.begin(), projections.data.end(), [](float b) { return b > 0.0f; }))
+    throwInputError("projections", "values", "some positive line integral (osem)", "all zero");
+  if (options.initial) {
+    const VolumeGrid g = options.initial->grid();
+    auto same = [](double a, double b) { return std::abs(a - b) <= 1e-6 * std::max({1.0, std::abs(a), std::abs(b)}); };
+    auto vec = [](auto a) { return std::to_string(a[0]) + "," + std::to_string(a[1]) + "," + std::to_string(a[2]); };
+    if (g.size != grid.size)
+      throwInputError("--initial", "DimSize", vec(grid.size) + " (the output grid)", vec(g.size));
+    for (int a = 0; a < 3; ++a) {
+      if (!same(g.spacing[a], grid.spacing[a]))
+        throwInputError("--initial", "ElementSpacing", vec(grid.spacing) + " (the output grid)", vec(g.spacing));
+      if (!same(g.origin[a], grid.origin[a]))
+        throwInputError("--initial", "Offset", vec(grid.origin) + " (the output grid)", vec(g.origin));
+    }
+    for (float v : options.initial->data)
+      if (!std::isfinite(v) || (method == IterativeMethod::Osem && v < 0.0f))
+        throwInputError("--initial", "voxel values", method == IterativeMethod::Osem ? "finite non-negative values (osem)" : "finite values",
+                        std::to_string(v));
+  }
+
+  const auto start = Clock::now();
+  IterativeReport local;
+  IterativeReport& rep = report ? *report : local;
+  rep = {};
+  rep.subsets = subsets;
+  rep.lambda = lambda;
+  rep.dataNorm = std::sqrt(sumSquares(projections.data));
+  const std::vector<std::uint8_t>& mask = options.mask;
+  auto inside = [&](std::size_t i) { return mask.empty() || mask[i]; };
+  const std::vector<std::vector<std::size_t>> order = orderedSubsets(views, subsets);
+
+  // ---- normalisations: A 1 per ray (all views at once), B_S 1 per subset (cached when it fits in 512 MiB) ----
+  std::vector<float> ones(voxels, 1.0f);
+  for (std::size_t i = 0; i < voxels; ++i) ones[i] = inside(i) ? 1.0f : 0.0f;
+  std::vector<std::size_t> all(views);
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  std::vector<float> rayLength(views * pixels);
+  projector.forward(ones.data(), all.data(), views, rayLength.data());
+  const float rayFloor = static_cast<float>(kRelativeFloor * *std::max_element(rayLength.begin(), rayLength.end()));
+  std::vector<float> onesProjections(views * pixels, 1.0f);
+  const bool cacheWeights = method != IterativeMethod::Cgls && static_cast<double>(order.size()) * voxels * 4 <= 512.0 * (1 << 20);
+  std::vector<std::vector<float>> cachedWeights;
+  auto voxelWeights = [&](std::size_t s, std::vector<float>& out) {
+    if (cacheWeights && cachedWeights.size() > s) {
+      out = cachedWeights[s];
+      return;
+    }
+    out.resize(voxels);
+    projector.back(onesProjections.data(), order[s].data(), order[s].size(), out.data());
+  };
+  if (cacheWeights)
+    for (std::size_t s = 0; s < order.size(); ++s) {
+      std::vector<float> w;
+      voxelWeights(s, w);
+      cachedWeights.push_back(std::move(w));
+    }
+  rep.setupSeconds = since(start);
+
+  // ---- the starting volume ----
+  std::vector<float> x(voxels, 0.0f);
+  if (options.initial) {
+    x = options.initial->data;
+  } else if (method == IterativeMethod::Osem) {
+    // A constant whose projections have the data's total: the usual flat start of MLEM, positive everywhere.
+    double sb = 0, sa = 0;
+    for (float b : projections.data) sb += b;
+    for (float a : rayLength) sa += a;
+    std::fill(x.begin(), x.end(), static_cast<float>(sb / sa));
+  }
+  for (std::size_t i = 0; i < voxels; ++i)
+    if (!inside(i)) x[i] = 0.0f;
+
+  std::vector<float> ax, b, correction, update(voxels), weights;
+  auto gather = [&](const std::vector<std::size_t>& subset) {
+    b.resize(subset.size() * pixels);
+    for (std::size_t i = 0; i < subset.size(); ++i)
+      std::copy_n(projections.slice(static_cast<int>(subset[i])), pixels, b.begin() + i * pixels);
+  };
+
+  if (method == IterativeMethod::Cgls) {
+    // CGLS (Hestenes & Stiefel on the normal equations): r = b - A x, s = B r, p = s; per iteration
+    // q = A p, alpha = |s|^2 / |q|^2, x += alpha p, r -= alpha q, s = B r, beta = |s_new|^2 / |s|^2, p = s + beta p.
+    std::vector<float> r(views * pixels), q(views * pixels), s(voxels), p(voxels);
+    projector.forward(x.data(), all.data(), views, q.data());
+    for (std::size_t i = 0; i < r.size(); ++i) r[i] = projections.data[i] - q[i];
+    projector.back(r.data(), all.data(), views, s.data());
+    for (std::size_t i = 0; i < voxels; ++i)
+      if (!inside(i)) s[i] = 0.0f;
+    p = s;
+    double gamma = sumSquares(s);
+    for (int it = 1; it <= options.iterations; ++it) {
+      const auto t0 = Clock::now();
+      const double residual = std::sqrt(sumSquares(r));
+      if (gamma > 0.0) {
+        projector.forward(p.data(), all.data(), views, q.data());
+        const double qq = sumSquares(q);
+        const double alpha = qq > 0.0 ? gamma / qq : 0.0;
+        for (std::size_t i = 0; i < voxels; ++i) x[i] += static_cast<float>(alpha * p[i]);
+        for (std::size_t i = 0; i < r.size(); ++i) r[i] -= static_cast<float>(alpha * q[i]);
+        projector.back(r.data(), all.data(), views, s.data());
+        for (std::size_t i = 0; i < voxels; ++i)
+          if (!inside(i)) s[i] = 0.0f;
+        const double next = sumSquares(s);
+        const double beta = next / gamma;
+        gamma = next;
+        for (std::size_t i = 0; i < voxels; ++i) p[i] = static_cast<float>(s[i] + beta * p[i]);
+      }
+      IterationRecord rec{it, 1, 1, residual, since(t0)};
+      rep.iterations.push_back(rec);
+      if (callback) callback(rec, x);
+    }
+  } else {
+    for (int it = 1; it <= options.iterations; ++it) {
+      const auto t0 = Clock::now();
+      double squares = 0;
+      for (std::size_t si = 0; si < order.size(); ++si) {
+        const std::vector<std::size_t>& subset = order[si];
+        gather(subset);
+        ax.resize(b.size());
+        projector.forward(x.data(), subset.data(), subset.size(), ax.data());
+        correction.resize(b.size());
+        for (std::size_t i = 0; i < subset.size(); ++i) {
+          const float* length = rayLength.data() + subset[i] * pixels;
+          for (std::size_t k = 0; k < pixels; ++k) {
+            const std::size_t j = i * pixels + k;
+            const float r = b[j] - ax[j];
+            squares += static_cast<double>(r) * r;
+            if (method == IterativeMethod::Osem)
+              // b / (A x): rays that miss the volume carry no information; a ray whose forward projection is 0
+              // while b > 0 (the voxels it crosses are all 0 and stay 0 multiplicatively) gets no update either.
+              correction[j] = (length[k] > rayFloor && ax[j] > 0.0f) ? b[j] / ax[j] : 0.0f;
+            else
+              correction[j] = length[k] > rayFloor ? r / length[k] : 0.0f;
+          }
+        }
+        projector.back(correction.data(), subset.data(), subset.size(), update.data());
+        voxelWeights(si, weights);
+        const float weightFloor = static_cast<float>(kRelativeFloor * *std::max_element(weights.begin(), weights.end()));
+        for (std::size_t i = 0; i < voxels; ++i) {
+          if (!inside(i) || !(weights[i] > weightFloor)) continue;
+          if (method == IterativeMethod::Osem) {
+            x[i] *= update[i] / weights[i];
+          } else {
+            x[i] += static_cast<float>(lambda) * update[i] / weights[i];
+            if (options.positivity && x[i] < 0.0f) x[i] = 0.0f;
+          }
+        }
+        if (callback && si + 1 < order.size())
+          callback({it, static_cast<int>(si + 1), static_cast<int>(order.size()), std::sqrt(squares), since(t0)}, x);
+      }
+      IterationRecord rec{it, static_cast<int>(order.size()), static_cast<int>(order.size()), std::sqrt(squares), since(t0)};
+      rep.iterations.push_back(rec);
+      if (callback) callback(rec, x);
+    }
+  }
+  // The final residual: one more forward projection of the result.
+  std::vector<float> final(views * pixels);
+  projector.forward(x.data(), all.data(), views, final.data());
+  double squares = 0;
+  for (std::size_t i = 0; i < final.size(); ++i) {
+    const double r = static_cast<double>(projections.data[i]) - final[i];
+    squares += r * r;
+  }
+  rep.finalResidual = std::sqrt(squares);
+  rep.seconds = since(start);
+  Image out(grid);
+  out.data = std::move(x);
+  return out;
+}
+
+}  // namespace glrecon

@@ -1,0 +1,9 @@
+// Builds without CUDA: the cuda projector reports that it is not built.
+#include "projector_backends.h"
+
+namespace glrecon::detail {
+bool cudaProjectorBuilt() { return false; }
+std::unique_ptr<Projector> makeCudaProjector(const Geometry&, const VolumeGrid&, const ProjectorOptions&) {
+  throw CudaProjectorError("cuda projector: this build has no CUDA backend (no CUDA compiler found)");
+}
+}  // namespace glrecon::detail

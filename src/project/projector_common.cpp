@@ -1,0 +1,100 @@
+// What every projector backend shares: the float view constants, the step, the geometry checks, the factory.
+#include <algorithm>
+#include <cmath>
+
+#include <glm/geometric.hpp>
+
+#include "glrecon/error.h"
+#include "glrecon/projector.h"
+
+namespace glrecon {
+
+std::vector<ProjectorView> projectorViews(const Geometry& geometry, const VolumeGrid& grid) {
+  std::vector<ProjectorView> out(geometry.size());
+  const double voxelVolume = grid.spacing.x * grid.spacing.y * grid.spacing.z;
+  for (std::size_t p = 0; p < geometry.size(); ++p) {
+    const ProjectionVectors& v = geometry.views[p];
+    ProjectorView& o = out[p];
+    const glm::dvec3 sIndex = (v.source - grid.origin) / grid.spacing;
+    const glm::dvec3 e0 = v.pixel00 - v.source, n = v.detectorNormal();
+    const double sdd = v.sourceToDetector(), area = glm::length(glm::cross(v.uStep, v.vStep));
+    for (int a = 0; a < 3; ++a) {
+      o.sourceIndex[a] = static_cast<float>(sIndex[a]);
+      o.e0[a] = static_cast<float>(e0[a]);
+      o.eu[a] = static_cast<float>(v.uStep[a]);
+      o.ev[a] = static_cast<float>(v.vStep[a]);
+      o.normal[a] = static_cast<float>(n[a]);
+    }
+    o.weight = static_cast<float>(voxelVolume * sdd * sdd / area);
+    const ProjectionMatrix m = geometry.matrix(p, grid);
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 4; ++c) o.matrix[r][c] = static_cast<float>(m.m[r][c]);
+  }
+  return out;
+}
+
+double projectorStep(const ProjectorOptions& options, const VolumeGrid& grid) {
+  if (options.step == 0.0) return 0.5 * std::min({grid.spacing.x, grid.spacing.y, grid.spacing.z});
+  if (!(options.step > 0.0) || !std::isfinite(options.step))
+    throwGeometryError("projector", "step", "a positive length in mm", std::to_string(options.step));
+  return options.step;
+}
+
+void checkProjectorGeometry(const Geometry& geometry, const VolumeGrid& grid, const std::string& context) {
+  grid.validate(context.c_str());
+  if (geometry.size() == 0) throwGeometryError(context, "projections", "at least one view", "none");
+  // A ray from the source to a pixel centre of zero length has no direction: nothing to integrate along. Checked
+  // at the four corners and wherever the detector plane passes through the source (the nearest pixel).
+  for (std::size_t p = 0; p < geometry.size(); ++p) {
+    const ProjectionVectors& v = geometry.views[p];
+    const auto pierce = v.piercingPoint();
+    const double cu = std::clamp(std::round(pierce[0]), 0.0, geometry.detector.nu - 1.0);
+    const double cv = std::clamp(std::round(pierce[1]), 0.0, geometry.detector.nv - 1.0);
+    const double corners[5][2] = {{0, 0}, {geometry.detector.nu - 1.0, 0}, {0, geometry.detector.nv - 1.0},
+                                  {geometry.detector.nu - 1.0, geometry.detector.nv - 1.0}, {cu, cv}};
+    for (const auto& c : corners) {
+      const double length = glm::length(v.detectorPoint(c[0], c[1]) - v.source);
+      if (!(length > 0.0) || !std::isfinite(length))
+        throwGeometryError(context, "projection " + std::to_string(p) + " ray length (source to pixel " +
+                                        std::to_string(static_cast<int>(c[0])) + "," + std::to_string(static_cast<int>(c[1])) + ")",
+                           "a positive length", std::to_string(length) + " mm");
+    }
+  }
+  geometry.validate(context);
+  geometry.checkVolumeInFront(grid, context);
+}
+
+}  // namespace glrecon
+
+namespace glrecon {
+
+double countRaySamples(const Geometry& geometry, const VolumeGrid& grid, double step) {
+  // The clip of forward() without the march: the number of trilinear samples every ray of every view takes.
+  const std::vector<ProjectorView> views = projectorViews(geometry, grid);
+  const float sp[3] = {static_cast<float>(grid.spacing.x), static_cast<float>(grid.spacing.y), static_cast<float>(grid.spacing.z)};
+  const float hi[3] = {static_cast<float>(grid.size[0]), static_cast<float>(grid.size[1]), static_cast<float>(grid.size[2])};
+  double total = 0;
+  for (const ProjectorView& o : views)
+    for (int iv = 0; iv < geometry.detector.nv; ++iv)
+      for (int iu = 0; iu < geometry.detector.nu; ++iu) {
+        float d[3];
+        for (int a = 0; a < 3; ++a) d[a] = o.e0[a] + static_cast<float>(iu) * o.eu[a] + static_cast<float>(iv) * o.ev[a];
+        const float length = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        float tmin = 0.0f, tmax = length;
+        bool miss = false;
+        for (int a = 0; a < 3; ++a) {
+          const float dir = d[a] / length / sp[a];
+          if (dir != 0.0f) {
+            const float t0 = (-1.0f - o.sourceIndex[a]) / dir, t1 = (hi[a] - o.sourceIndex[a]) / dir;
+            tmin = std::max(tmin, std::min(t0, t1));
+            tmax = std::min(tmax, std::max(t0, t1));
+          } else if (o.sourceIndex[a] < -1.0f || o.sourceIndex[a] > hi[a]) {
+            miss = true;
+          }
+        }
+        if (!miss && tmax > tmin) total += std::ceil((tmax - tmin) / static_cast<float>(step));
+      }
+  return total;
+}
+
+}  // namespace glrecon
