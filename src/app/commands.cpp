@@ -276,10 +276,10 @@ struct FdkCommand {
     CLI::App* c = app.add_subcommand("fdk", "Reconstruct a volume from cone-beam projections (FDK)");
     c->add_option("--geometry,-g", geometryPath, "RTK geometry XML file")->required();
     c->add_option("--projections,-p", projectionsPath,
-                  "Projections: a MetaImage stack, a directory of MetaImage files, or a glob such as 'scan/p_*.mha'");
+                  "Projections: a MetaImage or TIFF stack, a directory of MetaImage or TIFF files, or a glob such as 'scan/*.tif'");
     c->add_option("--path", path, "rtkfdk style: directory of projection files (with --regexp)");
     c->add_option("--regexp", regexp, "rtkfdk style: regular expression the projection file names match (with --path)");
-    c->add_option("--output,-o", output, "Output volume (.mha or .mhd)")->required();
+    c->add_option("--output,-o", output, "Output volume (.mha, .mhd, or .tif: float32 pages Fiji reads in mm)")->required();
     volume.add(c);
     c->add_option("--backend", backend,
                   "Backprojector: cpu, graphics (OpenGL graphics pipeline, AG-GPU), graphics-mp (its fragment-only variant), "
@@ -379,7 +379,7 @@ struct FdkCommand {
       so.fdk = options;
       StreamReport report;
       const Image result = reconstructStreaming(*source, geometry, grid, so, &report);
-      writeMetaImage(output, result, overwrite);
+      writeImage(output, result, overwrite);
       if (!quiet) {
         printStreamReport(report, geometry.size());
         std::fprintf(stderr, "wrote %s\n", output.c_str());
@@ -414,7 +414,7 @@ struct FdkCommand {
                   std::to_string(report.killedAfter) + " of " + std::to_string(geometry.size()) +
                   " projections, their partial sums scaled to the whole scan (a heuristic: see README).\n";
     if (!noteText.empty()) refuseToOverwrite(note, overwrite);
-    writeMetaImage(output, result, overwrite);
+    writeImage(output, result, overwrite);
     if (!noteText.empty()) {
       AtomicOutput out(note, overwrite);
       std::ofstream(out.temporaryPath()) << noteText;
