@@ -40,7 +40,9 @@ void writeWithLibtiff(const fs::path& path, int w, int h, int pages, const Layou
     TIFFSetField(tif, TIFFTAG_IMAGELENGTH, h);
     TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, bits);
     TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, 1);
-    TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, std::is_floating_point_v<T> ? SAMPLEFORMAT_IEEEFP : SAMPLEFORMAT_UINT);
+    TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, std::is_floating_point_v<T> ? SAMPLEFORMAT_IEEEFP
+                                            : std::is_signed_v<T>       ? SAMPLEFORMAT_INT
+                                                                        : SAMPLEFORMAT_UINT);
     TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
     TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
     TIFFSetField(tif, TIFFTAG_COMPRESSION, layout.compression);
@@ -100,6 +102,11 @@ TEST(Tiff, ReadsEveryPixelTypeInStripsAndTiles) {
     expectReadsBack<std::uint8_t>(dir / (name + "-u8.tif"), w, h, 3);
     expectReadsBack<std::uint16_t>(dir / (name + "-u16.tif"), w, h, 3);
     expectReadsBack<float>(dir / (name + "-f32.tif"), w, h, 3);
+    // Less common, read as well: signed 16-bit (some detectors) and 64-bit float.
+    writeWithLibtiff<std::int16_t>(dir / (name + "-i16.tif"), w, h, 2, layout);
+    writeWithLibtiff<double>(dir / (name + "-f64.tif"), w, h, 2, layout);
+    expectReadsBack<std::int16_t>(dir / (name + "-i16.tif"), w, h, 2);
+    expectReadsBack<double>(dir / (name + "-f64.tif"), w, h, 2);
   }
 }
 
@@ -339,6 +346,10 @@ TEST(Tiff, CliFdkReadsTiffStacksWithFlatAndDarkAndWritesTiff) {
   EXPECT_EQ(a.data, b.data);
   EXPECT_EQ(a.origin, b.origin);  // -(16 - 1) / 2 * 16 = -120: exact through xorigin = 7.5
   EXPECT_GT(a.at(8, 8, 8), 0.008f);  // the phantom's brain (0.0102), not zeros
+
+  // The slice command reads TIFF volumes too.
+  ASSERT_EQ(runCli(dir, "slice -i b.tif -o b.png --axis y", &out), 0) << out;
+  EXPECT_TRUE(fs::exists(dir / "b.png"));
 
   // A truncated projection file among the pages: the error names it and no volume is written.
   const std::string whole = test::readText(dir / "tif" / "proj_5.tif");

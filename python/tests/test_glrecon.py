@@ -183,6 +183,12 @@ def test_fdk_equals_the_cli_bit_for_bit(scan, tmp_path):
     cli(scan, "fdk", "-g", "scan/geometry.xml", "-p", "scan/projections.mha", "-o", str(tmp_path / "hann.mha"), *GRID,
         "--origin", "0,0,0", "--filter", "hann", "--cutoff", "0.8", "--backend", "cpu", "-q")
     np.testing.assert_array_equal(hann, glrecon.read_image(tmp_path / "hann.mha"))
+    # A region of interest: zeros outside, the same bits inside.
+    fov = glrecon.fdk(p, geo, size=16, spacing=16, backend="cpu", roi="fov")
+    cli(scan, "fdk", "-g", "scan/geometry.xml", "-p", "scan/projections.mha", "-o", str(tmp_path / "fov.mha"), *GRID,
+        "--roi", "fov", "--backend", "cpu", "-q")
+    np.testing.assert_array_equal(fov, glrecon.read_image(tmp_path / "fov.mha"))
+    assert (fov == 0).any() and (fov != 0).any()
 
 
 @pytest.mark.parametrize("backend", ["graphics", "compute"])

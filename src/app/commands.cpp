@@ -447,7 +447,7 @@ struct SliceCommand {
 
   void add(CLI::App& app) {
     CLI::App* c = app.add_subcommand("slice", "Write one slice of a volume as a PNG image");
-    c->add_option("--input,-i", input, "Volume (.mha or .mhd)")->required();
+    c->add_option("--input,-i", input, "Volume (.mha, .mhd or .tif)")->required();
     c->add_option("--output,-o", output, "PNG file")->required();
     c->add_option("--axis", axis, "x, y or z (y slices are axial: x across, z up)")->capture_default_str();
     c->add_option("--index", index, "Voxel index along the axis (default: the central slice)");
@@ -459,7 +459,7 @@ struct SliceCommand {
     const SliceAxis a = parseSliceAxis(axis);
     const auto r = range.empty() ? std::optional<std::pair<double, double>>{} : parseRange("--range", range);
     refuseToOverwrite(output, overwrite);
-    const Image volume = readMetaImage(input);
+    const Image volume = readImage(input);
     const int i = index >= 0 ? index : volume.size[axisNumber(a)] / 2;
     const auto grey = r ? *r : percentileRange(volume, 0.5, 99.5);
     writeSlicePng(output, volume, a, i, grey.first, grey.second, overwrite);
