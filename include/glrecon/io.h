@@ -1,5 +1,5 @@
 #pragma once
-/// File input and output: MetaImage volumes and projection stacks, RTK geometry files, PNG slices.
+/// File input and output: MetaImage and TIFF volumes and projection stacks, RTK geometry files, PNG slices.
 /// Every writer is atomic (a temporary file in the target directory, renamed when complete) and refuses
 /// to replace an existing file unless `overwrite` is true. Every reader reports bad input as InputError
 /// naming the file, the field, what was expected and what was found.
@@ -19,8 +19,9 @@ Image readMetaImage(const std::string& path, std::string* elementType = nullptr)
 /// Writes float32 MetaImage; `.mha` holds header and data, `.mhd` writes a `.raw` beside it.
 void writeMetaImage(const std::string& path, const Image& image, bool overwrite);
 
-/// Projections for reconstruction: one MetaImage stack (3D: nu x nv x projections), a directory of
-/// single-projection MetaImage files (taken in natural name order), or a glob pattern ("scan/p_*.mha").
+/// Projections for reconstruction: one MetaImage or multi-page TIFF stack (3D: nu x nv x projections), a
+/// directory of single-projection MetaImage or TIFF files (taken in natural name order), or a glob pattern
+/// ("scan/p_*.mha", "scan/*.tif").
 /// Every file must agree with the first on pixel count, spacing and origin.
 Image readProjectionStack(const std::string& spec);
 /// The files a projection spec names, in the order they will be read (a single file for a stack).
@@ -28,8 +29,27 @@ std::vector<std::string> listProjectionFiles(const std::string& spec);
 /// rtkfdk's --path and --regexp: the files in `directory` whose whole name matches the regular expression
 /// (ECMAScript syntax), in natural order.
 std::vector<std::string> listProjectionFiles(const std::string& directory, const std::string& regex);
-/// Reads and concatenates the listed MetaImage files into one stack (checks as readProjectionStack).
+/// Reads and concatenates the listed MetaImage or TIFF files into one stack (checks as readProjectionStack).
 Image readProjectionFiles(const std::vector<std::string>& files);
+
+// ---- TIFF (libtiff) ----
+/// Reads a single- or multi-page greyscale TIFF (8/16/32-bit signed or unsigned integers, 32/64-bit float;
+/// strips or tiles; any compression libtiff decodes) into float, one page per slice. Spacing: from the
+/// resolution tags (inch or cm units; with unit "none", ImageJ's unit= in the description; 1 mm otherwise) and
+/// ImageJ's spacing= for the page axis. Origin: ImageJ's x/y/zorigin when present, else the image is centred
+/// (TIFF has no origin). Every page must have the first page's size.
+Image readTiff(const std::string& path);
+/// Writes a multi-page float32 TIFF, one page per z slice, readable by Fiji/ImageJ as a calibrated stack
+/// (resolution tags 1/spacing, description "ImageJ=...\nimages=N\nslices=N\nunit=mm\nspacing=Z" plus the
+/// origin as x/y/zorigin). Classic TIFF: the pages must start within 4 GiB (InputError otherwise).
+void writeTiff(const std::string& path, const Image& image, bool overwrite);
+/// True for names ending in .tif or .tiff (any case).
+bool isTiffPath(const std::string& path);
+
+// ---- by file name ----
+/// TIFF for .tif/.tiff, MetaImage otherwise.
+Image readImage(const std::string& path);
+void writeImage(const std::string& path, const Image& image, bool overwrite);
 
 // ---- RTK geometry XML (RTKThreeDCircularGeometry, versions 2 and 3) ----
 std::vector<CircularParams> readRtkGeometry(const std::string& path);

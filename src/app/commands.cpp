@@ -277,10 +277,10 @@ struct FdkCommand {
     CLI::App* c = app.add_subcommand("fdk", "Reconstruct a volume from cone-beam projections (FDK)");
     c->add_option("--geometry,-g", geometryPath, "RTK geometry XML file")->required();
     c->add_option("--projections,-p", projectionsPath,
-                  "Projections: a MetaImage stack, a directory of MetaImage files, or a glob such as 'scan/p_*.mha'");
+                  "Projections: a MetaImage or TIFF stack, a directory of MetaImage or TIFF files, or a glob such as 'scan/*.tif'");
     c->add_option("--path", path, "rtkfdk style: directory of projection files (with --regexp)");
     c->add_option("--regexp", regexp, "rtkfdk style: regular expression the projection file names match (with --path)");
-    c->add_option("--output,-o", output, "Output volume (.mha or .mhd)")->required();
+    c->add_option("--output,-o", output, "Output volume (.mha, .mhd, or .tif: float32 pages Fiji reads in mm)")->required();
     volume.add(c);
     c->add_option("--backend", backend,
                   "Backprojector: cpu, graphics (OpenGL graphics pipeline, AG-GPU), graphics-mp (its fragment-only variant), "
@@ -380,7 +380,7 @@ struct FdkCommand {
       so.fdk = options;
       StreamReport report;
       const Image result = reconstructStreaming(*source, geometry, grid, so, &report);
-      writeMetaImage(output, result, overwrite);
+      writeImage(output, result, overwrite);
       if (!quiet) {
         printStreamReport(report, geometry.size());
         std::fprintf(stderr, "wrote %s\n", output.c_str());
@@ -415,7 +415,7 @@ struct FdkCommand {
                   std::to_string(report.killedAfter) + " of " + std::to_string(geometry.size()) +
                   " projections, their partial sums scaled to the whole scan (a heuristic: see README).\n";
     if (!noteText.empty()) refuseToOverwrite(note, overwrite);
-    writeMetaImage(output, result, overwrite);
+    writeImage(output, result, overwrite);
     if (!noteText.empty()) {
       AtomicOutput out(note, overwrite);
       std::ofstream(out.temporaryPath()) << noteText;
@@ -448,7 +448,7 @@ struct SliceCommand {
 
   void add(CLI::App& app) {
     CLI::App* c = app.add_subcommand("slice", "Write one slice of a volume as a PNG image");
-    c->add_option("--input,-i", input, "Volume (.mha or .mhd)")->required();
+    c->add_option("--input,-i", input, "Volume (.mha, .mhd or .tif)")->required();
     c->add_option("--output,-o", output, "PNG file")->required();
     c->add_option("--axis", axis, "x, y or z (y slices are axial: x across, z up)")->capture_default_str();
     c->add_option("--index", index, "Voxel index along the axis (default: the central slice)");
@@ -460,7 +460,7 @@ struct SliceCommand {
     const SliceAxis a = parseSliceAxis(axis);
     const auto r = range.empty() ? std::optional<std::pair<double, double>>{} : parseRange("--range", range);
     refuseToOverwrite(output, overwrite);
-    const Image volume = readMetaImage(input);
+    const Image volume = readImage(input);
     const int i = index >= 0 ? index : volume.size[axisNumber(a)] / 2;
     const auto grey = r ? *r : percentileRange(volume, 0.5, 99.5);
     writeSlicePng(output, volume, a, i, grey.first, grey.second, overwrite);

@@ -37,10 +37,10 @@ bool naturalLess(const std::string& a, const std::string& b) {
   return a.size() - i < b.size() - j;
 }
 
-bool isMetaImage(const fs::path& p) {
+bool isProjectionFile(const fs::path& p) {
   std::string e = p.extension().string();
   std::transform(e.begin(), e.end(), e.begin(), ::tolower);
-  return e == ".mha" || e == ".mhd";
+  return e == ".mha" || e == ".mhd" || e == ".tif" || e == ".tiff";
 }
 
 void sortNaturally(std::vector<std::string>& files) {
@@ -55,8 +55,8 @@ std::vector<std::string> listProjectionFiles(const std::string& spec) {
   std::vector<std::string> files;
   if (fs::is_directory(spec)) {
     for (const auto& entry : fs::directory_iterator(spec))
-      if (entry.is_regular_file() && isMetaImage(entry.path())) files.push_back(entry.path().string());
-    if (files.empty()) throwInputError(spec, "projections", "a directory holding .mha or .mhd files", "none");
+      if (entry.is_regular_file() && isProjectionFile(entry.path())) files.push_back(entry.path().string());
+    if (files.empty()) throwInputError(spec, "projections", "a directory holding .mha, .mhd, .tif or .tiff files", "none");
   } else if (spec.find_first_of("*?[") != std::string::npos) {
     glob_t matches{};
     const int status = ::glob(spec.c_str(), 0, nullptr, &matches);
@@ -92,7 +92,7 @@ Image readProjectionStack(const std::string& spec) { return readProjectionFiles(
 Image readProjectionFiles(const std::vector<std::string>& files) {
   Image stack;
   for (std::size_t f = 0; f < files.size(); ++f) {
-    Image part = readMetaImage(files[f]);
+    Image part = readImage(files[f]);
     if (f == 0) {
       stack = std::move(part);
     } else {

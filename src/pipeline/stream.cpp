@@ -31,7 +31,7 @@ class FileSource final : public ProjectionSource {
   explicit FileSource(std::vector<std::string> files) : files_(std::move(files)) {
     if (files_.empty()) throw InputError("projections: no files");
     // The first file gives the layout; a single stack is kept, so it is read once.
-    Image first = readMetaImage(files_[0]);
+    Image first = readImage(files_[0]);
     detector_ = detectorLayoutOf(first);
     if (files_.size() == 1) {
       stack_ = std::move(first);
@@ -48,7 +48,7 @@ class FileSource final : public ProjectionSource {
     const Image* image = &stack_;
     Image one;
     if (files_.size() > 1) {
-      one = readMetaImage(files_[index]);
+      one = readImage(files_[index]);
       if (one.size[0] != detector_.nu || one.size[1] != detector_.nv || one.size[2] != 1)
         throwInputError(files_[index], "DimSize", std::to_string(detector_.nu) + " " + std::to_string(detector_.nv) + " 1",
                         std::to_string(one.size[0]) + " " + std::to_string(one.size[1]) + " " + std::to_string(one.size[2]));

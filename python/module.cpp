@@ -1,0 +1,398 @@
+// glrecon's Python extension (_glrecon): pybind11 over the public headers. The Python package
+// (python/glrecon/__init__.py) puts the user-facing functions, defaults and docstrings on top.
+//
+// Arrays: NumPy (z, y, x) for volumes and (views, v, u) for projections, i.e. the C++ Image's memory order
+// (x fastest) read as a C-contiguous array, as ITK/RTK/SimpleITK show a MetaImage. Results come back without a
+// copy (the Image's buffer is handed to NumPy); projections given as C-contiguous float32 are read in place.
+// Work runs with the GIL released; progress callbacks take it back for the call only.
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+#include <glm/geometric.hpp>
+
+#include "glrecon/backprojector.h"
+#include "glrecon/error.h"
+#include "glrecon/fdk.h"
+#include "glrecon/geometry.h"
+#include "glrecon/gl/context.h"
+#include "glrecon/io.h"
+#include "glrecon/phantom.h"
+#include "glrecon/preprocess.h"
+#include "glrecon/stream.h"
+
+namespace py = pybind11;
+using namespace glrecon;
+
+namespace {
+
+using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+
+// An Image's buffer as a NumPy array (z, y, x) without copying: the Image moves to the heap and a capsule frees it.
+py::array toNumpy(Image&& image) {
+  auto* owner = new Image(std::move(image));
+  py::capsule free(owner, [](void* p) { delete static_cast<Image*>(p); });
+  const std::vector<py::ssize_t> shape = {owner->size[2], owner->size[1], owner->size[0]};
+  return py::array_t<float>(shape, owner->data.data(), free);
+}
+
+py::tuple triple(const std::array<double, 3>& a) { return py::make_tuple(a[0], a[1], a[2]); }
+
+// A NumPy array (3D, or 2D as one slice) with (x, y, z) spacing and origin as an Image (one copy: the C++ writers
+// and preprocessing take an Image).
+Image toImage(const FloatArray& array, const std::array<double, 3>& spacing, const std::array<double, 3>& origin, const char* name) {
+  if (array.ndim() != 3 && array.ndim() != 2)
+    throwInputError(name, "shape", "a 2D (rows, columns) or 3D (z, y, x) array", std::to_string(array.ndim()) + " dimensions");
+  const int nz = array.ndim() == 3 ? static_cast<int>(array.shape(0)) : 1;
+  const int ny = static_cast<int>(array.shape(array.ndim() - 2)), nx = static_cast<int>(array.shape(array.ndim() - 1));
+  Image image({nx, ny, nz}, spacing, origin);
+  std::memcpy(image.data.data(), array.data(), image.data.size() * sizeof(float));
+  return image;
+}
+
+// Projections read in place from a C-contiguous float32 (views, v, u) array: the pipeline copies one projection at a
+// time into its own buffer (the filter works in place), never the whole stack.
+class ArraySource final : public ProjectionSource {
+ public:
+  ArraySource(const float* data, std::size_t views, const DetectorLayout& layout) : data_(data), views_(views), layout_(layout) {}
+  std::size_t count() const override { return views_; }
+  DetectorLayout detector() const override { return layout_; }
+  std::string origin(std::size_t index) const override { return "projections[" + std::to_string(index) + "]"; }
+  void read(std::size_t index, float* out) override {
+    const std::size_t pixels = static_cast<std::size_t>(layout_.nu) * layout_.nv;
+    const float* src = data_ + index * pixels;
+    // A NaN would spread over a whole row through the ramp filter: refuse it as the file readers do.
+    for (std::size_t i = 0; i < pixels; ++i)
+      if (!std::isfinite(src[i]))
+        throwInputError("projections", "projection " + std::to_string(index) + " pixel (" + std::to_string(i % layout_.nu) + ", " +
+                                            std::to_string(i / layout_.nu) + ")",
+                        "a finite value", std::isnan(src[i]) ? "NaN" : "infinity");
+    std::memcpy(out, src, pixels * sizeof(float));
+  }
+
+ private:
+  const float* data_;
+  std::size_t views_;
+  DetectorLayout layout_;
+};
+
+// A geometry as Python sees it: RTK parameters waiting for a detector layout (read_rtk_geometry: the layout comes
+// from the projections, as on the command line), or complete (circular(), from_vectors()).
+struct PyGeometry {
+  std::vector<CircularParams> circular;
+  std::optional<DetectorLayout> detector;
+  std::vector<ProjectionVectors> vectors;  // for geometries given as vectors (no RTK parameters)
+
+  Geometry resolve(const std::optional<DetectorLayout>& fromProjections) const {
+    if (!circular.empty()) {
+      const std::optional<DetectorLayout>& layout = detector ? detector : fromProjections;
+      if (!layout)
+        throwInputError("geometry", "detector layout",
+                        "the detector's pixel spacing and origin (projections from read_image, or geometry.with_detector(...))",
+                        "an RTK geometry without a detector and plain array projections");
+      return Geometry::fromCircular(circular, *layout);
+    }
+    Geometry g;
+    g.detector = *detector;
+    g.views = vectors;
+    return g;
+  }
+};
+
+std::optional<DetectorLayout> layoutOf(const py::object& spacing, const py::object& origin, std::size_t nu, std::size_t nv) {
+  if (spacing.is_none()) return std::nullopt;
+  const auto s = spacing.cast<std::vector<double>>();
+  const auto o = origin.is_none() ? std::vector<double>{} : origin.cast<std::vector<double>>();
+  if (s.size() < 2) throwInputError("projections", "spacing", "(u, v[, view]) spacing in mm", std::to_string(s.size()) + " values");
+  DetectorLayout layout = DetectorLayout::centred(static_cast<int>(nu), static_cast<int>(nv), s[0], s[1]);
+  if (o.size() >= 2) {
+    layout.originU = o[0];
+    layout.originV = o[1];
+  }
+  return layout;
+}
+
+VolumeGrid makeGrid(const std::array<int, 3>& size, const std::array<double, 3>& spacing, const std::optional<std::array<double, 3>>& origin) {
+  VolumeGrid grid = VolumeGrid::centred(size, {spacing[0], spacing[1], spacing[2]});
+  if (origin) grid.origin = {(*origin)[0], (*origin)[1], (*origin)[2]};
+  grid.validate("volume");
+  return grid;
+}
+
+py::array fdk(const py::array& input, const py::object& spacing, const py::object& origin, const PyGeometry& pygeometry,
+              const std::array<int, 3>& size, const std::array<double, 3>& voxel, const std::optional<std::array<double, 3>>& volumeOrigin,
+              const std::string& backend, int window, const std::string& filter, double cutoff, bool shortScan, int threads,
+              int batch, int gpu, const std::string& roi, const py::object& progress, bool printProgress, py::dict report) {
+  // Taken as it is when C-contiguous float32; otherwise converted once here (forcecast).
+  const FloatArray projections = FloatArray::ensure(input);
+  if (!projections) throw py::error_already_set();
+  if (projections.ndim() != 3)
+    throwInputError("projections", "shape", "a 3D array (views, v, u)", std::to_string(projections.ndim()) + " dimensions");
+  const std::size_t views = projections.shape(0), nv = projections.shape(1), nu = projections.shape(2);
+  const Geometry geometry = pygeometry.resolve(layoutOf(spacing, origin, nu, nv));
+  geometry.validate("geometry");
+  if (geometry.detector.nu != static_cast<int>(nu) || geometry.detector.nv != static_cast<int>(nv))
+    throwInputError("projections", "shape (views, v, u)",
+                    "v x u = " + std::to_string(geometry.detector.nv) + " x " + std::to_string(geometry.detector.nu) + " detector pixels",
+                    std::to_string(nv) + " x " + std::to_string(nu));
+  if (geometry.size() != views)
+    throwInputError("projections", "number of projections", std::to_string(geometry.size()) + " as in the geometry", std::to_string(views));
+  const VolumeGrid grid = makeGrid(size, voxel, volumeOrigin);
+
+  StreamOptions options;
+  options.fdk.filter.window = parseRampWindow(filter);
+  options.fdk.filter.cutoff = cutoff;
+  options.fdk.filter.shortScan = shortScan;
+  options.fdk.backend = backend;
+  options.fdk.window = window;
+  options.fdk.threads = threads;
+  options.fdk.batch = static_cast<std::size_t>(std::max(1, batch));
+  options.fdk.gpu = gpu;
+  options.fdk.roi = roi;
+  options.fdk.progress = printProgress;
+  options.filterThreads = threads;
+  std::atomic<bool> cancel{false};
+  options.cancel = &cancel;
+  std::exception_ptr callbackError;
+  // The callback and Ctrl-C run with the GIL taken back; an exception there cancels the stream and is re-raised.
+  options.onBatch = [&](std::size_t done, Backprojector&) {
+    py::gil_scoped_acquire gil;
+    try {
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      if (!progress.is_none()) progress(done, views);
+    } catch (...) {
+      callbackError = std::current_exception();
+      cancel = true;
+    }
+  };
+  ArraySource source(projections.data(), views, geometry.detector);
+  StreamReport stream;
+  Image volume;
+  {
+    py::gil_scoped_release release;
+    try {
+      volume = reconstructStreaming(source, geometry, grid, options, &stream);
+    } catch (const StreamCancelled&) {
+      if (!callbackError) throw;
+    }
+  }
+  if (callbackError) std::rethrow_exception(callbackError);
+  report["backend"] = stream.backend;
+  report["seconds"] = stream.totalSeconds;
+  report["backproject_seconds"] = stream.backprojectSeconds;
+  report["g_voxel_updates_per_second"] = stream.gigaUpdatesPerSecond();
+  report["projections_address"] = reinterpret_cast<std::uintptr_t>(projections.data());
+  return toNumpy(std::move(volume));
+}
+
+py::tuple readImageTuple(const std::string& path) {
+  Image image;
+  {
+    py::gil_scoped_release release;
+    image = readImage(path);
+  }
+  const auto spacing = image.spacing, origin = image.origin;
+  return py::make_tuple(toNumpy(std::move(image)), triple(spacing), triple(origin));
+}
+
+py::tuple readProjectionsTuple(const std::string& spec) {
+  Image image;
+  {
+    py::gil_scoped_release release;
+    image = readProjectionStack(spec);
+  }
+  const auto spacing = image.spacing, origin = image.origin;
+  return py::make_tuple(toNumpy(std::move(image)), triple(spacing), triple(origin));
+}
+
+py::array vectorsArray(const Geometry& g) {
+  py::array_t<double> out({static_cast<py::ssize_t>(g.size()), py::ssize_t{12}});
+  auto m = out.mutable_unchecked<2>();
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const ProjectionVectors& v = g.views[i];
+    const glm::dvec3 parts[4] = {v.source, v.pixel00, v.uStep, v.vStep};
+    for (int p = 0; p < 4; ++p)
+      for (int c = 0; c < 3; ++c) m(i, p * 3 + c) = parts[p][c];
+  }
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_glrecon, m) {
+  m.doc() = "glrecon's compiled core; use the glrecon package.";
+
+  // Exceptions: one base, the C++ types under their own names, messages as the command line prints them.
+  static py::exception<std::runtime_error> error(m, "Error", PyExc_RuntimeError);
+  static py::exception<InputError> input(m, "InputError", error.ptr());
+  static py::exception<GeometryError> geometryError(m, "GeometryError", error.ptr());
+  static py::exception<UsageError> usage(m, "UsageError", error.ptr());
+  static py::exception<gl::GlError> glError(m, "GlError", error.ptr());
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const InputError& e) {
+      input(e.what());
+    } catch (const GeometryError& e) {
+      geometryError(e.what());
+    } catch (const UsageError& e) {
+      usage(e.what());
+    } catch (const gl::GlError& e) {
+      glError(e.what());
+    }
+  });
+
+  py::class_<PyGeometry>(m, "Geometry")
+      .def_static(
+          "_circular",
+          [](int projections, double sid, double sdd, std::array<int, 2> detector, std::array<double, 2> pixel, double firstAngle,
+             double arc, std::array<double, 2> detectorOffset, std::array<double, 2> sourceOffset, double outOfPlane, double inPlane) {
+            CircularScanSpec spec;
+            spec.projections = projections;
+            spec.sid = sid;
+            spec.sdd = sdd;
+            spec.nu = detector[0];
+            spec.nv = detector[1];
+            spec.spacingU = pixel[0];
+            spec.spacingV = pixel[1];
+            spec.firstAngle = firstAngle;
+            spec.arc = arc;
+            spec.projectionOffsetX = detectorOffset[0];
+            spec.projectionOffsetY = detectorOffset[1];
+            spec.sourceOffsetX = sourceOffset[0];
+            spec.sourceOffsetY = sourceOffset[1];
+            spec.outOfPlaneAngle = outOfPlane;
+            spec.inPlaneAngle = inPlane;
+            const Geometry g = makeCircularScan(spec);
+            g.validate("geometry");
+            return PyGeometry{g.circular, g.detector, {}};
+          })
+      .def_static("_from_vectors",
+                  [](const py::array_t<double, py::array::c_style | py::array::forcecast>& vectors, std::array<int, 2> detector) {
+                    if (vectors.ndim() != 2 || vectors.shape(1) != 12)
+                      throwInputError("vectors", "shape", "(views, 12): source, pixel (0,0), u step, v step",
+                                      vectors.ndim() == 2 ? "(" + std::to_string(vectors.shape(0)) + ", " + std::to_string(vectors.shape(1)) + ")"
+                                                          : std::to_string(vectors.ndim()) + " dimensions");
+                    PyGeometry g;
+                    auto r = vectors.unchecked<2>();
+                    for (py::ssize_t i = 0; i < vectors.shape(0); ++i)
+                      g.vectors.push_back({{r(i, 0), r(i, 1), r(i, 2)}, {r(i, 3), r(i, 4), r(i, 5)}, {r(i, 6), r(i, 7), r(i, 8)}, {r(i, 9), r(i, 10), r(i, 11)}});
+                    if (g.vectors.empty()) throwInputError("vectors", "views", "at least one", "none");
+                    DetectorLayout layout = DetectorLayout::centred(detector[0], detector[1], glm::length(g.vectors[0].uStep),
+                                                                    glm::length(g.vectors[0].vStep));
+                    g.detector = layout;
+                    g.resolve(std::nullopt).validate("geometry");
+                    return g;
+                  })
+      .def("_with_detector",
+           [](const PyGeometry& self, std::array<int, 2> detector, std::array<double, 2> pixel, std::optional<std::array<double, 2>> origin) {
+             PyGeometry g = self;
+             DetectorLayout layout = DetectorLayout::centred(detector[0], detector[1], pixel[0], pixel[1]);
+             if (origin) {
+               layout.originU = (*origin)[0];
+               layout.originV = (*origin)[1];
+             }
+             g.detector = layout;
+             return g;
+           })
+      .def("__len__", [](const PyGeometry& g) { return g.circular.empty() ? g.vectors.size() : g.circular.size(); })
+      .def_property_readonly("has_detector", [](const PyGeometry& g) { return g.detector.has_value(); })
+      .def_property_readonly("is_circular", [](const PyGeometry& g) { return !g.circular.empty(); })
+      .def_property_readonly("detector", [](const PyGeometry& g) -> py::object {
+        if (!g.detector) return py::none();
+        return py::make_tuple(g.detector->nu, g.detector->nv);
+      })
+      .def_property_readonly("pixel", [](const PyGeometry& g) -> py::object {
+        if (!g.detector) return py::none();
+        return py::make_tuple(g.detector->spacingU, g.detector->spacingV);
+      })
+      .def_property_readonly("detector_origin", [](const PyGeometry& g) -> py::object {
+        if (!g.detector) return py::none();
+        return py::make_tuple(g.detector->originU, g.detector->originV);
+      })
+      .def_property_readonly("gantry_angles", [](const PyGeometry& g) {
+        std::vector<double> a;
+        for (const auto& c : g.circular) a.push_back(c.gantryAngle);
+        return a;
+      })
+      .def("_vectors", [](const PyGeometry& g) { return vectorsArray(g.resolve(std::nullopt)); })
+      .def("_write_rtk", [](const PyGeometry& g, const std::string& path, bool overwrite) {
+        if (g.circular.empty())
+          throwInputError(path, "geometry", "RTK circular parameters (circular() or read_rtk_geometry())", "a geometry given as vectors");
+        writeRtkGeometry(path, g.circular, overwrite);
+      });
+
+  m.def("read_rtk_geometry", [](const std::string& path) { return PyGeometry{readRtkGeometry(path), std::nullopt, {}}; });
+  m.def("_read_image", &readImageTuple);
+  m.def("_read_projections", &readProjectionsTuple);
+  m.def("_write_image", [](const std::string& path, const FloatArray& array, std::array<double, 3> spacing, std::array<double, 3> origin,
+                           bool overwrite) {
+    const Image image = toImage(array, spacing, origin, path.c_str());
+    py::gil_scoped_release release;
+    writeImage(path, image, overwrite);
+  });
+  m.def("_fdk", &fdk);
+  m.def("_line_integrals", [](const FloatArray& p, std::array<double, 3> spacing, std::array<double, 3> origin, const std::optional<FloatArray>& flat,
+                              const std::optional<FloatArray>& dark, double i0) {
+    Image image = toImage(p, spacing, origin, "projections");
+    const Image flatImage = flat ? toImage(*flat, spacing, origin, "flat") : Image{};
+    const Image darkImage = dark ? toImage(*dark, spacing, origin, "dark") : Image{};
+    PreprocessStats stats;
+    {
+      py::gil_scoped_release release;
+      stats = intensitiesToLineIntegrals(image, flatImage, darkImage, i0, "flat", "dark");
+    }
+    return py::make_tuple(toNumpy(std::move(image)), stats.clampedLow, stats.deadPixels);
+  });
+  m.def("_shepp_logan", [](std::array<int, 3> size, std::array<double, 3> spacing, std::optional<std::array<double, 3>> origin,
+                           const std::string& variant, double scale, double densityScale, int supersample, int threads) {
+    const VolumeGrid grid = makeGrid(size, spacing, origin);
+    Phantom phantom = Phantom::sheppLogan(parseSheppLoganVariant(variant), scale);
+    if (densityScale != 1.0) phantom.scaleDensities(densityScale);
+    Image volume;
+    {
+      py::gil_scoped_release release;
+      volume = voxelizePhantom(phantom, grid, supersample, threads);
+    }
+    const auto o = volume.origin;
+    return py::make_tuple(toNumpy(std::move(volume)), triple(o));
+  });
+  m.def("_project_shepp_logan", [](const PyGeometry& pygeometry, const std::string& variant, double scale, double densityScale,
+                                   int supersample, double noiseI0, std::uint64_t seed, int threads) {
+    const Geometry geometry = pygeometry.resolve(std::nullopt);
+    Phantom phantom = Phantom::sheppLogan(parseSheppLoganVariant(variant), scale);
+    if (densityScale != 1.0) phantom.scaleDensities(densityScale);
+    ProjectionOptions options;
+    options.supersample = supersample;
+    options.noiseI0 = noiseI0;
+    options.seed = seed;
+    options.threads = threads;
+    // As `glrecon phantom` does it: batches of 16 views, the noise seed advanced per batch, so a noisy scan
+    // equals the command line's too.
+    Image projections({geometry.detector.nu, geometry.detector.nv, static_cast<int>(geometry.size())},
+                      {geometry.detector.spacingU, geometry.detector.spacingV, 1.0},
+                      {geometry.detector.originU, geometry.detector.originV, 0.0});
+    {
+      py::gil_scoped_release release;
+      constexpr std::size_t kBatch = 16;
+      for (std::size_t first = 0; first < geometry.size(); first += kBatch) {
+        Geometry part;
+        part.detector = geometry.detector;
+        part.views.assign(geometry.views.begin() + first, geometry.views.begin() + std::min(geometry.size(), first + kBatch));
+        ProjectionOptions partOptions = options;
+        partOptions.seed = options.seed + first;
+        const Image simulated = projectPhantom(phantom, part, partOptions);
+        std::copy(simulated.data.begin(), simulated.data.end(), projections.slice(static_cast<int>(first)));
+      }
+    }
+    const auto s = projections.spacing, o = projections.origin;
+    return py::make_tuple(toNumpy(std::move(projections)), triple(s), triple(o));
+  });
+  m.def("backends", &availableBackends, "Backend names this build knows (cpu, graphics, graphics-mp, compute, cuda where built).");
+  m.attr("max_window") = kMaximumWindow;
+}
