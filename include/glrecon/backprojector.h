@@ -63,6 +63,10 @@ struct BackprojectorOptions {
   int window = 0;   ///< projections per GPU pass; 0 = choose automatically (measured while reconstructing)
   bool substackStencil = false;  ///< graphics: the paper's 8 sub-stacks sharing one 8-bit stencil, not per-slice masks
   bool profile = false;          ///< time upload, compute and readback separately (see BackprojectorTimings)
+  /// window 0 (auto): take the window an earlier search chose for this device, driver, backend and problem
+  /// (a per-user cache, $XDG_CACHE_HOME/glrecon/windows.txt, like FFTW's wisdom) and store what a search finds.
+  bool rememberWindow = false;
+  bool retune = false;  ///< with rememberWindow: search again even where the cache has an answer
 };
 /// BackprojectorOptions::window value asking for the largest window the device allows.
 inline constexpr int kMaximumWindow = -1;

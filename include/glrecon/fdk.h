@@ -27,6 +27,8 @@ struct FdkOptions {
   std::string backend = "auto";  ///< cpu, graphics, graphics-mp or auto (see makeBackprojector)
   int gpu = 0;              ///< EGL device for GPU backends
   int window = 0;           ///< projections per GPU pass (0 = measured automatically)
+  bool rememberWindow = false;  ///< see BackprojectorOptions::rememberWindow
+  bool retune = false;
   int threads = 0;          ///< CPU threads for filtering and the CPU backend (0 = all)
   std::size_t batch = 32;   ///< projections filtered and backprojected together
   bool progress = false;    ///< print a progress line on stderr

@@ -8,7 +8,9 @@
 ///      to at least twice the row, optionally windowed, with the detector spacing scaled to the isocentre.
 /// After it the backprojector only sums (1/w^2) Q(u,v) over projections: the reconstruction comes out in
 /// the phantom's density units. Tested in tests/test_filter.cpp (kernel, windows) and tests/test_fdk.cpp.
+#include <array>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,7 @@ class RampFilter {
   int width_;
   int padded_;
   std::vector<double> response_;
+  std::vector<float> gains_;  // response_ / padded length, in the float the spectrum is multiplied by
   std::unique_ptr<Plans> plans_;
 };
 
@@ -86,6 +89,15 @@ class FdkFilter {
  private:
   const Geometry& geometry_;
   RampFilter ramp_;
+  /// The cosine weight SDD / |pixel - source| of one view depends only on the dot products of (pixel00 -
+  /// source, uStep, vStep): views that agree on them (every view of a circular scan) share one table.
+  struct CosineTable {
+    std::array<double, 6> invariants{};
+    std::vector<double> weights;  ///< nu x nv
+  };
+  std::shared_ptr<const CosineTable> cosineTable(std::size_t view) const;
+  mutable std::mutex cosineMutex_;
+  mutable std::shared_ptr<const CosineTable> cosine_;
   std::vector<double> angles_;  ///< source angle of each view
   std::vector<double> gaps_;
   bool shortScan_ = false;

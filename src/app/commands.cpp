@@ -268,7 +268,7 @@ struct FdkCommand {
   int gpu = 0;
   std::vector<std::string> sliceSpecs;
   double cutoff = 1.0, hann = 0.0, i0 = 0.0;
-  bool noShortScan = false, overwrite = false, quiet = false;
+  bool noShortScan = false, overwrite = false, quiet = false, retune = false;
   int threads = 0;
   std::size_t batch = 32;
   VolumeOptions volume;
@@ -286,8 +286,11 @@ struct FdkCommand {
                   "Backprojector: cpu, graphics (OpenGL graphics pipeline, AG-GPU), graphics-mp (its fragment-only variant), "
                   "or auto (graphics on a hardware GPU, else cpu)")
         ->capture_default_str();
-    c->add_option("--window", window, "GPU backends: projections per pass: a number, max (the device's limit) or auto (measured on the first passes)")
+    c->add_option("--window", window,
+                  "GPU backends: projections per pass: a number, max (the device's limit) or auto (measured on the first passes "
+                  "once per device, driver and problem size, then remembered in $XDG_CACHE_HOME/glrecon/windows.txt)")
         ->capture_default_str();
+    c->add_flag("--retune", retune, "With --window auto: measure again even where the window cache has an answer");
     c->add_option("--gpu", gpu, "GPU backends: EGL device index (see glrecon devices)")->capture_default_str();
     c->add_option("--roi", roi,
                   "Reconstruct only a region (outside: 0): fov, fov-cylinder, cylinder:X,Z,R,Y0,Y1, box:X0,Y0,Z0,X1,Y1,Z1, sphere:X,Y,Z,R "
@@ -336,6 +339,8 @@ struct FdkCommand {
       if (w < 1 || w != std::floor(w)) throw UsageError("--window: expected a positive whole number or auto, found '" + window + "'");
       options.window = static_cast<int>(w);
     }
+    options.rememberWindow = true;
+    options.retune = retune;
     options.threads = threads;
     options.batch = batch;
     options.progress = !quiet;

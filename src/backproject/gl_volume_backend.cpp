@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "glrecon/error.h"
 #include "glrecon/parallel.h"
@@ -115,6 +118,8 @@ void GlVolumeBackend::setWindowLimit(int limit) {
     window = maxWindow;
   } else if (options.window > 0) {
     window = options.window;
+  } else if (const int remembered = rememberedWindow(); remembered > 0) {
+    window = remembered;
   } else {
     searching_ = true;
     for (int w : {1, 2, 4, 8, 16, 32})
@@ -145,8 +150,10 @@ double since(std::chrono::steady_clock::time_point t) {
 void GlVolumeBackend::add(const float* data, const std::size_t* views, std::size_t count, const std::function<void()>& draw) {
   context_->makeCurrent();
   const int nu = geometry.detector.nu, nv = geometry.detector.nv;
-  for (std::size_t p = 0; p < count; ++p) {
+  const std::size_t pixels = static_cast<std::size_t>(nu) * nv;
+  for (std::size_t p = 0; p < count; ++p)
     if (views[p] >= geometry.size()) throw std::out_of_range("backproject: view index beyond the geometry");
+  for (std::size_t p = 0; p < count;) {
     const int slot = static_cast<int>(pending.size());
     const auto t = std::chrono::steady_clock::now();
     const int half = layerBase == 0 ? 0 : 1;
@@ -156,18 +163,23 @@ void GlVolumeBackend::add(const float* data, const std::size_t* views, std::size
       glDeleteSync(fences_[half]);
       fences_[half] = nullptr;
     }
-    const std::size_t pixels = static_cast<std::size_t>(nu) * nv;
+    // The projections that fill this window, copied by several threads (one core copies about 8 GB/s, and
+    // this thread also feeds the GPU), then one upload call for all of them.
+    const std::size_t n = std::min(count - p, static_cast<std::size_t>(window - slot));
     const std::size_t layer = static_cast<std::size_t>(layerBase + slot);
-    std::copy(data + p * pixels, data + (p + 1) * pixels, stagingMemory_ + layer * pixels);
+    float* to = stagingMemory_ + layer * pixels;
+    parallelFor(n * pixels, std::size_t{1} << 18, std::min(8, resolveThreadCount(options.threads)),
+                [&](std::size_t b, std::size_t e) { std::copy(data + p * pixels + b, data + p * pixels + e, to + b); });
     glBindBuffer(GL_PIXEL_UNPACK_BUFFER, staging_.id());
-    GLRECON_CHECK_GL(glTextureSubImage3D(projections.id(), 0, 0, 0, static_cast<GLint>(layer), nu, nv, 1, GL_RED, GL_FLOAT,
-                                         reinterpret_cast<const void*>(layer * pixels * sizeof(float))));
+    GLRECON_CHECK_GL(glTextureSubImage3D(projections.id(), 0, 0, 0, static_cast<GLint>(layer), nu, nv, static_cast<GLsizei>(n), GL_RED,
+                                         GL_FLOAT, reinterpret_cast<const void*>(layer * pixels * sizeof(float))));
     glBindBuffer(GL_PIXEL_UNPACK_BUFFER, 0);
     if (options.profile) {  // upload and draw timed apart: each upload finished before the clock stops
       glFinish();
       profile.upload += since(t);
     }
-    pending.push_back(views[p]);
+    pending.insert(pending.end(), views + p, views + p + n);
+    p += n;
     if (static_cast<int>(pending.size()) == window) drawWindow(draw);
   }
   gl::checkError(where_.c_str());
@@ -217,6 +229,7 @@ void GlVolumeBackend::drawWindow(const std::function<void()>& draw) {
   } else {
     searching_ = false;
     window = std::min_element(timings.begin(), timings.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
+    rememberWindow(window);
   }
 }
 
@@ -283,8 +296,53 @@ void GlVolumeBackend::reset() {
   gl::checkError("clearing the volume");
 }
 
+namespace {
+std::filesystem::path windowCachePath() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  if (xdg && *xdg) return std::filesystem::path(xdg) / "glrecon" / "windows.txt";
+  if (home && *home) return std::filesystem::path(home) / ".cache" / "glrecon" / "windows.txt";
+  return {};
+}
+}  // namespace
+
+// One line per (backend, renderer, driver, volume, detector, window limit): the problem size matters because
+// the best window trades the volume's read-modify-write per pass against the projections' cache footprint.
+std::string GlVolumeBackend::windowCacheKey() const {
+  return where_ + " | " + context_->info().version + " | " + std::to_string(grid.size[0]) + "x" + std::to_string(grid.size[1]) + "x" +
+         std::to_string(grid.size[2]) + " | " + std::to_string(geometry.detector.nu) + "x" + std::to_string(geometry.detector.nv) +
+         " | max " + std::to_string(maxWindow);
+}
+
+int GlVolumeBackend::rememberedWindow() const {
+  if (!options.rememberWindow || options.retune) return 0;
+  const std::filesystem::path path = windowCachePath();
+  if (path.empty()) return 0;
+  std::ifstream in(path);
+  const std::string key = windowCacheKey() + "\t";
+  std::string line;
+  int found = 0;
+  while (std::getline(in, line))
+    if (line.rfind(key, 0) == 0) found = std::atoi(line.c_str() + key.size());
+  return found >= 1 && found <= maxWindow ? found : 0;
+}
+
+void GlVolumeBackend::rememberWindow(int chosen) const {
+  if (!options.rememberWindow) return;
+  const std::filesystem::path path = windowCachePath();
+  if (path.empty()) return;
+  // A cache: failing to write it costs the next run a search, nothing more, so errors are ignored.
+  std::error_code error;
+  std::filesystem::create_directories(path.parent_path(), error);
+  std::ofstream(path, std::ios::app) << windowCacheKey() << '\t' << chosen << '\n';
+}
+
 std::string GlVolumeBackend::windowDescription() const {
-  return "window " + std::to_string(window) + (options.window == 0 ? " (auto)" : options.window == kMaximumWindow ? " (max)" : "");
+  return "window " + std::to_string(window) +
+         (options.window == kMaximumWindow ? " (max)"
+          : options.window != 0            ? ""
+          : searching_ || !timings.empty() ? " (auto)"
+                                           : " (auto, remembered)");
 }
 
 }  // namespace glrecon::detail

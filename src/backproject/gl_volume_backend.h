@@ -63,6 +63,9 @@ class GlVolumeBackend {
   BackprojectorTimings profile;  // filled when options.profile
  private:
   void drawWindow(const std::function<void()>& draw);
+  std::string windowCacheKey() const;
+  int rememberedWindow() const;  // 0: none (or not asked to remember)
+  void rememberWindow(int chosen) const;
   void finishWindow();  // fences the half just drawn from and switches to the other
   // Uploads go through a persistently mapped pixel buffer (two halves, like the texture), so the next window's
   // projections travel while the previous window is backprojected; a fence guards each half until its pass ends.

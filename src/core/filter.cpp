@@ -107,6 +107,8 @@ RampFilter::RampFilter(int width, RampWindow window, double cutoff)
     const double x = (static_cast<double>(k) / n) / (0.5 * cutoff);
     response_[k] = x > 1.0 ? 0.0 : sum * windowAt(window, x);
   }
+  gains_.resize(bins);
+  for (int k = 0; k < bins; ++k) gains_[k] = static_cast<float>(response_[k] * (1.0 / n));
   FftwBuffer<float> real(static_cast<float*>(fftwf_malloc(sizeof(float) * n)));
   FftwBuffer<fftwf_complex> spectrum(static_cast<fftwf_complex*>(fftwf_malloc(sizeof(fftwf_complex) * bins)));
   std::lock_guard lock(plannerMutex());
@@ -122,16 +124,14 @@ void RampFilter::filterRows(float* rows, int count) const {
   // fftwf_malloc gives the alignment the plans were made with, so the new-array execute calls are valid.
   FftwBuffer<float> real(static_cast<float*>(fftwf_malloc(sizeof(float) * n)));
   FftwBuffer<fftwf_complex> spectrum(static_cast<fftwf_complex*>(fftwf_malloc(sizeof(fftwf_complex) * bins)));
-  const double normalisation = 1.0 / n;
   for (int r = 0; r < count; ++r) {
     float* row = rows + static_cast<std::size_t>(r) * width_;
     std::copy(row, row + width_, real.get());
     std::fill(real.get() + width_, real.get() + n, 0.0f);
     fftwf_execute_dft_r2c(plans_->forward, real.get(), spectrum.get());
     for (int k = 0; k < bins; ++k) {
-      const float g = static_cast<float>(response_[k] * normalisation);
-      spectrum[k][0] *= g;
-      spectrum[k][1] *= g;
+      spectrum[k][0] *= gains_[k];
+      spectrum[k][1] *= gains_[k];
     }
     fftwf_execute_dft_c2r(plans_->inverse, spectrum.get(), real.get());
     std::copy(real.get(), real.get() + width_, row);
@@ -213,14 +213,39 @@ void FdkFilter::apply(std::size_t view, float* projection) const {
       const double beta = std::min(wrapAngle(angles_[view] - start_), range_);
       parker[u] = parkerWeight(beta, parkerFanAngle(v, angles_[view], u), delta_);
     }
+  const std::shared_ptr<const CosineTable> cosine = cosineTable(view);
   for (int row = 0; row < nv; ++row) {
     float* p = projection + static_cast<std::size_t>(row) * nu;
-    for (int u = 0; u < nu; ++u) {
-      const double distance = glm::length(v.detectorPoint(u, row) - v.source);
-      p[u] = static_cast<float>(p[u] * (sdd / distance) * parker[u] * scale);
-    }
+    const double* w = cosine->weights.data() + static_cast<std::size_t>(row) * nu;
+    for (int u = 0; u < nu; ++u) p[u] = static_cast<float>(p[u] * w[u] * parker[u] * scale);
   }
   ramp_.filterRows(projection, nv);
+}
+
+std::shared_ptr<const FdkFilter::CosineTable> FdkFilter::cosineTable(std::size_t view) const {
+  const ProjectionVectors& v = geometry_.views[view];
+  const glm::dvec3 e = v.pixel00 - v.source;
+  const std::array<double, 6> invariants = {glm::dot(e, e), glm::dot(e, v.uStep), glm::dot(e, v.vStep),
+                                            glm::dot(v.uStep, v.uStep), glm::dot(v.vStep, v.vStep), glm::dot(v.uStep, v.vStep)};
+  {
+    std::lock_guard lock(cosineMutex_);
+    // Rotated copies of one detector agree to rounding (1e-12 relative); a weight changes by less than that.
+    if (cosine_ && std::equal(invariants.begin(), invariants.end(), cosine_->invariants.begin(), [&](double a, double b) {
+          return std::abs(a - b) <= 1e-12 * std::max(invariants[0], 1.0);
+        }))
+      return cosine_;
+  }
+  auto table = std::make_shared<CosineTable>();
+  table->invariants = invariants;
+  const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
+  const double sdd = v.sourceToDetector();
+  table->weights.resize(static_cast<std::size_t>(nu) * nv);
+  for (int row = 0; row < nv; ++row)
+    for (int u = 0; u < nu; ++u)
+      table->weights[static_cast<std::size_t>(row) * nu + u] = sdd / glm::length(v.detectorPoint(u, row) - v.source);
+  std::lock_guard lock(cosineMutex_);
+  cosine_ = table;
+  return table;
 }
 
 }  // namespace glrecon

@@ -165,6 +165,8 @@ Image reconstructFdk(const Geometry& geometry, const Image& projections, const V
   backprojectorOptions.threads = options.threads;
   backprojectorOptions.gpu = options.gpu;
   backprojectorOptions.window = options.window;
+  backprojectorOptions.rememberWindow = options.rememberWindow;
+  backprojectorOptions.retune = options.retune;
   backprojectorOptions.substackStencil = options.substackStencil;
   FdkReport local;
   std::unique_ptr<Backprojector> backprojector =

@@ -152,6 +152,8 @@ Image reconstructStreaming(ProjectionSource& source, const Geometry& geometry, c
     bo.threads = options.fdk.threads;
     bo.gpu = options.fdk.gpu;
     bo.window = options.fdk.window;
+    bo.rememberWindow = options.fdk.rememberWindow;
+    bo.retune = options.fdk.retune;
     bo.substackStencil = options.fdk.substackStencil;
     owned = makeBackprojector(options.fdk.backend, geometry, grid, bo, &local.autoNote);
     backprojector = owned.get();
