@@ -100,7 +100,8 @@ struct LiveOptions {
       o.fdk.window = kMaximumWindow;
     else if (window != "auto") {
       const auto w = parseNumberList("--window", window);
-      if (w.size() != 1 || w[0] < 1 || w[0] != std::floor(w[0])) throw UsageError("--window: expected a positive whole number, max or auto");
+      if (w.size() != 1 || w[0] < 1 || w[0] > 4096 || w[0] != std::floor(w[0]))
+        throw UsageError("--window: expected a whole number from 1 to 4096, max or auto, found '" + window + "'");
       o.fdk.window = static_cast<int>(w[0]);
     }
     o.filterThreads = filterThreads;
@@ -138,12 +139,14 @@ struct LiveOptions {
       shots.range = std::make_pair(parseNumberList("--slice-range", range.substr(0, colon), range)[0],
                                    parseNumberList("--slice-range", range.substr(colon + 1), range)[0]);
     }
+    // The next snapshot's projection count; declared out here because onBatch, which updates it, runs during
+    // reconstructStreaming below (inside the if-block it went out of scope first: ASan's stack-use-after-scope).
+    std::size_t next = every;
     if (!snapshots.empty()) {
       if (every == 0) throw UsageError("--every: expected a positive number of projections");
       if (!fs::exists(snapshots)) outputs.track(snapshots);
       fs::create_directories(snapshots);
       o.batchBoundary = every;
-      std::size_t next = every;
       o.onBatch = [&](std::size_t done, Backprojector& b) {
         if (done >= next && done < geometry.size()) {
           shots.write(b.volume(), done, geometry.size());
