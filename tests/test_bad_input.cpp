@@ -109,7 +109,8 @@ TEST(BadInput, OptionValuesOutOfRange) {
       {"phantom -o out --projections -3", "--projections"},
       {"view --simulate 0 --headless --every -1 --snapshots snaps", "--every"},
       {"view --simulate nan --headless", "--simulate"},
-      {"bench --size 16 --threads -5", "--threads"},
+      {"bench --size 16 --threads -5", "--threads"},     {"bench --size 16 --window 1,1e10", "--window"},
+      {"view --simulate 0 --headless --window 1e10", "--window"},
   };
   for (const auto& c : cases) expectRefused(dir, c.arguments, 2, {c.option, "expected"});
   // The message names the value as given, not a converted one (--window 1e10 once read -2147483648).

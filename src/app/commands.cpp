@@ -650,6 +650,20 @@ void addBenchChecks(CLI::App& app) {
         return {};
       },
       "", "backends"));
+  bench->get_option("--window")->check(CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::stringstream in(text);
+        std::string item;
+        while (std::getline(in, item, ',')) {
+          if (item == "max" || item == "auto") continue;
+          char* end = nullptr;
+          const double w = std::strtod(item.c_str(), &end);
+          if (item.empty() || end != item.c_str() + item.size() || !(w >= 1 && w <= 4096) || w != std::floor(w))
+            return "expected windows from 1 to 4096, max or auto, found '" + glrecon::quoted(item) + "'";
+        }
+        return {};
+      },
+      "", "windows"));
   bench->parse_complete_callback([bench] {
     const int size = bench->get_option("--size")->as<int>(), detector = bench->get_option("--detector")->as<int>(),
               projections = bench->get_option("--projections")->as<int>();
