@@ -376,10 +376,16 @@ class JsonChecker {
 
 TEST(Cli, BenchWritesJsonAndChartAndSurvivesBadBackends) {
   const auto dir = test::scratchDir();
-  const CliRun r = glrecon(dir, "bench --size 16 --projections 24 --detector 32 --backends cpu,compute,graphics,nosuch,cuda "
+  // An unknown backend name is refused before anything runs (issue #10: it used to be run, fail and exit 0).
+  const CliRun unknown = glrecon(dir, "bench --size 16 --projections 24 --detector 32 --backends cpu,nosuch -o out -q");
+  EXPECT_EQ(unknown.exitCode, 2) << unknown.output;
+  EXPECT_TRUE(contains(unknown.output, "--backends") && contains(unknown.output, "nosuch")) << unknown.output;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+  // A known backend that cannot run here (cuda without a device or without the backend built) is reported
+  // and the others still run.
+  const CliRun r = glrecon(dir, "bench --size 16 --projections 24 --detector 32 --backends cpu,compute,graphics,cuda "
                                 "--window 1,4 -o out -q");
   ASSERT_EQ(r.exitCode, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "nosuch") && contains(r.output, "the other backends still run")) << r.output;
   EXPECT_TRUE(contains(r.output, "G upd/s")) << r.output;
   const std::string json = test::readText(dir / "out" / "bench.json");
   EXPECT_TRUE(JsonChecker(json).valid()) << json;
@@ -389,13 +395,18 @@ TEST(Cli, BenchWritesJsonAndChartAndSurvivesBadBackends) {
                             "\"rms\"", "\"vs_phantom\"", "\"rmse\"", "\"psnr_db\"", "\"error\""})
     EXPECT_TRUE(contains(json, field)) << field;
   EXPECT_TRUE(contains(json, "\"backend\": \"cpu\""));
-  EXPECT_TRUE(contains(json, "\"backend\": \"nosuch\""));  // recorded with its error
+  EXPECT_TRUE(contains(json, "\"backend\": \"cuda\""));  // recorded, with its error where it cannot run
   // cuda: without a device (or without the backend built) the reason is printed, exit status stays 0.
   EXPECT_TRUE(contains(r.output, "cuda")) << r.output;
   const std::string png = test::readText(dir / "out" / "bench.png");
   ASSERT_GT(png.size(), 8u);
   EXPECT_EQ(png.substr(1, 3), "PNG");
   EXPECT_FALSE(JsonChecker(std::string("{\"a\": [1, 2,]}")).valid());  // the checker can fail
+  // The second run refuses to replace them without --overwrite, before benchmarking.
+  const CliRun again = glrecon(dir, "bench --size 16 --projections 24 --detector 32 --backends cpu -o out -q");
+  EXPECT_EQ(again.exitCode, 1) << again.output;
+  EXPECT_TRUE(contains(again.output, "bench.json") && contains(again.output, "--overwrite")) << again.output;
+  EXPECT_EQ(test::readText(dir / "out" / "bench.json"), json);
 }
 
 }  // namespace

@@ -98,7 +98,7 @@ TEST(MetaImage, BadFilesNameFileAndField) {
   std::string z = header("2 2", "MET_FLOAT", "CompressedData = True\n") + "not zlib";
   test::writeText(dir / "z.mha", z);
   expectError<InputError>([&] { readMetaImage(path("z.mha")); }, {"z.mha", "16 bytes after decompression"});
-  expectError<InputError>([&] { readMetaImage(path("none.mha")); }, {"none.mha", "no such readable file"});
+  expectError<InputError>([&] { readMetaImage(path("none.mha")); }, {"none.mha", "no such file"});
 }
 
 TEST(MetaImage, WritesAreAtomicAndNeverOverwriteUnasked) {

@@ -26,8 +26,9 @@ void writeMetaImage(const std::string& path, const Image& image, bool overwrite)
 Image readProjectionStack(const std::string& spec);
 /// The files a projection spec names, in the order they will be read (a single file for a stack).
 std::vector<std::string> listProjectionFiles(const std::string& spec);
-/// rtkfdk's --path and --regexp: the files in `directory` whose whole name matches the regular expression
-/// (ECMAScript syntax), in natural order.
+/// rtkfdk's --path and --regexp: the files in `directory` whose name contains a match of the regular
+/// expression (ECMAScript syntax; std::regex_search, as ITK's series reader: anchor with ^...$ for a
+/// whole-name match), in natural order.
 std::vector<std::string> listProjectionFiles(const std::string& directory, const std::string& regex);
 /// Reads and concatenates the listed MetaImage or TIFF files into one stack (checks as readProjectionStack).
 Image readProjectionFiles(const std::vector<std::string>& files);
@@ -89,9 +90,56 @@ class AtomicOutput {
   std::string target_;
   std::string temporary_;
   bool committed_ = false;
+  int slot_ = -1;  ///< in the signal handler's registry while the temporary lives
 };
 
-/// Throws InputError when `path` exists and overwriting was not asked for.
+/// Throws InputError when `path` exists and overwriting was not asked for, or names a directory.
 void refuseToOverwrite(const std::string& path, bool overwrite);
+/// Checks an output file before any work: extension (one of `extensions`, lower case with the dot; empty:
+/// any), not an existing file unless `overwrite`, and its directory existing and writable (the reason
+/// told: permission denied, read-only file system...). `field` names the option ("--output").
+void checkOutputFile(const std::string& path, const std::vector<std::string>& extensions, bool overwrite,
+                     const std::string& field);
+/// Checks that `directory` exists and is writable, or can be created (its nearest existing ancestor is).
+void checkOutputDirectory(const std::string& directory, const std::string& field);
+/// Throws InputError with the reason (strerror) when `directory` is missing, not a directory or not writable.
+void requireWritableDirectory(const std::string& directory, const std::string& field);
+/// Writes `data` then `more` into `file` with POSIX calls; a failure names `target` and errno's reason
+/// (no space left on device, read-only file system, permission denied).
+void writeFileBytes(const std::string& target, const std::string& file, const void* data, std::size_t size,
+                    const void* more = nullptr, std::size_t moreSize = 0);
+
+/// The files one run of a multi-file command writes (phantom's three, fdk's volume, note and slices, view's
+/// snapshots): each is registered before it is written, and unless keep() is called (the run completed),
+/// the destructor removes those that did not exist before the run; so does SIGINT/SIGTERM meanwhile.
+/// Files that existed before (replaced with --overwrite) are left as they are then.
+class RunOutputs {
+ public:
+  RunOutputs() = default;
+  ~RunOutputs();
+  RunOutputs(const RunOutputs&) = delete;
+  RunOutputs& operator=(const RunOutputs&) = delete;
+  /// Call before writing `path`.
+  void track(const std::string& path);
+  /// The run completed: leave every file in place.
+  void keep();
+
+ private:
+  struct Created {
+    std::string path;
+    int slot;
+  };
+  std::vector<Created> created_;
+  bool kept_ = false;
+};
+
+// ---- cleanup on SIGINT/SIGTERM ----
+/// Installs handlers that remove every registered path (live temporaries, this run's staged outputs) and
+/// exit with 128 + the signal (130 for SIGINT, 143 for SIGTERM). Only async-signal-safe calls in the handler.
+void installCleanupSignalHandlers();
+/// Registers a path for removal on a signal; returns its slot (or -1 when the registry is full).
+int registerCleanupPath(const std::string& path);
+/// Forgets a slot (the path was committed or removed).
+void unregisterCleanupPath(int slot);
 
 }  // namespace glrecon

@@ -5,6 +5,7 @@
 #include "bench.h"
 #include "iterative.h"
 #include "live.h"
+#include "validation.h"
 
 #include <CLI/CLI.hpp>
 
@@ -28,6 +29,8 @@
 #include "glrecon/preprocess.h"
 #include "glrecon/progress.h"
 #include "glrecon/stream.h"
+#include "glrecon/validate.h"
+#include "glrecon/limits.h"
 
 namespace glrecon::app {
 namespace fs = std::filesystem;
@@ -153,14 +156,10 @@ SliceSpec parseSliceSpec(const std::string& text) {
 int axisNumber(SliceAxis axis) { return axis == SliceAxis::X ? 0 : axis == SliceAxis::Y ? 1 : 2; }
 const char* axisName(SliceAxis axis) { return axis == SliceAxis::X ? "x" : axis == SliceAxis::Y ? "y" : "z"; }
 
-// Window/level for PNG slices: an explicit LOW:HIGH or robust percentiles of the volume.
-std::pair<double, double> displayRange(const Image& volume, const std::string& range) {
-  return range.empty() ? percentileRange(volume, 0.5, 99.5) : parseRange("--slice-range", range);
-}
-
 // Writes axial, coronal and sagittal slices through the world point `centre` (default: the volume's centre).
 void writeCentralSlices(const Image& volume, const fs::path& directory, const std::string& prefix,
-                        std::pair<double, double> range, bool overwrite, std::optional<glm::dvec3> centre = {}) {
+                        std::pair<double, double> range, bool overwrite, std::optional<glm::dvec3> centre = {},
+                        RunOutputs* outputs = nullptr) {
   // Axial slices are x-z planes in RTK's frame (rotation axis y).
   const struct {
     const char* name;
@@ -172,6 +171,7 @@ void writeCentralSlices(const Image& volume, const fs::path& directory, const st
     int index = volume.size[v.a] / 2;
     if (centre) index = std::clamp(static_cast<int>(std::lround(((*centre)[v.a] - volume.origin[v.a]) / volume.spacing[v.a])), 0,
                                    volume.size[v.a] - 1);
+    if (outputs) outputs->track(path.string());
     writeSlicePng(path.string(), volume, v.axis, index, range.first, range.second, overwrite);
     std::cerr << "wrote " << path.string() << '\n';
   }
@@ -216,13 +216,25 @@ struct PhantomCommand {
   }
   void run() const {
     const Geometry geometry = scan.geometry();
+    // A detector in front of the isocentre cuts every ray before the phantom: all-zero projections.
+    if (!(scan.sdd > scan.sid))
+      throw UsageError("--sdd: expected more than --sid (the detector behind the object), found --sdd " +
+                       std::to_string(scan.sdd) + " with --sid " + std::to_string(scan.sid));
+    checkScanBounds(geometry, "phantom");
     const Phantom p = phantom.make();
     const fs::path dir(output);
     const fs::path geometryPath = dir / "geometry.xml", projectionsPath = dir / "projections.mha", truthPath = dir / "phantom.mha";
     // Check every output before writing any, so a refusal leaves nothing half-written.
+    checkOutputDirectory(output, "--output");
     for (const fs::path& f : {geometryPath, projectionsPath}) refuseToOverwrite(f.string(), overwrite);
     if (groundTruth) refuseToOverwrite(truthPath.string(), overwrite);
     const VolumeGrid grid = groundTruth ? volume.grid() : VolumeGrid{};
+    // The projections in memory, the simulated batch and the file's copy; the ground truth twice.
+    const std::uint64_t projectionBytes = std::uint64_t{4} * geometry.detector.nu * geometry.detector.nv * geometry.size();
+    checkJobMemory("phantom", "--detector " + scan.detector + " with --projections " + std::to_string(scan.projections),
+                   2 * projectionBytes + (groundTruth ? 2 * 4 * grid.voxelCount() : 0));
+    RunOutputs outputs;  // nothing of a failed or interrupted run stays
+    if (!fs::exists(dir)) outputs.track(dir.string());
     fs::create_directories(dir);
     ProjectionOptions options;
     options.supersample = phantom.supersample;
@@ -251,9 +263,12 @@ struct PhantomCommand {
     progress.finish();
     Image truth;
     if (groundTruth) truth = voxelizePhantom(p, grid, 2, threads);
+    checkFiniteValues(projections, "phantom", "simulated projection", kMaxProjectionValue);
+    for (const fs::path& f : {geometryPath, projectionsPath, truthPath}) outputs.track(f.string());
     writeRtkGeometry(geometryPath.string(), geometry.circular, overwrite);
     writeMetaImage(projectionsPath.string(), projections, overwrite);
     if (groundTruth) writeMetaImage(truthPath.string(), truth, overwrite);
+    outputs.keep();
     if (!quiet) std::cerr << "wrote " << geometryPath.string() << ", " << projectionsPath.string()
                           << (groundTruth ? ", " + truthPath.string() : "") << '\n';
   }
@@ -336,7 +351,8 @@ struct FdkCommand {
       options.window = kMaximumWindow;
     } else if (window != "auto") {
       const double w = parseList("--window", window, 1)[0];
-      if (w < 1 || w != std::floor(w)) throw UsageError("--window: expected a positive whole number or auto, found '" + window + "'");
+      if (w < 1 || w > 4096 || w != std::floor(w))
+        throw UsageError("--window: expected a whole number from 1 to 4096, max or auto, found '" + window + "'");
       options.window = static_cast<int>(w);
     }
     options.rememberWindow = true;
@@ -361,31 +377,67 @@ struct FdkCommand {
     const VolumeGrid grid = volume.grid();
     if (!dark.empty() && flat.empty() && !(i0 > 0))
       throw UsageError("--dark: expected together with --flat or --i0");
-    refuseToOverwrite(output, overwrite);
+    checkGridBounds(grid, "--size/--spacing/--origin");
     const fs::path outputPath(output);
-    if (outputPath.has_parent_path() && !fs::is_directory(outputPath.parent_path()))
-      throwInputError(output, "output directory", "an existing directory", outputPath.parent_path().string());
-
     if (projectionsPath.empty() == (path.empty() && regexp.empty()))
       throw UsageError("fdk: expected either --projections or --path with --regexp");
     if (projectionsPath.empty() && (path.empty() || regexp.empty()))
       throw UsageError("fdk: --path and --regexp go together");
     std::vector<SliceSpec> chosen;
     for (const std::string& spec : sliceSpecs) chosen.push_back(parseSliceSpec(spec));
+    if (!chosen.empty() && slices.empty()) throw UsageError("--slice: expected together with --slices DIR");
+    if (!sliceRange.empty() && slices.empty()) throw UsageError("--slice-range: expected together with --slices DIR");
+    // Parsed now, so a bad range is refused before the reconstruction.
+    const std::pair<double, double> fixedRange = sliceRange.empty() ? std::pair(0.0, 0.0) : parseRange("--slice-range", sliceRange);
     if (stream && (!flat.empty() || !dark.empty() || i0 > 0 || !densityRange.empty()))
       throw UsageError("--stream: expected projections as line integrals, without --i0/--flat/--dark/--density-range (not "
                        "supported in the pipeline yet)");
+
+    // Every output is checked before the reconstruction: a bad name or directory costs nothing.
+    checkOutputFile(output, {".mha", ".mhd"}, overwrite, "--output");
+    std::string extension = outputPath.extension().string();
+    std::transform(extension.begin(), extension.end(), extension.begin(), ::tolower);
+    if (extension == ".mhd") refuseToOverwrite(fs::path(outputPath).replace_extension(".raw").string(), overwrite);
+    std::vector<std::pair<fs::path, SliceSpec>> pngs;
+    if (!slices.empty()) {
+      checkOutputDirectory(slices, "--slices");
+      const std::string stem = outputPath.stem().string() + "_";
+      if (chosen.empty())
+        for (const char* view : {"axial", "coronal", "sagittal"}) refuseToOverwrite((fs::path(slices) / (stem + view + ".png")).string(), overwrite);
+      for (const SliceSpec& spec : chosen) {
+        const int a = axisNumber(spec.axis);
+        const int index = spec.index.value_or(grid.size[a] / 2);
+        if (index >= grid.size[a])
+          throw UsageError("--slice: expected an index from 0 to " + std::to_string(grid.size[a] - 1) + " along " +
+                           axisName(spec.axis) + ", found " + std::to_string(index));
+        const fs::path png = fs::path(slices) / (stem + axisName(spec.axis) + std::to_string(index) + ".png");
+        refuseToOverwrite(png.string(), overwrite);
+        pngs.push_back({png, spec});
+      }
+    }
+    // The side note a region or the density kill writes beside the volume.
+    const std::string note = output + ".txt";
+    if (!roi.empty() || !densityRange.empty()) refuseToOverwrite(note, overwrite);
+    // The backprojector's volume, its read-back copy and the result: three volumes at once.
+    checkJobMemory("fdk", "--size " + volume.size, std::uint64_t{3} * 4 * grid.voxelCount());
+
     const std::vector<CircularParams> params = readRtkGeometry(geometryPath);
+    RunOutputs outputs;  // volume, note and slices: all or nothing
     const std::string projectionsName = projectionsPath.empty() ? path : projectionsPath;
     if (stream) {
       FileScan scan = openFileScan(geometryPath, projectionsPath.empty() ? listProjectionFiles(path, regexp) : listProjectionFiles(projectionsPath));
       const Geometry& geometry = scan.geometry;
+      checkScanBounds(geometry, projectionsName);
+      checkVolumeInBeam(geometry, grid, "fdk");
       auto& source = scan.source;
       StreamOptions so;
       so.fdk = options;
       StreamReport report;
       const Image result = reconstructStreaming(*source, geometry, grid, so, &report);
+      checkResult(result);
+      outputs.track(output);
       writeImage(output, result, overwrite);
+      outputs.keep();
       if (!quiet) {
         printStreamReport(report, geometry.size());
         std::fprintf(stderr, "wrote %s\n", output.c_str());
@@ -396,6 +448,8 @@ struct FdkCommand {
                                                 : readProjectionStack(projectionsPath);
     const Geometry geometry = Geometry::fromCircular(params, detectorLayoutOf(projections));
     checkProjectionsMatch(geometry, projections, projectionsName);
+    checkScanBounds(geometry, projectionsName);
+    checkVolumeInBeam(geometry, grid, "fdk");
     if (!flat.empty() || i0 > 0) {
       const Image flatImage = flat.empty() ? Image{} : readProjectionStack(flat);
       const Image darkImage = dark.empty() ? Image{} : readProjectionStack(dark);
@@ -409,8 +463,8 @@ struct FdkCommand {
                           << geometry.detector.nv << '\n';
     FdkReport report;
     const Image result = reconstructFdk(geometry, projections, grid, options, &report);
+    checkResult(result);
     // A region leaves zeros outside it: a side note says so beside the volume (viewers ignore it).
-    const std::string note = output + ".txt";
     std::string noteText;
     if (!report.region.empty() && options.roi.size())
       noteText += "glrecon: voxels outside the region '" + report.region + "' are 0 (not reconstructed); " +
@@ -419,11 +473,13 @@ struct FdkCommand {
       noteText += "glrecon: density-range kill: " + std::to_string(report.killedVoxels) + " voxels stopped after " +
                   std::to_string(report.killedAfter) + " of " + std::to_string(geometry.size()) +
                   " projections, their partial sums scaled to the whole scan (a heuristic: see README).\n";
-    if (!noteText.empty()) refuseToOverwrite(note, overwrite);
+    outputs.track(output);
+    if (extension == ".mhd") outputs.track(fs::path(outputPath).replace_extension(".raw").string());
     writeImage(output, result, overwrite);
     if (!noteText.empty()) {
+      outputs.track(note);
       AtomicOutput out(note, overwrite);
-      std::ofstream(out.temporaryPath()) << noteText;
+      writeFileBytes(note, out.temporaryPath(), noteText.data(), noteText.size());
       out.commit();
     }
     if (!quiet) {
@@ -432,15 +488,26 @@ struct FdkCommand {
       std::cerr << "wrote " << output << (noteText.empty() ? "" : " and " + note) << '\n';
     }
     if (!slices.empty()) {
+      if (!fs::exists(slices)) outputs.track(slices);
       fs::create_directories(slices);
-      const auto range = displayRange(result, sliceRange);
-      if (chosen.empty()) writeCentralSlices(result, slices, outputPath.stem().string() + "_", range, overwrite);
-      for (const SliceSpec& spec : chosen) {
+      const auto range = sliceRange.empty() ? percentileRange(result, 0.5, 99.5) : fixedRange;
+      if (chosen.empty()) writeCentralSlices(result, slices, outputPath.stem().string() + "_", range, overwrite, {}, &outputs);
+      for (const auto& [png, spec] : pngs) {
         const int index = spec.index.value_or(result.size[axisNumber(spec.axis)] / 2);
-        const fs::path png = fs::path(slices) / (outputPath.stem().string() + "_" + axisName(spec.axis) + std::to_string(index) + ".png");
+        outputs.track(png.string());
         writeSlicePng(png.string(), result, spec.axis, index, range.first, range.second, overwrite);
         if (!quiet) std::cerr << "wrote " << png.string() << '\n';
       }
+    }
+    outputs.keep();
+  }
+
+  // NaN or infinity in the volume (projections near float's limit overflow the sums): no output, an error.
+  void checkResult(const Image& result) const {
+    try {
+      checkFiniteValues(result, output, "reconstructed volume", 3.0e38);
+    } catch (const InputError& e) {
+      throw InputError(std::string(e.what()) + " (the projections' values overflow float in the reconstruction)");
     }
   }
 };
@@ -464,7 +531,7 @@ struct SliceCommand {
   void run() const {
     const SliceAxis a = parseSliceAxis(axis);
     const auto r = range.empty() ? std::optional<std::pair<double, double>>{} : parseRange("--range", range);
-    refuseToOverwrite(output, overwrite);
+    checkOutputFile(output, {".png"}, overwrite, "--output");
     const Image volume = readImage(input);
     const int i = index >= 0 ? index : volume.size[axisNumber(a)] / 2;
     const auto grey = r ? *r : percentileRange(volume, 0.5, 99.5);
@@ -513,6 +580,9 @@ struct DemoCommand {
   void run() const {
     if (size < 8 || detector < 8 || projections < 8)
       throw UsageError("demo: --size, --detector and --projections: expected at least 8 each");
+    // Projections (simulated and read back) and four volumes (reconstruction, its copies, the phantom).
+    checkJobMemory("demo", "--size " + std::to_string(size) + ", --detector " + std::to_string(detector),
+                   std::uint64_t{8} * detector * detector * projections + std::uint64_t{16} * size * size * size);
     const fs::path dir(output);
     // The demo may replace what an earlier demo wrote (marked), never anything else.
     const bool ours = fs::exists(dir / kMarker);
@@ -568,6 +638,52 @@ struct DemoCommand {
   }
 };
 
+// bench lives in bench.cpp; its up-front checks are added here, with the other commands' validation.
+// Unknown backend names are refused before anything runs (exit 2); a known backend that cannot run on this
+// machine (no CUDA, no GL device) is still reported in the table while the others run.
+void addBenchChecks(CLI::App& app) {
+  CLI::App* bench = app.get_subcommand("bench");
+  static bool overwrite = false;
+  bench->add_flag("--overwrite", overwrite, "Replace bench.json and bench.png in the --output directory");
+  bench->get_option("--backends")->check(CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::stringstream in(text);
+        std::string name;
+        const std::vector<std::string> known = {"cpu", "graphics", "graphics-mp", "compute", "cuda"};
+        while (std::getline(in, name, ','))
+          if (std::find(known.begin(), known.end(), name) == known.end())
+            return "expected backends among cpu, graphics, graphics-mp, compute, cuda, found '" + glrecon::quoted(name) + "'";
+        return {};
+      },
+      "", "backends"));
+  bench->get_option("--window")->check(CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::stringstream in(text);
+        std::string item;
+        while (std::getline(in, item, ',')) {
+          if (item == "max" || item == "auto") continue;
+          char* end = nullptr;
+          const double w = std::strtod(item.c_str(), &end);
+          if (item.empty() || end != item.c_str() + item.size() || !(w >= 1 && w <= 4096) || w != std::floor(w))
+            return "expected windows from 1 to 4096, max or auto, found '" + glrecon::quoted(item) + "'";
+        }
+        return {};
+      },
+      "", "windows"));
+  bench->parse_complete_callback([bench] {
+    const int size = bench->get_option("--size")->as<int>(), detector = bench->get_option("--detector")->as<int>(),
+              projections = bench->get_option("--projections")->as<int>();
+    // Filtered projections, the phantom, the reference and a result volume.
+    checkJobMemory("bench", "--size " + std::to_string(size), std::uint64_t{8} * detector * detector * projections +
+                                                                  std::uint64_t{16} * size * size * size);
+    const CLI::Option* output = bench->get_option("--output");
+    if (output->count() == 0) return;
+    const std::string dir = output->as<std::string>();
+    checkOutputDirectory(dir, "--output");
+    for (const char* name : {"bench.json", "bench.png"}) refuseToOverwrite((fs::path(dir) / name).string(), overwrite);
+  });
+}
+
 }  // namespace
 
 Geometry sampleScan(int projections, int detector) {
@@ -616,12 +732,20 @@ int run(int argc, char** argv) {
   DevicesCommand devices;
   devices.add(app);
   addBenchCommand(app);
+  addBenchChecks(app);
   addLiveCommands(app);
   addIterativeCommands(app);
   phantom.add(app);
   fdk.add(app);
   demo.add(app);
   slice.add(app);
+  addOptionChecks(app);
+  // Outputs written in this run are staged or temporary until complete: a signal removes them.
+  installCleanupSignalHandlers();
+  if (const std::string unknown = unknownSubcommand(app, argc, argv); !unknown.empty()) {
+    std::cerr << "glrecon: usage error: " << unknown << "\nRun with --help for more information.\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -636,8 +760,27 @@ int run(int argc, char** argv) {
   } catch (const UsageError& e) {
     std::cerr << "glrecon: usage error: " << e.what() << "\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    // What the budget checks did not foresee (they count the main arrays only).
+    std::cerr << "glrecon: error: out of memory: the job needs more than the " << formatBytes(availableHostMemory())
+              << " available; try a smaller --size, --detector or fewer projections\n";
+    return 1;
+  } catch (const std::length_error&) {
+    std::cerr << "glrecon: error: out of memory: a size computed from the input exceeds what can be allocated; check "
+                 "--size, --detector and the input headers\n";
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    std::cerr << "glrecon: error: " << e.path1().string() << ": " << e.code().message() << "\n";
+    return 1;
   } catch (const std::exception& e) {
-    std::cerr << "glrecon: error: " << e.what() << "\n";
+    const std::string text = e.what();
+    // GL_OUT_OF_MEMORY from a driver: say what it means.
+    if (text.find("0x505") != std::string::npos) {
+      std::cerr << "glrecon: error: " << text
+                << " (GL_OUT_OF_MEMORY: the GPU has too little memory for this volume; try a smaller --size or --backend cpu)\n";
+      return 1;
+    }
+    std::cerr << "glrecon: error: " << text << "\n";
     return 1;
   }
   return 0;

@@ -15,7 +15,9 @@
 #include "glrecon/io.h"
 #include "glrecon/parse.h"
 #include "glrecon/stream.h"
+#include "glrecon/validate.h"
 #include "commands.h"
+#include "validation.h"
 #include "viewer.h"
 #include "iterative.h"
 #include "glrecon/fdk.h"
@@ -30,6 +32,8 @@ struct Snapshots {
   std::string directory;
   std::size_t every = 0;
   std::optional<std::pair<double, double>> range;
+  bool overwrite = false;
+  RunOutputs* outputs = nullptr;  // this run's snapshots: removed if the run fails or is interrupted
 
   void write(Image volume, std::size_t done, std::size_t total) {
     // Normalised to the whole scan: a voxel `done` of `total` projections in holds about done/total of its value.
@@ -43,9 +47,11 @@ struct Snapshots {
     } views[] = {{"axial", SliceAxis::Y, 1}, {"coronal", SliceAxis::Z, 2}, {"sagittal", SliceAxis::X, 0}};
     char stem[64];
     std::snprintf(stem, sizeof stem, "snapshot_%05zu_", done);
-    for (const auto& v : views)
-      writeSlicePng((fs::path(directory) / (std::string(stem) + v.name + ".png")).string(), volume, v.axis, volume.size[v.a] / 2,
-                    range->first, range->second, true);
+    for (const auto& v : views) {
+      const std::string path = (fs::path(directory) / (std::string(stem) + v.name + ".png")).string();
+      if (outputs) outputs->track(path);
+      writeSlicePng(path, volume, v.axis, volume.size[v.a] / 2, range->first, range->second, overwrite);
+    }
   }
 };
 
@@ -98,7 +104,8 @@ struct LiveOptions {
       o.fdk.window = kMaximumWindow;
     else if (window != "auto") {
       const auto w = parseNumberList("--window", window);
-      if (w.size() != 1 || w[0] < 1 || w[0] != std::floor(w[0])) throw UsageError("--window: expected a positive whole number, max or auto");
+      if (w.size() != 1 || w[0] < 1 || w[0] > 4096 || w[0] != std::floor(w[0]))
+        throw UsageError("--window: expected a whole number from 1 to 4096, max or auto, found '" + window + "'");
       o.fdk.window = static_cast<int>(w[0]);
     }
     o.filterThreads = filterThreads;
@@ -106,23 +113,44 @@ struct LiveOptions {
     return o;
   }
 
+  // Outputs checked before the scan starts: the volume's name and directory, the snapshot directory (whose
+  // earlier snapshots are replaced only with --overwrite).
+  void checkOutputs() const {
+    if (!output.empty()) checkOutputFile(output, {".mha", ".mhd"}, overwrite, "--output");
+    if (!snapshots.empty()) {
+      checkOutputDirectory(snapshots, "--snapshots");
+      if (!overwrite && fs::is_directory(snapshots))
+        for (const auto& entry : fs::directory_iterator(snapshots))
+          if (entry.path().filename().string().rfind("snapshot_", 0) == 0)
+            throwInputError(entry.path().string(), "--snapshots", "a directory without earlier snapshots (pass --overwrite to replace them)",
+                            "an existing snapshot");
+    }
+    checkGridBounds(parseVolumeGrid(size, spacing, origin), "--size/--spacing/--origin");
+    checkJobMemory("view", "--size " + size, std::uint64_t{3} * 4 * parseVolumeGrid(size, spacing, origin).voxelCount());
+  }
+
   // Runs the stream headless, with snapshots when asked, and writes the volume.
   void runHeadless(ProjectionSource& source, const Geometry& geometry) const {
     const VolumeGrid grid = parseVolumeGrid(size, spacing, origin);
-    if (!output.empty()) refuseToOverwrite(output, overwrite);
+    checkOutputs();
+    checkVolumeInBeam(geometry, grid, "view");
     StreamOptions o = streamOptions();
-    Snapshots shots{snapshots, every, std::nullopt};
+    RunOutputs outputs;
+    Snapshots shots{snapshots, every, std::nullopt, overwrite, &outputs};
     if (!range.empty()) {
       const auto colon = range.find(':');
       if (colon == std::string::npos) throw UsageError("--slice-range: expected LOW:HIGH, found '" + range + "'");
       shots.range = std::make_pair(parseNumberList("--slice-range", range.substr(0, colon), range)[0],
                                    parseNumberList("--slice-range", range.substr(colon + 1), range)[0]);
     }
+    // The next snapshot's projection count; declared out here because onBatch, which updates it, runs during
+    // reconstructStreaming below (inside the if-block it went out of scope first: ASan's stack-use-after-scope).
+    std::size_t next = every;
     if (!snapshots.empty()) {
       if (every == 0) throw UsageError("--every: expected a positive number of projections");
+      if (!fs::exists(snapshots)) outputs.track(snapshots);
       fs::create_directories(snapshots);
       o.batchBoundary = every;
-      std::size_t next = every;
       o.onBatch = [&](std::size_t done, Backprojector& b) {
         if (done >= next && done < geometry.size()) {
           shots.write(b.volume(), done, geometry.size());
@@ -133,7 +161,11 @@ struct LiveOptions {
     StreamReport report;
     const Image volume = reconstructStreaming(source, geometry, grid, o, &report);
     if (!snapshots.empty()) shots.write(volume, geometry.size(), geometry.size());
-    if (!output.empty()) writeMetaImage(output, volume, overwrite);
+    if (!output.empty()) {
+      outputs.track(output);
+      writeMetaImage(output, volume, overwrite);
+    }
+    outputs.keep();
     if (!quiet) {
       printStreamReport(report, geometry.size());
       if (!snapshots.empty()) std::fprintf(stderr, "wrote snapshots into %s\n", snapshots.c_str());
@@ -269,7 +301,11 @@ struct ViewCommand {
     script.closeAfter = closeAfter;
     script.screenshotAt = screenshotAt;
     script.range = live.range;
-    runViewer(source, geometry, parseVolumeGrid(live.size, live.spacing, live.origin), live.streamOptions(), live.output, live.overwrite, script);
+    live.checkOutputs();
+    if (!screenshot.empty()) checkOutputFile(screenshot, {".png"}, live.overwrite, "--screenshot");
+    const VolumeGrid grid = parseVolumeGrid(live.size, live.spacing, live.origin);
+    checkVolumeInBeam(geometry, grid, "view");
+    runViewer(source, geometry, grid, live.streamOptions(), live.output, live.overwrite, script);
   }
 };
 

@@ -255,8 +255,13 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
       char name[64];
       std::snprintf(name, sizeof name, "glrecon-view-%04zu.png", done);
       const std::string path = state.screenshotPath.empty() ? name : state.screenshotPath;
-      writeRgbPng(path, width, height, flipped, true);
-      std::fprintf(stderr, "view: screenshot %s\n", path.c_str());
+      // An existing file is replaced only with --overwrite; a refused screenshot does not end the session.
+      try {
+        writeRgbPng(path, width, height, flipped, overwrite);
+        std::fprintf(stderr, "view: screenshot %s\n", path.c_str());
+      } catch (const InputError& e) {
+        std::fprintf(stderr, "view: screenshot not saved: %s\n", e.what());
+      }
     }
     glfwSwapBuffers(state.window);
     ++frames;

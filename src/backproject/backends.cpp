@@ -10,6 +10,23 @@ namespace glrecon {
 #ifndef GLRECON_HAVE_CUDA
 bool cudaBackendBuilt() { return false; }
 double cudaBilinearPeak(int) { return 0.0; }
+
+// Without CUDA the class still links (the shared test body names it) and refuses to construct.
+struct CudaBackprojector::Impl {};
+CudaBackprojector::CudaBackprojector(const Geometry&, const VolumeGrid&, const BackprojectorOptions&) {
+  throw CudaError("cuda backend: this build has no CUDA backend (CMake found no CUDA compiler)");
+}
+CudaBackprojector::~CudaBackprojector() = default;
+std::string CudaBackprojector::description() const { return "cuda (not built)"; }
+void CudaBackprojector::backproject(const float*, const std::size_t*, std::size_t) {}
+Image CudaBackprojector::volume() { return {}; }
+void CudaBackprojector::readVolume(float*) {}
+void CudaBackprojector::reset() {}
+void CudaBackprojector::setRegion(const RegionOfInterest&) {}
+void CudaBackprojector::killOutsideRange(double, double, double) {}
+std::vector<std::uint8_t> CudaBackprojector::activeMask() { return {}; }
+double CudaBackprojector::culledFraction() const { return 0.0; }
+BackprojectorTimings CudaBackprojector::timings() const { return {}; }
 #endif
 
 std::vector<std::string> availableBackends() {

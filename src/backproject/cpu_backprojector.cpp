@@ -24,8 +24,13 @@ inline float voxelUpdate(const RowCoefficients& c, float fi, const float* q, int
   // Clamped to [-1, n]: there the zero border gives exactly the "0 outside the detector" of bilinear
   // sampling. After the shift by +1 the value is >= 0, so truncation is floor (std::floor would be a
   // libm call on baseline x86-64).
-  const float u = std::min(std::max((c.u0 + fi * c.du) * invW, -1.0f), maxU) + 1.0f;
-  const float v = std::min(std::max((c.v0 + fi * c.dv) * invW, -1.0f), maxV) + 1.0f;
+  // The clamps are written as _mm256_max_ps/_mm256_min_ps behave: a NaN (w = 0, or overflowed coordinates)
+  // becomes -1, never an index. std::max would pass the NaN on to the int conversion (undefined, an
+  // out-of-bounds read: it crashed on absurd geometries).
+  const float ru = (c.u0 + fi * c.du) * invW, rv = (c.v0 + fi * c.dv) * invW;
+  const float cu = ru > -1.0f ? ru : -1.0f, cv = rv > -1.0f ? rv : -1.0f;
+  const float u = (cu < maxU ? cu : maxU) + 1.0f;
+  const float v = (cv < maxV ? cv : maxV) + 1.0f;
   const int iu = static_cast<int>(u), iv = static_cast<int>(v);
   const float au = u - static_cast<float>(iu), av = v - static_cast<float>(iv);
   const float* p = q + (iv - 1) * pitch + (iu - 1);

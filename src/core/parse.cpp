@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "glrecon/error.h"
+#include "glrecon/limits.h"
 
 namespace glrecon {
 
@@ -20,10 +21,10 @@ std::vector<double> parseNumberList(const std::string& option, const std::string
       used = 0;
     }
     if (used == 0 || used != item.size() || !std::isfinite(v))
-      throw UsageError(option + ": expected numbers separated by commas, found '" + (whole.empty() ? text : whole) + "'");
+      throw UsageError(option + ": expected numbers separated by commas, found '" + quoted(whole.empty() ? text : whole) + "'");
     values.push_back(v);
   }
-  if (values.empty()) throw UsageError(option + ": expected numbers separated by commas, found '" + (whole.empty() ? text : whole) + "'");
+  if (values.empty()) throw UsageError(option + ": expected numbers separated by commas, found '" + quoted(whole.empty() ? text : whole) + "'");
   return values;
 }
 

@@ -9,6 +9,7 @@
 
 #include "glrecon/error.h"
 #include "glrecon/io.h"
+#include "glrecon/limits.h"
 #include "glrecon/parse.h"
 
 namespace glrecon {
@@ -36,7 +37,7 @@ RegionOfInterest shapeRegion(const VolumeGrid& grid, std::string description, In
 std::vector<double> numbers(const std::string& spec, const std::string& list, std::size_t count) {
   const std::vector<double> values = parseNumberList("--roi", list, spec);
   if (values.size() != count)
-    throw UsageError("--roi: expected " + std::to_string(count) + " numbers after the shape name, found '" + spec + "'");
+    throw UsageError("--roi: expected " + std::to_string(count) + " numbers after the shape name, found '" + quoted(spec) + "'");
   return values;
 }
 
@@ -115,10 +116,34 @@ std::string conservativeCylinder(const Geometry& geometry) {
   return s.str();
 }
 
+namespace {
+RegionOfInterest makeRegion(const std::string& spec, const Geometry& geometry, const VolumeGrid& grid);
+}
+
+namespace {
+std::string describeExtent(const VolumeGrid& grid) {
+  std::ostringstream s;
+  s.precision(6);
+  const glm::dvec3 a = grid.origin, b = grid.worldOf(grid.size[0] - 1, grid.size[1] - 1, grid.size[2] - 1);
+  s << "x " << a.x << " to " << b.x << ", y " << a.y << " to " << b.y << ", z " << a.z << " to " << b.z << " mm";
+  return s.str();
+}
+}  // namespace
+
 RegionOfInterest makeRegionOfInterest(const std::string& spec, const Geometry& geometry, const VolumeGrid& grid) {
+  RegionOfInterest region = makeRegion(spec, geometry, grid);
+  // An empty region would reconstruct an all-zero volume: a mistake in the spec or the grid, said early.
+  if (region.insideCount() == 0)
+    throw UsageError("--roi: expected a region holding at least one voxel centre of the volume, found '" +
+                     quoted(spec) + "' holding none (the volume spans " + describeExtent(grid) + ")");
+  return region;
+}
+
+namespace {
+RegionOfInterest makeRegion(const std::string& spec, const Geometry& geometry, const VolumeGrid& grid) {
   if (spec == "fov") return fieldOfView(geometry, grid);
   if (spec == "fov-cylinder") {
-    RegionOfInterest r = makeRegionOfInterest(conservativeCylinder(geometry), geometry, grid);
+    RegionOfInterest r = makeRegion(conservativeCylinder(geometry), geometry, grid);
     r.description = "fov-cylinder (" + r.description + ")";
     return r;
   }
@@ -126,7 +151,7 @@ RegionOfInterest makeRegionOfInterest(const std::string& spec, const Geometry& g
   const std::string shape = spec.substr(0, colon), list = colon == std::string::npos ? "" : spec.substr(colon + 1);
   if (shape == "cylinder") {
     const auto v = numbers(spec, list, 5);
-    if (!(v[2] > 0) || !(v[4] > v[3])) throw UsageError("--roi cylinder: expected a positive radius and Y0 < Y1, found '" + spec + "'");
+    if (!(v[2] > 0) || !(v[4] > v[3])) throw UsageError("--roi cylinder: expected a positive radius and Y0 < Y1, found '" + quoted(spec) + "'");
     return shapeRegion(grid, spec, [&](const glm::dvec3& p) {
       const double dx = p.x - v[0], dz = p.z - v[1];
       return dx * dx + dz * dz <= v[2] * v[2] && p.y >= v[3] && p.y <= v[4];
@@ -134,20 +159,20 @@ RegionOfInterest makeRegionOfInterest(const std::string& spec, const Geometry& g
   }
   if (shape == "box") {
     const auto v = numbers(spec, list, 6);
-    if (!(v[3] > v[0] && v[4] > v[1] && v[5] > v[2])) throw UsageError("--roi box: expected X0 < X1, Y0 < Y1, Z0 < Z1, found '" + spec + "'");
+    if (!(v[3] > v[0] && v[4] > v[1] && v[5] > v[2])) throw UsageError("--roi box: expected X0 < X1, Y0 < Y1, Z0 < Z1, found '" + quoted(spec) + "'");
     return shapeRegion(grid, spec, [&](const glm::dvec3& p) {
       return p.x >= v[0] && p.x <= v[3] && p.y >= v[1] && p.y <= v[4] && p.z >= v[2] && p.z <= v[5];
     });
   }
   if (shape == "sphere") {
     const auto v = numbers(spec, list, 4);
-    if (!(v[3] > 0)) throw UsageError("--roi sphere: expected a positive radius, found '" + spec + "'");
+    if (!(v[3] > 0)) throw UsageError("--roi sphere: expected a positive radius, found '" + quoted(spec) + "'");
     return shapeRegion(grid, spec, [&](const glm::dvec3& p) { return glm::length(p - glm::dvec3(v[0], v[1], v[2])) <= v[3]; });
   }
   std::string extension = spec.size() > 4 ? spec.substr(spec.size() - 4) : "";
   std::transform(extension.begin(), extension.end(), extension.begin(), ::tolower);
   if (extension != ".mha" && extension != ".mhd")
-    throw UsageError("--roi: expected fov, cylinder:..., box:..., sphere:... or a mask file (.mha/.mhd), found '" + spec + "'");
+    throw UsageError("--roi: expected fov, cylinder:..., box:..., sphere:... or a mask file (.mha/.mhd), found '" + quoted(spec) + "'");
 
   std::string type;
   const Image mask = readMetaImage(spec, &type);
@@ -172,6 +197,7 @@ RegionOfInterest makeRegionOfInterest(const std::string& spec, const Geometry& g
   r.updateSpans();
   return r;
 }
+}  // namespace
 
 std::vector<std::pair<int, int>> columnZRanges(const RegionOfInterest& roi) {
   const int nx = roi.size[0], ny = roi.size[1], nz = roi.size[2];

@@ -1,3 +1,13 @@
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <random>
 
@@ -7,19 +17,174 @@
 namespace glrecon {
 namespace fs = std::filesystem;
 
+namespace {
+
+// Live temporaries and staged outputs, for the signal handler: fixed slots of plain char arrays, so the
+// handler needs no allocation and no lock (both unsafe in a handler). A slot's path is written before its
+// flag is set (release) and the handler reads the flag first (acquire).
+constexpr std::size_t kSlots = 256, kPathBytes = 4096;
+struct Slot {
+  std::atomic<bool> used{false};   // claimed by a thread
+  std::atomic<bool> ready{false};  // path complete: the handler may unlink it
+  char path[kPathBytes];
+};
+std::array<Slot, kSlots> slots;
+std::atomic<bool> handlersInstalled{false};
+
+void removeAllAndExit(int signal) {
+  for (Slot& slot : slots)
+    if (slot.ready.load(std::memory_order_acquire)) ::unlink(slot.path);
+  // Then directories a run created (empty once their files are gone; rmdir leaves any other one).
+  for (Slot& slot : slots)
+    if (slot.ready.load(std::memory_order_acquire)) ::rmdir(slot.path);
+  static const char message[] = "glrecon: interrupted; removed this run's temporary and partial output files\n";
+  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, message, sizeof message - 1);
+  // The shell convention for a signal: 128 + its number (130 for SIGINT, 143 for SIGTERM).
+  ::_exit(128 + signal);
+}
+
+}  // namespace
+
+int registerCleanupPath(const std::string& path) {
+  if (path.size() >= kPathBytes) return -1;
+  for (std::size_t i = 0; i < kSlots; ++i) {
+    bool expected = false;
+    if (!slots[i].used.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) continue;
+    std::memcpy(slots[i].path, path.c_str(), path.size() + 1);
+    slots[i].ready.store(true, std::memory_order_release);
+    return static_cast<int>(i);
+  }
+  return -1;  // more than kSlots live outputs: that path is still removed by its owner, only not on a signal
+}
+
+void unregisterCleanupPath(int slot) {
+  if (slot < 0 || static_cast<std::size_t>(slot) >= kSlots) return;
+  slots[slot].ready.store(false, std::memory_order_release);
+  slots[slot].used.store(false, std::memory_order_release);
+}
+
+void installCleanupSignalHandlers() {
+  if (handlersInstalled.exchange(true)) return;
+  struct sigaction action {};
+  action.sa_handler = removeAllAndExit;
+  sigemptyset(&action.sa_mask);
+  // While one signal cleans up, the other waits: the handler runs once.
+  sigaddset(&action.sa_mask, SIGINT);
+  sigaddset(&action.sa_mask, SIGTERM);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
 void refuseToOverwrite(const std::string& path, bool overwrite) {
-  if (!overwrite && fs::exists(path))
-    throwInputError(path, "output", "a path that does not exist yet (pass --overwrite to replace it)",
-                    "an existing file");
+  std::error_code error;
+  const fs::file_status status = fs::symlink_status(path, error);
+  if (!fs::exists(status)) return;
+  if (fs::is_directory(status))
+    throwInputError(path, "output", "a file name (not a directory)", "an existing directory");
+  if (!overwrite)
+    throwInputError(path, "output", "a path that does not exist yet (pass --overwrite to replace it)", "an existing file");
+}
+
+void requireWritableDirectory(const std::string& directory, const std::string& field) {
+  const std::string dir = directory.empty() ? "." : directory;
+  struct stat info {};
+  if (::stat(dir.c_str(), &info) != 0)
+    throwInputError(dir, field, "an existing directory", errno == ENOENT ? "no such directory" : std::strerror(errno));
+  if (!S_ISDIR(info.st_mode)) throwInputError(dir, field, "a directory", "not a directory");
+  // access() reports EROFS for a read-only file system and EACCES for permissions: both told apart.
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throwInputError(dir, field, "a writable directory", std::strerror(errno));
+}
+
+void checkOutputFile(const std::string& path, const std::vector<std::string>& extensions, bool overwrite,
+                     const std::string& field) {
+  const fs::path target(path);
+  if (!extensions.empty()) {
+    std::string extension = target.extension().string();
+    for (char& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    bool known = false;
+    std::string list;
+    for (const std::string& e : extensions) {
+      known = known || e == extension;
+      list += (list.empty() ? "" : " or ") + e;
+    }
+    if (!known)
+      throwInputError(path, field, "a file name ending in " + list,
+                      target.extension().empty() ? "no extension" : "'" + target.extension().string() + "'");
+  }
+  if (target.filename().empty() || target.filename() == "." || target.filename() == "..")
+    throwInputError(path, field, "a file name", "a directory name");
+  refuseToOverwrite(path, overwrite);
+  requireWritableDirectory(target.has_parent_path() ? target.parent_path().string() : ".", field + " directory");
+}
+
+void checkOutputDirectory(const std::string& directory, const std::string& field) {
+  // The directory need not exist yet (it is created): its nearest existing ancestor must be writable.
+  fs::path p = fs::absolute(directory);
+  std::error_code error;
+  while (!fs::exists(fs::symlink_status(p, error)) && p.has_parent_path() && p != p.parent_path()) p = p.parent_path();
+  if (fs::absolute(directory) != p && !fs::is_directory(p))
+    throwInputError(directory, field, "a directory path", "'" + p.string() + "' is not a directory");
+  requireWritableDirectory(p.string(), field);
+}
+
+void writeFileBytes(const std::string& target, const std::string& file, const void* data, std::size_t size,
+                    const void* more, std::size_t moreSize) {
+  // POSIX calls rather than a stream: errno tells the user why (ENOSPC, EROFS, EACCES, EDQUOT...).
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throwInputError(target, "output", "a writable file", std::strerror(errno));
+  const auto fail = [&](int error) {
+    ::close(fd);
+    throwInputError(target, "output", "a writable file with enough space", std::strerror(error));
+  };
+  for (const auto& [pointer, bytes] : {std::pair{data, size}, std::pair{more, moreSize}}) {
+    const char* p = static_cast<const char*>(pointer);
+    std::size_t left = bytes;
+    while (left > 0) {
+      const ssize_t written = ::write(fd, p, left);
+      if (written < 0) {
+        if (errno == EINTR) continue;
+        fail(errno);
+      }
+      p += written;
+      left -= static_cast<std::size_t>(written);
+    }
+  }
+  if (::close(fd) != 0) throwInputError(target, "output", "a writable file with enough space", std::strerror(errno));
+}
+
+void RunOutputs::track(const std::string& path) {
+  std::error_code error;
+  if (fs::exists(fs::symlink_status(path, error))) return;
+  for (const Created& c : created_)
+    if (c.path == path) return;
+  created_.push_back({path, registerCleanupPath(path)});
+}
+
+void RunOutputs::keep() {
+  kept_ = true;
+  for (const Created& c : created_) unregisterCleanupPath(c.slot);
+}
+
+RunOutputs::~RunOutputs() {
+  if (kept_) return;
+  // Newest first: files before the directory created for them.
+  for (auto it = created_.rbegin(); it != created_.rend(); ++it) {
+    const Created& c = *it;
+    std::error_code ignored;
+    fs::remove(c.path, ignored);
+    unregisterCleanupPath(c.slot);
+  }
 }
 
 AtomicOutput::AtomicOutput(std::string target, bool overwrite) : target_(std::move(target)) {
   refuseToOverwrite(target_, overwrite);
   const fs::path t(target_);
   const fs::path dir = t.has_parent_path() ? t.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir)) throwInputError(target_, "output directory", "an existing directory", dir.string());
+  requireWritableDirectory(dir.string(), "output directory");
   std::random_device rd;
   temporary_ = (dir / ("." + t.filename().string() + ".tmp-" + std::to_string(rd()))).string();
+  slot_ = registerCleanupPath(temporary_);
 }
 
 AtomicOutput::~AtomicOutput() {
@@ -27,6 +192,7 @@ AtomicOutput::~AtomicOutput() {
     std::error_code ignored;
     fs::remove(temporary_, ignored);
   }
+  unregisterCleanupPath(slot_);
 }
 
 void AtomicOutput::commit() {
@@ -34,6 +200,8 @@ void AtomicOutput::commit() {
   fs::rename(temporary_, target_, error);
   if (error) throwInputError(target_, "output", "a writable location", error.message());
   committed_ = true;
+  unregisterCleanupPath(slot_);
+  slot_ = -1;
 }
 
 }  // namespace glrecon

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +13,7 @@
 
 #include "glrecon/error.h"
 #include "glrecon/io.h"
+#include "glrecon/limits.h"
 
 namespace glrecon {
 namespace fs = std::filesystem;
@@ -63,7 +65,7 @@ std::vector<double> numbers(const std::string& path, const std::string& key, con
   if ((in >> rest) || result.size() != expected || !std::all_of(result.begin(), result.end(), [](double x) {
         return std::isfinite(x);
       }))
-    throwInputError(path, key, std::to_string(expected) + " finite numbers", "'" + value + "'");
+    throwInputError(path, key, std::to_string(expected) + " finite numbers", "'" + quoted(value) + "'");
   return result;
 }
 
@@ -72,32 +74,66 @@ bool parseBool(const std::string& path, const std::string& key, const std::strin
   std::transform(v.begin(), v.end(), v.begin(), ::tolower);
   if (v == "true" || v == "1") return true;
   if (v == "false" || v == "0") return false;
-  throwInputError(path, key, "True or False", "'" + value + "'");
+  throwInputError(path, key, "True or False", "'" + quoted(value) + "'");
 }
 
+// Inflates in chunks, growing the output as data arrives: a header may promise gigabytes that a small file
+// cannot hold, so memory follows the stream, never the header alone (which is only the upper bound).
 std::vector<unsigned char> inflateAll(const std::string& path, const std::vector<unsigned char>& compressed,
                                       std::size_t expected) {
-  std::vector<unsigned char> out(expected);
+  std::vector<unsigned char> out;
   z_stream z{};
   if (inflateInit2(&z, 15 + 32) != Z_OK) throwInputError(path, "CompressedData", "zlib data", "zlib init failure");
+  struct End {
+    z_stream* z;
+    ~End() { inflateEnd(z); }
+  } end{&z};
   z.next_in = const_cast<unsigned char*>(compressed.data());
-  z.avail_in = static_cast<uInt>(compressed.size());
-  z.next_out = out.data();
-  z.avail_out = static_cast<uInt>(expected);
-  const int status = inflate(&z, Z_FINISH);
-  const std::size_t produced = expected - z.avail_out;
-  inflateEnd(&z);
-  if (status != Z_STREAM_END || produced != expected)
+  std::size_t inputLeft = compressed.size();
+  constexpr std::size_t kChunk = std::size_t{1} << 20;
+  int status = Z_OK;
+  while (status != Z_STREAM_END) {
+    if (z.avail_in == 0 && inputLeft > 0) {
+      // zlib counts in 32-bit uInt: feed at most 1 GiB at a time.
+      z.avail_in = static_cast<uInt>(std::min<std::size_t>(inputLeft, std::size_t{1} << 30));
+      inputLeft -= z.avail_in;
+    }
+    const std::size_t produced = out.size();
+    // One byte beyond what the header promises, to notice a stream that holds more.
+    const std::size_t room = std::min(kChunk, expected + 1 - produced);
+    if (room == 0) break;
+    out.resize(produced + room);
+    z.next_out = out.data() + produced;
+    z.avail_out = static_cast<uInt>(room);
+    status = inflate(&z, Z_NO_FLUSH);
+    out.resize(produced + room - z.avail_out);
+    if (status == Z_BUF_ERROR && z.avail_in == 0 && inputLeft == 0) break;  // truncated stream
+    if (status != Z_OK && status != Z_STREAM_END && status != Z_BUF_ERROR) break;
+    if (out.size() > expected) break;
+  }
+  if (status != Z_STREAM_END || out.size() != expected)
     throwInputError(path, "compressed data", std::to_string(expected) + " bytes after decompression",
-                    std::to_string(produced) + " bytes (" + (z.msg ? z.msg : "truncated or corrupt stream") + ")");
+                    (out.size() > expected ? "more than that" : std::to_string(out.size()) + " bytes") + " (" +
+                        (z.msg ? quoted(z.msg) : std::string(out.size() > expected ? "the header disagrees with the data"
+                                                                                   : "truncated or corrupt stream")) +
+                        ")");
   return out;
+}
+
+// A byte count or offset from the header: a whole number in [lowest, highest].
+std::streamoff wholeNumber(const std::string& path, const std::string& key, const std::string& value, double lowest,
+                           double highest, const std::string& expected) {
+  const double v = numbers(path, key, value, 1)[0];
+  if (v != std::floor(v) || v < lowest || v > highest) throwInputError(path, key, expected, "'" + quoted(value) + "'");
+  return static_cast<std::streamoff>(v);
 }
 
 }  // namespace
 
 Image readMetaImage(const std::string& path, std::string* elementType) {
+  requireReadableFile(path, "MetaImage file");
   std::ifstream file(path, std::ios::binary);
-  if (!file) throwInputError(path, "file", "a readable MetaImage file (.mha or .mhd)", "no such readable file");
+  if (!file) throwInputError(path, "file", "a readable MetaImage file (.mha or .mhd)", std::strerror(errno));
 
   std::map<std::string, std::string> header;
   std::string line;
@@ -106,7 +142,7 @@ Image readMetaImage(const std::string& path, std::string* elementType) {
     const auto eq = line.find('=');
     if (eq == std::string::npos) {
       if (trim(line).empty()) continue;
-      throwInputError(path, "header line", "'Key = Value'", "'" + trim(line).substr(0, 60) + "'");
+      throwInputError(path, "header line", "'Key = Value'", "'" + quoted(trim(line), 60) + "'");
     }
     const std::string key = trim(line.substr(0, eq));
     header[key] = trim(line.substr(eq + 1));
@@ -123,11 +159,11 @@ Image readMetaImage(const std::string& path, std::string* elementType) {
     return it == header.end() ? nullptr : &it->second;
   };
   if (const std::string* type = get("ObjectType"); type && *type != "Image")
-    throwInputError(path, "ObjectType", "Image", *type);
+    throwInputError(path, "ObjectType", "Image", quoted(*type));
   const std::string* ndimsText = get("NDims");
   if (!ndimsText) throwInputError(path, "NDims", "2 or 3", "no NDims");
   const auto ndimsValue = numbers(path, "NDims", *ndimsText, 1)[0];
-  if (ndimsValue != 2 && ndimsValue != 3) throwInputError(path, "NDims", "2 or 3", *ndimsText);
+  if (ndimsValue != 2 && ndimsValue != 3) throwInputError(path, "NDims", "2 or 3", quoted(*ndimsText));
   const std::size_t ndims = static_cast<std::size_t>(ndimsValue);
 
   const std::string* dimText = get("DimSize");
@@ -137,19 +173,28 @@ Image readMetaImage(const std::string& path, std::string* elementType) {
   for (std::size_t a = 0; a < 3; ++a) {
     const double d = a < ndims ? dims[a] : 1.0;
     if (d < 1 || d != std::floor(d) || d > 1e6)
-      throwInputError(path, "DimSize", "positive integers", "'" + *dimText + "'");
+      throwInputError(path, "DimSize", "positive integers up to 1000000", "'" + quoted(*dimText) + "'");
     image.size[a] = static_cast<int>(d);
   }
   const std::string* spacingText = get("ElementSpacing");
   if (!spacingText) spacingText = get("ElementSize");
   if (spacingText) {
     const auto s = numbers(path, "ElementSpacing", *spacingText, ndims);
-    for (std::size_t a = 0; a < ndims; ++a) image.spacing[a] = s[a];
+    for (std::size_t a = 0; a < ndims; ++a) {
+      // Outside these bounds coordinates lose all precision in float (the backprojectors' type) or overflow.
+      if (!(s[a] >= kMinSpacingMm && s[a] <= kMaxSpacingMm))
+        throwInputError(path, "ElementSpacing", "spacings from 1e-6 to 1e6 mm", "'" + quoted(*spacingText) + "'");
+      image.spacing[a] = s[a];
+    }
   }
   for (const char* key : {"Offset", "Origin", "Position"})
     if (const std::string* o = get(key)) {
       const auto v = numbers(path, key, *o, ndims);
-      for (std::size_t a = 0; a < ndims; ++a) image.origin[a] = v[a];
+      for (std::size_t a = 0; a < ndims; ++a) {
+        if (!(std::abs(v[a]) <= kMaxCoordinateMm))
+          throwInputError(path, key, "coordinates within 1e7 mm of the origin", "'" + quoted(*o) + "'");
+        image.origin[a] = v[a];
+      }
       break;
     }
   for (const char* key : {"TransformMatrix", "Rotation", "Orientation"})
@@ -159,13 +204,13 @@ Image readMetaImage(const std::string& path, std::string* elementType) {
         for (std::size_t c = 0; c < ndims; ++c)
           if (std::abs(v[r * ndims + c] - (r == c ? 1.0 : 0.0)) > 1e-6)
             throwInputError(path, key, "the identity direction (rotated image grids are not supported)",
-                            "'" + *m + "'");
+                            "'" + quoted(*m) + "'");
       break;
     }
   if (const std::string* channels = get("ElementNumberOfChannels"); channels && trim(*channels) != "1")
-    throwInputError(path, "ElementNumberOfChannels", "1 (a scalar image)", *channels);
+    throwInputError(path, "ElementNumberOfChannels", "1 (a scalar image)", quoted(*channels));
   if (const std::string* binary = get("BinaryData"); binary && !parseBool(path, "BinaryData", *binary))
-    throwInputError(path, "BinaryData", "True (ASCII pixel data is not supported)", *binary);
+    throwInputError(path, "BinaryData", "True (ASCII pixel data is not supported)", quoted(*binary));
   bool bigEndian = false;
   for (const char* key : {"BinaryDataByteOrderMSB", "ElementByteOrderMSB"})
     if (const std::string* msb = get(key)) bigEndian = parseBool(path, key, *msb);
@@ -177,10 +222,10 @@ Image readMetaImage(const std::string& path, std::string* elementType) {
   if (typeIt == elementTypes().end())
     throwInputError(path, "ElementType",
                     "one of MET_FLOAT, MET_DOUBLE, MET_USHORT, MET_SHORT, MET_UCHAR, MET_CHAR, MET_UINT, MET_INT",
-                    "'" + *typeText + "'");
+                    "'" + quoted(*typeText) + "'");
   const ElementType type = typeIt->second;
   if (elementType) *elementType = *typeText;
-  const std::size_t count = image.voxelCount();
+  const std::size_t count = image.voxelCount();  // at most 1e18: DimSize is bounded above
   const std::size_t bytes = count * type.bytes;
 
   // Locate the pixel bytes: after the header (LOCAL) or in a separate file.
@@ -188,46 +233,70 @@ Image readMetaImage(const std::string& path, std::string* elementType) {
   std::string dataPath = path;
   std::streamoff offset = dataStart;
   if (dataFile != "LOCAL") {
-    if (dataFile == "LIST" || dataFile.find('%') != std::string::npos)
-      throwInputError(path, "ElementDataFile", "LOCAL or one data file name", "'" + dataFile + "'");
+    if (dataFile == "LIST" || dataFile.find('%') != std::string::npos || dataFile.empty())
+      throwInputError(path, "ElementDataFile", "LOCAL or one data file name", "'" + quoted(dataFile) + "'");
     const fs::path p(dataFile);
     dataPath = p.is_absolute() ? dataFile : (fs::path(path).parent_path() / p).string();
     offset = 0;
-    if (const std::string* hs = get("HeaderSize")) offset = static_cast<std::streamoff>(numbers(path, "HeaderSize", *hs, 1)[0]);
+    if (const std::string* hs = get("HeaderSize"))
+      offset = wholeNumber(path, "HeaderSize", *hs, -1, 1e15, "-1 (data at the end) or a byte count");
+    // A FIFO or device here would block or never end: refused before opening.
+    requireReadableFile(dataPath, path + ": ElementDataFile");
   }
   std::ifstream data(dataPath, std::ios::binary);
   if (!data) throwInputError(path, "ElementDataFile", "a readable data file", "'" + dataPath + "' cannot be opened");
   data.seekg(0, std::ios::end);
   const std::streamoff fileSize = data.tellg();
-  if (offset < 0) offset = fileSize - static_cast<std::streamoff>(bytes);  // HeaderSize = -1: data at the end.
+  if (offset < 0) {  // HeaderSize = -1: data at the end (uncompressed only).
+    if (compressed || bytes > static_cast<std::size_t>(fileSize))
+      throwInputError(dataPath, "HeaderSize", "-1 only for uncompressed data that fits in the file",
+                      std::to_string(fileSize) + " bytes of file for " + std::to_string(bytes) + " bytes of data");
+    offset = fileSize - static_cast<std::streamoff>(bytes);
+  }
+  if (offset > fileSize)
+    throwInputError(dataPath, "HeaderSize", "at most the file size (" + std::to_string(fileSize) + " bytes)",
+                    std::to_string(offset));
 
+  // The file bounds what can be read: compare sizes before allocating anything, and check that the pixels
+  // (and their float copy) fit in memory.
   std::vector<unsigned char> raw;
   if (compressed) {
     std::streamoff available = fileSize - offset;
     if (const std::string* cs = get("CompressedDataSize")) {
-      const auto declared = static_cast<std::streamoff>(numbers(path, "CompressedDataSize", *cs, 1)[0]);
+      const auto declared = wholeNumber(path, "CompressedDataSize", *cs, 0, 1e15, "a byte count");
       if (declared > available)
         throwInputError(dataPath, "CompressedDataSize", std::to_string(declared) + " bytes of compressed data",
                         std::to_string(available) + " bytes (the file is truncated)");
       available = declared;
     }
+    // zlib inflates at most about 1032:1; a header promising more than that cannot be honest.
+    if (static_cast<double>(bytes) > 1032.0 * static_cast<double>(available) + 1024.0)
+      throwInputError(dataPath, "compressed data",
+                      "enough compressed bytes for " + std::to_string(bytes) + " bytes of pixels (DimSize " +
+                          quoted(*dimText) + ")",
+                      std::to_string(available) + " bytes (the file is truncated)");
+    checkHostMemory(path, "DimSize " + quoted(*dimText),
+                    static_cast<std::uint64_t>(available) + bytes + count * sizeof(float));
     std::vector<unsigned char> packed(static_cast<std::size_t>(std::max<std::streamoff>(available, 0)));
     data.seekg(offset);
     data.read(reinterpret_cast<char*>(packed.data()), static_cast<std::streamsize>(packed.size()));
+    if (data.gcount() != static_cast<std::streamsize>(packed.size()))
+      throwInputError(dataPath, "compressed data", std::to_string(packed.size()) + " bytes", std::strerror(errno));
     raw = inflateAll(dataPath, packed, bytes);
   } else {
     const std::streamoff available = fileSize - offset;
-    if (available != static_cast<std::streamoff>(bytes))
+    if (static_cast<std::size_t>(available) != bytes)
       throwInputError(dataPath, "pixel data",
-                      std::to_string(bytes) + " bytes for DimSize " + *dimText + " of " + *typeText,
+                      std::to_string(bytes) + " bytes for DimSize " + quoted(*dimText) + " of " + *typeText,
                       std::to_string(available) + " bytes" +
-                          (available < static_cast<std::streamoff>(bytes) ? " (the file is truncated)"
-                                                                          : " (the header disagrees with the data)"));
+                          (static_cast<std::size_t>(available) < bytes ? " (the file is truncated)"
+                                                                       : " (the header disagrees with the data)"));
+    checkHostMemory(path, "DimSize " + quoted(*dimText), bytes + count * sizeof(float));
     raw.resize(bytes);
     data.seekg(offset);
     data.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(bytes));
     if (data.gcount() != static_cast<std::streamsize>(bytes))
-      throwInputError(dataPath, "pixel data", std::to_string(bytes) + " bytes", "a read error");
+      throwInputError(dataPath, "pixel data", std::to_string(bytes) + " bytes", std::strerror(errno));
   }
   image.data.resize(count);
   type.toFloat(raw.data(), count, image.data.data(), bigEndian);
@@ -256,13 +325,10 @@ void writeMetaImage(const std::string& path, const Image& image, bool overwrite)
          << "ElementType = MET_FLOAT\n"
          << "ElementDataFile = " << (detached ? fs::path(rawPath).filename().string() : "LOCAL") << '\n';
 
+  const std::string headerText = header.str();
   const auto writeBytes = [&](const std::string& file, bool withHeader, bool withData) {
-    std::ofstream out(file, std::ios::binary);
-    if (withHeader) out << header.str();
-    if (withData)
-      out.write(reinterpret_cast<const char*>(image.data.data()),
-                static_cast<std::streamsize>(image.data.size() * sizeof(float)));
-    if (!out.flush()) throwInputError(path, "output", "a writable file with enough space", "a write error");
+    writeFileBytes(path, file, withHeader ? headerText.data() : nullptr, withHeader ? headerText.size() : 0,
+                   withData ? image.data.data() : nullptr, withData ? image.data.size() * sizeof(float) : 0);
   };
   if (detached) {
     AtomicOutput raw(rawPath, overwrite);

@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 
 #include "glrecon/error.h"
 #include "glrecon/io.h"
+#include "glrecon/limits.h"
 
 namespace glrecon {
 namespace {
@@ -19,8 +22,13 @@ void writePng(const std::string& path, int width, int height, png_uint_32 format
   image.width = static_cast<png_uint_32>(width);
   image.height = static_cast<png_uint_32>(height);
   image.format = format;
-  if (!png_image_write_to_file(&image, output.temporaryPath().c_str(), 0, pixels, 0 /* packed rows */, nullptr))
-    throwInputError(path, "output", "a writable PNG file", image.message);
+  errno = 0;
+  if (!png_image_write_to_file(&image, output.temporaryPath().c_str(), 0, pixels, 0 /* packed rows */, nullptr)) {
+    // libpng's message is generic; errno says why (no space left, read-only file system, permission denied).
+    const int error = errno;
+    throwInputError(path, "output", "a writable PNG file",
+                    std::string(image.message) + (error ? std::string(" (") + std::strerror(error) + ")" : ""));
+  }
   output.commit();
 }
 
@@ -30,7 +38,7 @@ SliceAxis parseSliceAxis(const std::string& text) {
   if (text == "x") return SliceAxis::X;
   if (text == "y") return SliceAxis::Y;
   if (text == "z") return SliceAxis::Z;
-  throw UsageError("slice axis: expected x, y or z, found '" + text + "'");
+  throw UsageError("slice axis: expected x, y or z, found '" + quoted(text) + "'");
 }
 
 std::pair<double, double> percentileRange(const Image& volume, double lowPercent, double highPercent) {

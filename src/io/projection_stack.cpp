@@ -8,6 +8,8 @@
 
 #include "glrecon/error.h"
 #include "glrecon/io.h"
+#include "glrecon/limits.h"
+#include "glrecon/validate.h"
 
 namespace glrecon {
 namespace fs = std::filesystem;
@@ -57,7 +59,9 @@ std::vector<std::string> listProjectionFiles(const std::string& spec) {
     for (const auto& entry : fs::directory_iterator(spec))
       if (entry.is_regular_file() && isProjectionFile(entry.path())) files.push_back(entry.path().string());
     if (files.empty()) throwInputError(spec, "projections", "a directory holding .mha, .mhd, .tif or .tiff files", "none");
-  } else if (spec.find_first_of("*?[") != std::string::npos) {
+  } else if (spec.find_first_of("*?[") != std::string::npos && !fs::exists(spec)) {
+    // An existing file whose name holds '[', '*' or '?' is taken literally: as a pattern it could select
+    // other files.
     glob_t matches{};
     const int status = ::glob(spec.c_str(), 0, nullptr, &matches);
     for (std::size_t i = 0; status == 0 && i < matches.gl_pathc; ++i) files.emplace_back(matches.gl_pathv[i]);
@@ -77,12 +81,15 @@ std::vector<std::string> listProjectionFiles(const std::string& directory, const
   try {
     pattern = std::regex(regex);
   } catch (const std::regex_error& e) {
-    throwInputError("--regexp", "pattern", "a valid regular expression", "'" + regex + "' (" + e.what() + ")");
+    throwInputError("--regexp", "pattern", "a valid regular expression", "'" + quoted(regex) + "' (" + e.what() + ")");
   }
   std::vector<std::string> files;
   for (const auto& entry : fs::directory_iterator(directory))
-    if (entry.is_regular_file() && std::regex_match(entry.path().filename().string(), pattern)) files.push_back(entry.path().string());
-  if (files.empty()) throwInputError(directory, "--regexp", "files whose names match '" + regex + "'", "none");
+    // regex_search, as ITK's RegularExpressionSeriesFileNames (which rtkfdk --regexp uses): the pattern matches
+    // a part of the name ("\\.mha$" selects every .mha); anchor it with ^...$ for a whole-name match.
+    if (entry.is_regular_file() && std::regex_search(entry.path().filename().string(), pattern))
+      files.push_back(entry.path().string());
+  if (files.empty()) throwInputError(directory, "--regexp", "files whose names match '" + quoted(regex) + "'", "none");
   sortNaturally(files);
   return files;
 }
@@ -109,15 +116,19 @@ Image readProjectionFiles(const std::vector<std::string>& files) {
       stack.size[2] += part.size[2];
     }
   }
-  // A NaN or infinity would spread through the ramp filter over a whole detector row: refuse it here.
+  // A NaN or infinity would spread through the ramp filter over a whole detector row, and values near float's
+  // limit (3e38) overflow the filter's and the backprojection's sums into NaN: refuse both here.
   const std::size_t perProjection = stack.sliceStride();
   for (std::size_t i = 0; i < stack.data.size(); ++i)
-    if (!std::isfinite(stack.data[i])) {
+    if (!std::isfinite(stack.data[i]) || std::abs(stack.data[i]) > kMaxProjectionValue) {
       const std::size_t p = i / perProjection, pixel = i % perProjection;
       throwInputError(files.size() == 1 ? files[0] : files[std::min(p, files.size() - 1)],
                       "projection " + std::to_string(p) + " pixel (" + std::to_string(pixel % stack.size[0]) + ", " +
                           std::to_string(pixel / stack.size[0]) + ")",
-                      "a finite value", std::isnan(stack.data[i]) ? "NaN" : "infinity");
+                      "a finite value within 1e20 in magnitude",
+                      std::isnan(stack.data[i])   ? std::string("NaN")
+                      : std::isinf(stack.data[i]) ? std::string("infinity")
+                                                  : std::to_string(stack.data[i]) + " (overflows float in the reconstruction)");
     }
   return stack;
 }

@@ -2,13 +2,16 @@
 #include <tinyxml2.h>
 
 #include <charconv>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
 
 #include "glrecon/error.h"
 #include "glrecon/io.h"
+#include "glrecon/limits.h"
 
 namespace glrecon {
 namespace {
@@ -34,7 +37,12 @@ double parseNumber(const std::string& path, const tinyxml2::XMLElement* element)
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value))
     throwInputError(path + " (line " + std::to_string(element->GetLineNum()) + ")", element->Name(),
-                    "a finite number", "'" + text + "'");
+                    "a finite number", "'" + quoted(text) + "'");
+  // Distances and offsets beyond 10 km (or angles beyond 1e7 degrees) are typing errors, and overflow the
+  // float arithmetic downstream.
+  if (std::abs(value) > kMaxCoordinateMm)
+    throwInputError(path + " (line " + std::to_string(element->GetLineNum()) + ")", element->Name(),
+                    "a number within 1e7 in magnitude", "'" + quoted(text) + "'");
   return value;
 }
 
@@ -69,7 +77,7 @@ bool applyParameter(const std::string& path, const tinyxml2::XMLElement* e, Circ
   if (name == "RadiusCylindricalDetector") {
     if (parseNumber(path, e) != 0.0)
       throwInputError(where, name, "0 (glrecon reconstructs flat-panel detectors only)",
-                      trimmed(e->GetText()) + " (a cylindrical detector)");
+                      quoted(trimmed(e->GetText())) + " (a cylindrical detector)");
     return true;
   }
   if (isCollimation(name)) {
@@ -108,21 +116,23 @@ void checkMatrix(const std::string& path, const tinyxml2::XMLElement* e, const C
 }  // namespace
 
 std::vector<CircularParams> readRtkGeometry(const std::string& path) {
+  // A FIFO or device would block tinyxml2's read; a missing file and permission denied read differently.
+  requireReadableFile(path, "RTK geometry file");
   tinyxml2::XMLDocument doc;
   const tinyxml2::XMLError status = doc.LoadFile(path.c_str());
   if (status == tinyxml2::XML_ERROR_FILE_NOT_FOUND || status == tinyxml2::XML_ERROR_FILE_COULD_NOT_BE_OPENED)
-    throwInputError(path, "file", "a readable RTK geometry XML file", "no such readable file");
+    throwInputError(path, "file", "a readable RTK geometry XML file", std::strerror(errno));
   if (status != tinyxml2::XML_SUCCESS)
-    throwInputError(path, "XML", "well-formed XML", doc.ErrorStr() ? doc.ErrorStr() : "a parse error");
+    throwInputError(path, "XML", "well-formed XML", doc.ErrorStr() ? quoted(doc.ErrorStr(), 200) : "a parse error");
 
   const tinyxml2::XMLElement* root = doc.RootElement();
   if (!root || std::string(root->Name()) != "RTKThreeDCircularGeometry")
     throwInputError(path, "root element", "<RTKThreeDCircularGeometry>",
-                    root ? "<" + std::string(root->Name()) + ">" : "no element");
+                    root ? "<" + quoted(root->Name()) + ">" : "no element");
   const char* version = root->Attribute("version");
   if (!version || (std::string(version) != "2" && std::string(version) != "3"))
     throwInputError(path, "RTKThreeDCircularGeometry version", "2 or 3",
-                    version ? "'" + std::string(version) + "'" : "no version attribute");
+                    version ? "'" + quoted(version) + "'" : "no version attribute");
 
   // Like RTK's reader, a parameter keeps its last value: top-level elements set it for all projections
   // and a value inside a <Projection> carries over to the following ones until set again.
@@ -139,13 +149,13 @@ std::vector<CircularParams> readRtkGeometry(const std::string& path) {
           matrix = p;
         else if (!applyParameter(path, p, current))
           throwInputError(path + " (line " + std::to_string(p->GetLineNum()) + ")", "<Projection> child",
-                          "an RTK projection parameter", "unknown element <" + std::string(p->Name()) + ">");
+                          "an RTK projection parameter", "unknown element <" + quoted(p->Name()) + ">");
       }
       if (matrix) checkMatrix(path, matrix, current, params.size());
       params.push_back(current);
     } else if (!applyParameter(path, e, current)) {
       throwInputError(path + " (line " + std::to_string(e->GetLineNum()) + ")", "element",
-                      "an RTK geometry parameter or <Projection>", "unknown element <" + name + ">");
+                      "an RTK geometry parameter or <Projection>", "unknown element <" + quoted(name) + ">");
     }
   }
   if (params.empty()) throwInputError(path, "Projection", "at least one <Projection>", "none");
@@ -206,11 +216,7 @@ std::string formatRtkGeometry(const std::vector<CircularParams>& params) {
 void writeRtkGeometry(const std::string& path, const std::vector<CircularParams>& params, bool overwrite) {
   const std::string text = formatRtkGeometry(params);
   AtomicOutput output(path, overwrite);
-  {
-    std::ofstream file(output.temporaryPath(), std::ios::binary);
-    file << text;
-    if (!file.flush()) throwInputError(path, "output", "a writable file", "a write error");
-  }
+  writeFileBytes(path, output.temporaryPath(), text.data(), text.size());
   output.commit();
 }
 

@@ -1,0 +1,40 @@
+#pragma once
+/// Limits checked before work starts: host memory, input files that can be read without blocking, and the
+/// quoting of untrusted text in messages. Tested in tests/test_limits.cpp and tests/test_bad_input.cpp.
+#include <cstdint>
+#include <string>
+
+namespace glrecon {
+
+/// Bytes of host memory this process may still allocate: the smaller of /proc/meminfo's MemAvailable and
+/// the cgroup limit (/sys/fs/cgroup/memory.max minus memory.current). The environment variable
+/// GLRECON_MEMORY_LIMIT_MB, when set to a positive number, caps it (for tests and shared machines).
+/// Returns UINT64_MAX when nothing is known.
+std::uint64_t availableHostMemory();
+
+/// Throws InputError naming `where` and `what` when `bytes` do not fit in the host memory available now
+/// ("needs 19.5 GiB, 7.2 GiB available (MemAvailable)").
+void checkHostMemory(const std::string& where, const std::string& what, std::uint64_t bytes);
+
+/// "1.5 GiB", "12.0 MiB", "512 bytes".
+std::string formatBytes(std::uint64_t bytes);
+
+/// Refuses, before opening it, anything but a readable regular file: a missing path, permission denied
+/// (distinguished), a directory, a FIFO (which would block), a device or a socket. `field` names the
+/// option or header field that gave the path.
+void requireReadableFile(const std::string& path, const std::string& field);
+
+/// Untrusted text for a message: printable ASCII kept, everything else as \xNN, at most `limit` characters
+/// (then "..."), so binary garbage never reaches the terminal raw.
+std::string quoted(const std::string& text, std::size_t limit = 80);
+
+}  // namespace glrecon
+
+namespace glrecon {
+/// Physical bounds on lengths (mm): spacings of volumes and detectors, and how far from the origin any
+/// position (origin, source, detector) may lie. Beyond them float arithmetic in the backprojectors loses
+/// all precision or overflows.
+inline constexpr double kMinSpacingMm = 1e-6;
+inline constexpr double kMaxSpacingMm = 1e6;
+inline constexpr double kMaxCoordinateMm = 1e7;
+}  // namespace glrecon

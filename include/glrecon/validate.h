@@ -1,0 +1,33 @@
+#pragma once
+/// Sanity checks every command runs before any work (RTK's VerifyPreconditions): physical bounds on the
+/// volume grid and the scan, a volume that some projection sees, and values that cannot overflow float.
+/// Each throws GeometryError or InputError naming where, the field, what was expected and what was found.
+/// Tested in tests/test_bad_input.cpp (through the command line) and tests/test_limits.cpp.
+#include <string>
+
+#include "glrecon/geometry.h"
+#include "glrecon/image.h"
+
+namespace glrecon {
+
+/// Spacings within [kMinSpacingMm, kMaxSpacingMm] and every voxel centre within kMaxCoordinateMm of the
+/// origin.
+void checkGridBounds(const VolumeGrid& grid, const std::string& where);
+
+/// Detector pixel spacings positive and within [kMinSpacingMm, kMaxSpacingMm] (the layout's and every view's
+/// steps), sources and detectors within kMaxCoordinateMm of the origin.
+void checkScanBounds(const Geometry& geometry, const std::string& where);
+
+/// Throws GeometryError when no voxel of the grid (sampled up to 17 points per axis, corners included)
+/// projects onto the detector in any projection: the reconstruction would be all zero.
+void checkVolumeInBeam(const Geometry& geometry, const VolumeGrid& grid, const std::string& where);
+
+/// Throws InputError naming the first value that is not finite or exceeds `limit` in magnitude (values beyond
+/// it overflow float in the ramp filter and the backprojection sums).
+void checkFiniteValues(const Image& image, const std::string& where, const std::string& what, double limit);
+
+/// The magnitude checkFiniteValues allows in projections (line integrals): far beyond any physical
+/// attenuation, far below where float sums over thousands of projections overflow.
+inline constexpr double kMaxProjectionValue = 1e20;
+
+}  // namespace glrecon

@@ -1,0 +1,22 @@
+#pragma once
+// The command line's validation layer: checks every command's option values get before any work (finite,
+// in range, meaningful), and the subcommand name itself.
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+namespace glrecon::app {
+
+/// Attaches a range check to every numeric option of every subcommand, by option name (tables in
+/// validation.cpp): NaN, infinity, negative counts and out-of-range values are refused with
+/// "OPTION: expected ..., found '...'" (exit 2) before the command runs. Call after all commands are added.
+void addOptionChecks(CLI::App& app);
+
+/// When argv[1] is neither an option nor a known subcommand: "unknown command 'X' (expected one of ...)".
+/// Returns the message, or "" when the command line starts well.
+std::string unknownSubcommand(const CLI::App& app, int argc, char** argv);
+
+/// Host memory check for a job: `bytes` estimated from the sizes, before anything is allocated.
+void checkJobMemory(const std::string& command, const std::string& what, std::uint64_t bytes);
+
+}  // namespace glrecon::app

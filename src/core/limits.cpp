@@ -1,0 +1,134 @@
+#include "glrecon/limits.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "glrecon/error.h"
+
+namespace glrecon {
+namespace {
+
+constexpr std::uint64_t kUnknown = std::numeric_limits<std::uint64_t>::max();
+
+std::uint64_t readNumber(const char* path) {
+  std::ifstream in(path);
+  std::string text;
+  if (!(in >> text) || text == "max") return kUnknown;
+  try {
+    return std::stoull(text);
+  } catch (const std::exception&) {
+    return kUnknown;
+  }
+}
+
+std::uint64_t memAvailable() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  std::uint64_t value = 0;
+  while (in >> key >> value) {
+    std::getline(in, unit);
+    if (key == "MemAvailable:") return value * 1024;  // meminfo counts kB
+  }
+  return kUnknown;
+}
+
+// The name of whichever figure is the binding one, for the message.
+std::uint64_t available(std::string* source) {
+  std::uint64_t best = memAvailable();
+  if (source) *source = "MemAvailable in /proc/meminfo";
+  // cgroup v2: a container's limit can be far below what the host has.
+  const std::uint64_t limit = readNumber("/sys/fs/cgroup/memory.max");
+  if (limit != kUnknown) {
+    const std::uint64_t used = readNumber("/sys/fs/cgroup/memory.current");
+    const std::uint64_t left = used != kUnknown && used < limit ? limit - used : limit;
+    if (left < best) {
+      best = left;
+      if (source) *source = "the cgroup limit in /sys/fs/cgroup/memory.max";
+    }
+  }
+  if (const char* env = std::getenv("GLRECON_MEMORY_LIMIT_MB")) {
+    char* end = nullptr;
+    const double mb = std::strtod(env, &end);
+    if (end != env && *end == '\0' && std::isfinite(mb) && mb > 0 &&
+        mb * 1048576.0 < static_cast<double>(best)) {
+      best = static_cast<std::uint64_t>(mb * 1048576.0);
+      if (source) *source = "GLRECON_MEMORY_LIMIT_MB";
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::uint64_t availableHostMemory() { return available(nullptr); }
+
+std::string formatBytes(std::uint64_t bytes) {
+  char text[64];
+  if (bytes >= (1ull << 30))
+    std::snprintf(text, sizeof text, "%.1f GiB", bytes / 1073741824.0);
+  else if (bytes >= (1ull << 20))
+    std::snprintf(text, sizeof text, "%.1f MiB", bytes / 1048576.0);
+  else
+    std::snprintf(text, sizeof text, "%llu bytes", static_cast<unsigned long long>(bytes));
+  return text;
+}
+
+void checkHostMemory(const std::string& where, const std::string& what, std::uint64_t bytes) {
+  std::string source;
+  const std::uint64_t limit = available(&source);
+  if (limit == kUnknown || bytes <= limit) return;
+  throwInputError(where, what, "at most " + formatBytes(limit) + " of memory (" + source + ")",
+                  formatBytes(bytes) + " needed");
+}
+
+void requireReadableFile(const std::string& path, const std::string& field) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    const int error = errno;
+    throwInputError(path, field, "a readable file",
+                    error == ENOENT ? "no such file" : std::string(std::strerror(error)));
+  }
+  const char* kind = S_ISDIR(info.st_mode)    ? "a directory"
+                     : S_ISFIFO(info.st_mode) ? "a FIFO (named pipe)"
+                     : S_ISCHR(info.st_mode)  ? "a character device"
+                     : S_ISBLK(info.st_mode)  ? "a block device"
+                     : S_ISSOCK(info.st_mode) ? "a socket"
+                     : S_ISREG(info.st_mode)  ? nullptr
+                                              : "not a regular file";
+  if (kind) throwInputError(path, field, "a regular file", kind);
+  if (::access(path.c_str(), R_OK) != 0) {
+    const int error = errno;
+    throwInputError(path, field, "a readable file", std::strerror(error));
+  }
+}
+
+std::string quoted(const std::string& text, std::size_t limit) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (out.size() >= limit) {
+      out += "...";
+      break;
+    }
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02X", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+}  // namespace glrecon

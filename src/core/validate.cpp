@@ -1,0 +1,105 @@
+#include "glrecon/validate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <glm/geometric.hpp>
+#include <sstream>
+
+#include "glrecon/error.h"
+#include "glrecon/limits.h"
+
+namespace glrecon {
+namespace {
+
+std::string str(double v) {
+  std::ostringstream s;
+  s.precision(6);
+  s << v;
+  return s.str();
+}
+std::string str(const glm::dvec3& v) { return "(" + str(v.x) + ", " + str(v.y) + ", " + str(v.z) + ")"; }
+
+bool within(const glm::dvec3& p, double limit) {
+  return std::abs(p.x) <= limit && std::abs(p.y) <= limit && std::abs(p.z) <= limit;
+}
+
+}  // namespace
+
+void checkGridBounds(const VolumeGrid& grid, const std::string& where) {
+  static const char* axis[3] = {"x", "y", "z"};
+  for (int a = 0; a < 3; ++a)
+    if (!(grid.spacing[a] >= kMinSpacingMm && grid.spacing[a] <= kMaxSpacingMm))
+      throwGeometryError(where, std::string("volume spacing ") + axis[a], "a spacing from 1e-6 to 1e6 mm",
+                         str(grid.spacing[a]));
+  const glm::dvec3 first = grid.origin;
+  const glm::dvec3 last = grid.worldOf(grid.size[0] - 1, grid.size[1] - 1, grid.size[2] - 1);
+  if (!within(first, kMaxCoordinateMm) || !within(last, kMaxCoordinateMm))
+    throwGeometryError(where, "volume extent", "voxel centres within 1e7 mm of the origin",
+                       "voxels from " + str(first) + " to " + str(last) + " mm");
+}
+
+void checkScanBounds(const Geometry& geometry, const std::string& where) {
+  const DetectorLayout& d = geometry.detector;
+  for (const auto& [name, s] :
+       {std::pair{"detector spacing u", d.spacingU}, std::pair{"detector spacing v", d.spacingV}})
+    if (!(s >= kMinSpacingMm && s <= kMaxSpacingMm))
+      throwGeometryError(where, name,
+                         "a positive pixel spacing from 1e-6 to 1e6 mm" +
+                             std::string(s < 0 ? " (a mirrored detector is not supported)" : ""),
+                         str(s));
+  if (!(std::abs(d.originU) <= kMaxCoordinateMm && std::abs(d.originV) <= kMaxCoordinateMm))
+    throwGeometryError(where, "detector origin", "within 1e7 mm", str(d.originU) + ", " + str(d.originV));
+  for (std::size_t i = 0; i < geometry.views.size(); ++i) {
+    const ProjectionVectors& v = geometry.views[i];
+    const std::string view = "projection " + std::to_string(i);
+    if (!within(v.source, kMaxCoordinateMm) || !within(v.pixel00, kMaxCoordinateMm))
+      throwGeometryError(where, view, "a source and detector within 1e7 mm of the origin",
+                         "source " + str(v.source) + ", pixel (0,0) at " + str(v.pixel00));
+    const double lu = glm::length(v.uStep), lv = glm::length(v.vStep);
+    if (!(lu >= kMinSpacingMm && lu <= kMaxSpacingMm && lv >= kMinSpacingMm && lv <= kMaxSpacingMm))
+      throwGeometryError(where, view + " detector steps", "pixel steps from 1e-6 to 1e6 mm",
+                         str(lu) + " and " + str(lv));
+  }
+}
+
+void checkVolumeInBeam(const Geometry& geometry, const VolumeGrid& grid, const std::string& where) {
+  // Sample points per axis: every voxel of small axes, else 17 spread from the first to the last voxel.
+  std::array<std::vector<double>, 3> samples;
+  for (int a = 0; a < 3; ++a) {
+    const int n = grid.size[a], count = std::min(n, 17);
+    for (int s = 0; s < count; ++s) samples[a].push_back(count == 1 ? 0.0 : s * (n - 1.0) / (count - 1));
+  }
+  const double nu = geometry.detector.nu, nv = geometry.detector.nv;
+  for (std::size_t i = 0; i < geometry.size(); ++i) {
+    const ProjectionMatrix p = geometry.matrix(i, grid);
+    for (double k : samples[2])
+      for (double j : samples[1])
+        for (double x : samples[0]) {
+          const glm::dvec3 h = p.apply(glm::dvec4(x, j, k, 1.0));
+          if (!(h.z > 0.0)) continue;
+          const double u = h.x / h.z, v = h.y / h.z;
+          if (u >= -0.5 && u <= nu - 0.5 && v >= -0.5 && v <= nv - 0.5) return;
+        }
+  }
+  throwGeometryError(where, "volume",
+                     "a volume that at least one projection sees (its beam crosses the volume)",
+                     "no voxel of the volume from " + str(grid.origin) + " to " +
+                         str(grid.worldOf(grid.size[0] - 1, grid.size[1] - 1, grid.size[2] - 1)) +
+                         " mm projects onto the detector in any of the " + std::to_string(geometry.size()) +
+                         " projections (check --origin, the offsets and the distances)");
+}
+
+void checkFiniteValues(const Image& image, const std::string& where, const std::string& what, double limit) {
+  for (std::size_t n = 0; n < image.data.size(); ++n) {
+    const float value = image.data[n];
+    if (std::isfinite(value) && std::abs(value) <= limit) continue;
+    const std::size_t stride = image.sliceStride();
+    const std::size_t k = n / stride, j = (n % stride) / image.size[0], i = n % image.size[0];
+    throwInputError(
+        where,
+        what + " value at (" + std::to_string(i) + ", " + std::to_string(j) + ", " + std::to_string(k) + ")",
+        "finite values within " + str(limit) + " in magnitude", str(value));
+  }
+}
+
+}  // namespace glrecon
