@@ -12,20 +12,21 @@ bin=$PWD/.gl/bin/glrecon
 mkdir -p /work/main/build/tests/scratch && cp "$bin" /work/main/build/glrecon
 step=${1:-all}
 if [ "$step" = all ] || [ "$step" = tests ]; then
-  (cd /tmp && timeout 300 "$OLDPWD/.gl/bin/glrecon-tests" --gtest_brief=1 2>&1 | tail -40) | tee "$out/tests.txt"
+  (cd /tmp && timeout 300 "$OLDPWD/.gl/bin/glrecon-tests" --gtest_brief=1 2>&1 | grep -E "FAILED|PASSED|SKIPPED|tests from|Failure|error" | tail -40) | tee "$out/tests.txt"
 fi
 if [ "$step" = all ] || [ "$step" = bench ]; then
-  "$bin" bench --size 512 --projections 360 --detector 512 --backends cpu,cuda,compute --window 16,32,64,auto --repeat 3 -o "$out/bench512" -q 2>&1 | tee "$out/bench512.txt"
-  for run in 4 16; do
-    GLRECON_CUDA_RUN=$run "$bin" bench --size 512 --projections 360 --detector 512 --backends cuda --window 32 --repeat 3 -q 2>&1 | grep -E "^cuda" | sed "s/^/run $run: /"
-  done | tee "$out/cuda_runs.txt"
+  "$bin" bench --size 512 --projections 360 --detector 512 --backends cpu,cuda,compute --window 16,32,64,auto --repeat 5 -o "$out/bench512" -q 2>&1 | tee "$out/bench512.txt"
+  "$bin" bench --size 256 --projections 360 --detector 512 --backends cuda,compute,graphics --window 16,32,64,auto --repeat 5 -q 2>&1 | tee "$out/bench256.txt"
 fi
 if [ "$step" = all ] || [ "$step" = fdk ]; then
   scan=/tmp/scan; "$bin" phantom -o $scan --projections 360 --detector 512 --detector-spacing 1 --overwrite -q
-  for b in cuda compute graphics; do
+  for b in cuda compute compute graphics graphics; do
     /usr/bin/time -f "$b wall %e s" "$bin" fdk -g $scan/geometry.xml -p $scan/projections.mha -o /tmp/v.mha --overwrite --size 512 --spacing 0.5 --backend $b 2>&1 | grep -v "proj/s  ETA"
   done | tee "$out/fdk512.txt"
 fi
 if [ "$step" = all ] || [ "$step" = graphics ]; then
   "$bin" bench --size 512 --projections 360 --detector 512 --backends graphics --window 16,auto --repeat 2 -q 2>&1 | tee "$out/bench512_graphics.txt"
+fi
+if [ "$step" = all ] || [ "$step" = iterative ]; then
+  timeout 180 "$bin" bench-iterative --size 256 --projections 360 --detector 256 --backends cpu,graphics,compute,cuda 2>&1 | tail -12 | tee "$out/iterative.txt"
 fi

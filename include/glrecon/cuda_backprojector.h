@@ -24,6 +24,9 @@ bool cudaBackendBuilt();
 /// The texture units' peak on CUDA device `device` in G bilinear fetches per second (4 per multiprocessor per
 /// clock on NVIDIA GPUs since Maxwell); 0 without CUDA or that device.
 double cudaBilinearPeak(int device);
+/// Creates CUDA's context on `device` now (a few hundred milliseconds), so a later backprojector does not
+/// wait for it; errors are left for the backprojector to report. Does nothing without CUDA.
+void warmUpCuda(int device);
 
 class CudaBackprojector final : public Backprojector {
  public:

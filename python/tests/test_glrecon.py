@@ -142,7 +142,7 @@ def test_errors_carry_the_cli_messages(scan, tmp_path):
         assert r.stderr.strip() == "glrecon: error: " + str(e.value), (r.stderr, str(e.value))
         assert isinstance(e.value, glrecon.Error) and isinstance(e.value, RuntimeError)
     assert not (tmp_path / "v.mha").exists()
-    with pytest.raises(glrecon.InputError, match="no such readable file"):
+    with pytest.raises(glrecon.InputError, match="found no such file"):
         glrecon.read_image(tmp_path / "none.mha")
     geo = glrecon.read_rtk_geometry(scan / "scan" / "geometry.xml")
     p = glrecon.read_image(scan / "scan" / "projections.mha")

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "glrecon/backprojector.h"
+#include "glrecon/cuda_backprojector.h"
 #include "glrecon/error.h"
 #include "glrecon/fdk.h"
 #include "glrecon/gl/context.h"
@@ -191,6 +192,24 @@ void printReport(const FdkReport& r, std::size_t projections) {
                r.backend.c_str(), r.shortScan ? " (short scan, Parker weights)" : "", r.filterSeconds, r.backprojectSeconds,
                r.gigaUpdatesPerSecond(), r.backprojectSeconds > 0 ? projections / r.backprojectSeconds : 0.0, r.totalSeconds,
                r.totalSeconds > 0 ? projections / r.totalSeconds : 0.0);
+}
+
+// From files to file: where the time went, and the stage that bounds it. The filter pool runs beside the
+// backprojection, so the larger of the two bounds the reconstruction; reading and writing come before and after.
+void printFileSplit(const FdkReport& r, double readSeconds, double writeSeconds, std::size_t projections) {
+  const double upload = r.backprojectSeconds - r.readbackSeconds;
+  const double total = readSeconds + r.totalSeconds + writeSeconds;
+  const std::pair<double, const char*> stages[] = {{readSeconds, "reading"},
+                                                   {r.setupSeconds, "setup"},
+                                                   {std::max(r.filterSeconds, upload), r.filterWaitSeconds > 0.25 * upload ? "filtering" : "backprojection"},
+                                                   {r.readbackSeconds, "readback"},
+                                                   {writeSeconds, "writing"}};
+  const auto bound = std::max_element(std::begin(stages), std::end(stages), [](auto& a, auto& b) { return a.first < b.first; });
+  std::fprintf(stderr,
+               "file to file %.2f s (%.1f projections/s): read %.2f, setup %.2f, filter %.2f (beside the GPU), upload and "
+               "backprojection %.2f (of which waiting for filtered projections %.2f), readback %.2f, write %.2f s; bound by %s\n",
+               total, projections / total, readSeconds, r.setupSeconds, r.filterSeconds, upload, r.filterWaitSeconds, r.readbackSeconds,
+               writeSeconds, bound->second);
 }
 
 // ---- phantom ----
@@ -394,7 +413,7 @@ struct FdkCommand {
                        "supported in the pipeline yet)");
 
     // Every output is checked before the reconstruction: a bad name or directory costs nothing.
-    checkOutputFile(output, {".mha", ".mhd"}, overwrite, "--output");
+    checkOutputFile(output, {".mha", ".mhd", ".tif", ".tiff"}, overwrite, "--output");
     std::string extension = outputPath.extension().string();
     std::transform(extension.begin(), extension.end(), extension.begin(), ::tolower);
     if (extension == ".mhd") refuseToOverwrite(fs::path(outputPath).replace_extension(".raw").string(), overwrite);
@@ -444,8 +463,14 @@ struct FdkCommand {
       }
       return;
     }
+    // CUDA's context takes a few hundred milliseconds to create: made while the projections are read.
+    std::thread cudaWarmUp;
+    if (backend == "cuda") cudaWarmUp = std::thread([this] { warmUpCuda(gpu); });
+    const auto readStart = std::chrono::steady_clock::now();
     Image projections = projectionsPath.empty() ? readProjectionFiles(listProjectionFiles(path, regexp))
                                                 : readProjectionStack(projectionsPath);
+    const double readSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - readStart).count();
+    if (cudaWarmUp.joinable()) cudaWarmUp.join();
     const Geometry geometry = Geometry::fromCircular(params, detectorLayoutOf(projections));
     checkProjectionsMatch(geometry, projections, projectionsName);
     checkScanBounds(geometry, projectionsName);
@@ -475,7 +500,9 @@ struct FdkCommand {
                   " projections, their partial sums scaled to the whole scan (a heuristic: see README).\n";
     outputs.track(output);
     if (extension == ".mhd") outputs.track(fs::path(outputPath).replace_extension(".raw").string());
+    const auto writeStart = std::chrono::steady_clock::now();
     writeImage(output, result, overwrite);
+    const double writeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - writeStart).count();
     if (!noteText.empty()) {
       outputs.track(note);
       AtomicOutput out(note, overwrite);
@@ -484,6 +511,7 @@ struct FdkCommand {
     }
     if (!quiet) {
       printReport(report, geometry.size());
+      printFileSplit(report, readSeconds, writeSeconds, geometry.size());
       if (!noteText.empty()) std::cerr << noteText;
       std::cerr << "wrote " << output << (noteText.empty() ? "" : " and " + note) << '\n';
     }

@@ -10,6 +10,7 @@ namespace glrecon {
 #ifndef GLRECON_HAVE_CUDA
 bool cudaBackendBuilt() { return false; }
 double cudaBilinearPeak(int) { return 0.0; }
+void warmUpCuda(int) {}
 
 // Without CUDA the class still links (the shared test body names it) and refuses to construct.
 struct CudaBackprojector::Impl {};

@@ -112,6 +112,12 @@ double since(std::chrono::steady_clock::time_point t) {
 
 bool cudaBackendBuilt() { return true; }
 
+void warmUpCuda(int device) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || device < 0 || device >= devices) return;
+  if (cudaSetDevice(device) == cudaSuccess) cudaFree(nullptr);
+}
+
 double cudaBilinearPeak(int device) {
   int devices = 0, sms = 0, kiloHertz = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || device < 0 || device >= devices) return 0.0;

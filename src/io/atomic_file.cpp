@@ -181,7 +181,7 @@ AtomicOutput::AtomicOutput(std::string target, bool overwrite) : target_(std::mo
   refuseToOverwrite(target_, overwrite);
   const fs::path t(target_);
   const fs::path dir = t.has_parent_path() ? t.parent_path() : fs::path(".");
-  requireWritableDirectory(dir.string(), "output directory");
+  requireWritableDirectory(dir.string(), "output directory of " + target_);
   std::random_device rd;
   temporary_ = (dir / ("." + t.filename().string() + ".tmp-" + std::to_string(rd()))).string();
   slot_ = registerCleanupPath(temporary_);
