@@ -12,7 +12,8 @@ bin=$PWD/.gl/bin/glrecon
 mkdir -p /work/main/build/tests/scratch && cp "$bin" /work/main/build/glrecon
 step=${1:-all}
 if [ "$step" = all ] || [ "$step" = tests ]; then
-  (cd /tmp && timeout 300 "$OLDPWD/.gl/bin/glrecon-tests" --gtest_brief=1 2>&1 | grep -E "FAILED|PASSED|SKIPPED|tests from|Failure|error" | tail -40) | tee "$out/tests.txt"
+  (cd /tmp && timeout 330 "$OLDPWD/.gl/bin/glrecon-tests" > "$out/tests_full.txt" 2>&1; echo "exit $?" >> "$out/tests_full.txt")
+  grep -E "^\[  FAILED|^\[  PASSED|^\[  SKIPPED|tests from .* ran|Failure|^exit" "$out/tests_full.txt" | tail -40
 fi
 if [ "$step" = all ] || [ "$step" = bench ]; then
   "$bin" bench --size 512 --projections 360 --detector 512 --backends cpu,cuda,compute --window 16,32,64,auto --repeat 5 -o "$out/bench512" -q 2>&1 | tee "$out/bench512.txt"
@@ -28,5 +29,6 @@ if [ "$step" = all ] || [ "$step" = graphics ]; then
   "$bin" bench --size 512 --projections 360 --detector 512 --backends graphics --window 16,auto --repeat 2 -q 2>&1 | tee "$out/bench512_graphics.txt"
 fi
 if [ "$step" = all ] || [ "$step" = iterative ]; then
-  timeout 180 "$bin" bench-iterative --size 256 --projections 360 --detector 256 --backends cpu,graphics,compute,cuda 2>&1 | tail -12 | tee "$out/iterative.txt"
+  timeout 110 "$bin" bench-iterative --size 128 --projections 90 --detector 128 --backends cpu,graphics,compute,cuda 2>&1 | tail -14 | tee "$out/iterative128.txt"
+  timeout 100 "$bin" bench-iterative --size 256 --projections 360 --detector 256 --backends graphics,compute,cuda 2>&1 | tail -14 | tee "$out/iterative256.txt"
 fi

@@ -18,29 +18,12 @@
 namespace glrecon {
 namespace {
 namespace fs = std::filesystem;
+using test::CliRun;
+using test::contains;
+using test::runCli;
 
-struct CliRun {
-  int exitCode;  // -1: killed by a signal (or by the timeout)
-  std::string output;
-};
 
-// Runs the tool in `dir` with a time limit (a hang fails the test instead of blocking the suite).
-CliRun glrecon(const fs::path& dir, const std::string& arguments, const std::string& environment = "",
-               int seconds = 120) {
-  const fs::path log = dir / "cli.log";
-  const std::string command = "cd '" + dir.string() + "' && " + environment + " timeout " +
-                              std::to_string(seconds) + " '" + GLRECON_CLI_PATH + "' " + arguments + " > '" +
-                              log.string() + "' 2>&1";
-  const int status = std::system(command.c_str());
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  const std::string output = test::readText(log);
-  fs::remove(log);
-  return CliRun{code == 124 ? -1 : code, output};
-}
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // Every file under `dir` with its size and contents: "nothing was left or changed" is an equal snapshot.
 std::map<std::string, std::string> snapshot(const fs::path& dir) {
@@ -54,7 +37,7 @@ std::map<std::string, std::string> snapshot(const fs::path& dir) {
 void expectRefused(const fs::path& dir, const std::string& arguments, int code,
                    std::initializer_list<std::string> fragments, const std::string& environment = "") {
   const auto before = snapshot(dir);
-  const CliRun r = glrecon(dir, arguments, environment);
+  const CliRun r = runCli(dir, arguments, environment);
   EXPECT_EQ(r.exitCode, code) << arguments << "\n" << r.output;
   for (const std::string& f : fragments)
     EXPECT_TRUE(contains(r.output, f)) << "'" << f << "' not in the output of " << arguments << ":\n"
@@ -69,7 +52,7 @@ const std::string kFdk = kFdkBase + "--size 16 --spacing 16 ";
 
 fs::path scanDir() {
   const auto dir = test::scratchDir();
-  EXPECT_EQ(glrecon(dir, kScan).exitCode, 0);
+  EXPECT_EQ(runCli(dir, kScan).exitCode, 0);
   return dir;
 }
 
@@ -114,7 +97,7 @@ TEST(BadInput, OptionValuesOutOfRange) {
   };
   for (const auto& c : cases) expectRefused(dir, c.arguments, 2, {c.option, "expected"});
   // The message names the value as given, not a converted one (--window 1e10 once read -2147483648).
-  EXPECT_TRUE(contains(glrecon(dir, kFdk + "-o v.mha --window 1e10").output, "1e10"));
+  EXPECT_TRUE(contains(runCli(dir, kFdk + "-o v.mha --window 1e10").output, "1e10"));
 }
 
 TEST(BadInput, CommandsAndOptionCombinations) {
@@ -174,7 +157,7 @@ TEST(BadInput, ImpossibleGeometries) {
                 {"huge.mha", "overflow"});
   // A source offset that takes every beam off the volume.
   ASSERT_EQ(
-      glrecon(dir,
+      runCli(dir,
               "phantom -o high --projections 8 --detector 16 --detector-spacing 8 --source-offset 0,3000 -q")
           .exitCode,
       0);
@@ -228,7 +211,7 @@ TEST(BadInput, NonRegularAndUnreadableInputs) {
   test::writeText(dir / "garbage.mha", garbage);
   for (const char* args : {"fdk -g garbage.xml -p scan/projections.mha -o v.mha",
                            "fdk -g scan/geometry.xml -p garbage.mha -o v.mha"}) {
-    const CliRun r = glrecon(dir, args);
+    const CliRun r = runCli(dir, args);
     EXPECT_EQ(r.exitCode, 1) << r.output;
     EXPECT_TRUE(contains(r.output, "garbage")) << r.output;
     for (unsigned char c : r.output)
@@ -242,13 +225,13 @@ TEST(BadInput, FileNamesAreTakenLiterallyAndRegexpMatchesAPart) {
   fs::copy_file(dir / "scan" / "projections.mha", dir / "p[1].mha");
   test::writeText(dir / "p1.mha", "not a MetaImage");
   const CliRun literal =
-      glrecon(dir, "fdk -g scan/geometry.xml -p 'p[1].mha' --size 16 --spacing 16 -q -o a.mha");
+      runCli(dir, "fdk -g scan/geometry.xml -p 'p[1].mha' --size 16 --spacing 16 -q -o a.mha");
   EXPECT_EQ(literal.exitCode, 0) << literal.output;
   // --regexp matches a part of the name, as ITK's series reader does: "\.mha$" selects the stack alone here.
   fs::create_directories(dir / "files");
   fs::copy_file(dir / "scan" / "projections.mha", dir / "files" / "stack_0.mha");
   test::writeText(dir / "files" / "notes.txt", "not a projection");
-  const CliRun part = glrecon(
+  const CliRun part = runCli(
       dir, "fdk -g scan/geometry.xml --path files --regexp 'k_[0-9]' --size 16 --spacing 16 -q -o b.mha");
   EXPECT_EQ(part.exitCode, 0) << part.output;
   EXPECT_EQ(readMetaImage((dir / "a.mha").string()).data, readMetaImage((dir / "b.mha").string()).data);
@@ -259,14 +242,14 @@ TEST(BadInput, AFailedWriteLeavesNothingBehind) {
   // A file size limit lets geometry.xml through and stops projections.mha (EFBIG): the phantom must not leave
   // the geometry (or the directory it created) behind, and must say why the write failed.
   const CliRun r =
-      glrecon(dir, "phantom -o scan --projections 24 --detector 32 -q", "trap '' XFSZ; ulimit -f 64;");
+      runCli(dir, "phantom -o scan --projections 24 --detector 32 -q", "trap '' XFSZ; ulimit -f 64;");
   EXPECT_EQ(r.exitCode, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "projections.mha") && contains(r.output, "File too large")) << r.output;
   EXPECT_FALSE(fs::exists(dir / "scan"))
       << "left: " << (fs::exists(dir / "scan/geometry.xml") ? "geometry.xml" : "the directory");
   // fdk writing .mhd + .raw: the failed pair leaves neither half, nor a temporary.
-  ASSERT_EQ(glrecon(dir, kScan).exitCode, 0);
-  const CliRun f = glrecon(dir, kFdk + "-o v.mhd --slices png", "trap '' XFSZ; ulimit -f 8;");
+  ASSERT_EQ(runCli(dir, kScan).exitCode, 0);
+  const CliRun f = runCli(dir, kFdk + "-o v.mhd --slices png", "trap '' XFSZ; ulimit -f 8;");
   EXPECT_EQ(f.exitCode, 1) << f.output;
   EXPECT_FALSE(fs::exists(dir / "v.mhd") || fs::exists(dir / "v.raw") || fs::exists(dir / "png")) << f.output;
   for (const auto& e : fs::directory_iterator(dir))

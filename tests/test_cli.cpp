@@ -13,30 +13,21 @@ namespace glrecon {
 namespace {
 
 namespace fs = std::filesystem;
+using test::CliRun;
+using test::contains;
+using test::runCli;
 
-struct CliRun {
-  int exitCode;
-  std::string output;  // stdout and stderr together
-};
 
-CliRun glrecon(const fs::path& dir, const std::string& arguments) {
-  const fs::path log = dir / "cli.log";
-  const std::string command = std::string("cd '") + dir.string() + "' && '" + GLRECON_CLI_PATH + "' " + arguments + " > '" +
-                              log.string() + "' 2>&1";
-  const int status = std::system(command.c_str());
-  return CliRun{WIFEXITED(status) ? WEXITSTATUS(status) : -1, test::readText(log)};
-}
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // A small scan every test can reconstruct in well under a second.
 const std::string kSmallScan = "phantom -o scan --projections 60 --detector 64 --detector-spacing 8 -q";
 
 TEST(Cli, PhantomThenFdkReconstructsInWorldCoordinates) {
   const auto dir = test::scratchDir();
-  ASSERT_EQ(glrecon(dir, kSmallScan).exitCode, 0);
+  ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
   EXPECT_TRUE(fs::exists(dir / "scan" / "geometry.xml"));
-  const CliRun r = glrecon(dir, "fdk -g scan/geometry.xml -p scan/projections.mha -o v.mha --size 32 --spacing 8 --slices png");
+  const CliRun r = runCli(dir, "fdk -g scan/geometry.xml -p scan/projections.mha -o v.mha --size 32 --spacing 8 --slices png");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   // --backend auto says what it chose and why (cpu on a software renderer, graphics on a GPU), and the report
   // names the same backend: the test holds on either kind of machine.
@@ -56,31 +47,31 @@ TEST(Cli, PhantomThenFdkReconstructsInWorldCoordinates) {
 TEST(Cli, HelpAndUsageErrors) {
   const auto dir = test::scratchDir();
   for (const char* sub : {"phantom", "fdk", "demo"}) {
-    const CliRun r = glrecon(dir, std::string(sub) + " --help");
+    const CliRun r = runCli(dir, std::string(sub) + " --help");
     EXPECT_EQ(r.exitCode, 0) << sub;
     EXPECT_TRUE(contains(r.output, "--output")) << r.output;
   }
-  EXPECT_TRUE(contains(glrecon(dir, "fdk --help").output, "--geometry"));
-  EXPECT_EQ(glrecon(dir, "").exitCode, 2);
-  EXPECT_EQ(glrecon(dir, "fdk --no-such-option").exitCode, 2);
-  const CliRun missing = glrecon(dir, "fdk -p p.mha -o v.mha");
+  EXPECT_TRUE(contains(runCli(dir, "fdk --help").output, "--geometry"));
+  EXPECT_EQ(runCli(dir, "").exitCode, 2);
+  EXPECT_EQ(runCli(dir, "fdk --no-such-option").exitCode, 2);
+  const CliRun missing = runCli(dir, "fdk -p p.mha -o v.mha");
   EXPECT_EQ(missing.exitCode, 2);
   EXPECT_TRUE(contains(missing.output, "--geometry")) << missing.output;
-  const CliRun size = glrecon(dir, "fdk -g g.xml -p p.mha -o v.mha --size 32,x,3");
+  const CliRun size = runCli(dir, "fdk -g g.xml -p p.mha -o v.mha --size 32,x,3");
   EXPECT_EQ(size.exitCode, 2);
   EXPECT_TRUE(contains(size.output, "--size")) << size.output;
-  const CliRun backend = glrecon(dir, "fdk -g g.xml -p p.mha -o v.mha --backend vulkan");
+  const CliRun backend = runCli(dir, "fdk -g g.xml -p p.mha -o v.mha --backend vulkan");
   EXPECT_NE(backend.exitCode, 0);
 }
 
 TEST(Cli, BadInputFailsWithItsNameAndLeavesNoOutput) {
   const auto dir = test::scratchDir();
-  ASSERT_EQ(glrecon(dir, kSmallScan).exitCode, 0);
+  ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
   // Truncate the projections: the header promises more bytes than the file holds.
   const fs::path projections = dir / "scan" / "projections.mha";
   fs::copy_file(projections, dir / "truncated.mha");
   fs::resize_file(dir / "truncated.mha", fs::file_size(projections) - 1000);
-  CliRun r = glrecon(dir, "fdk -g scan/geometry.xml -p truncated.mha -o v.mha --size 16 --spacing 16");
+  CliRun r = runCli(dir, "fdk -g scan/geometry.xml -p truncated.mha -o v.mha --size 16 --spacing 16");
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_TRUE(contains(r.output, "truncated.mha") && contains(r.output, "truncated")) << r.output;
   EXPECT_FALSE(fs::exists(dir / "v.mha"));
@@ -89,20 +80,20 @@ TEST(Cli, BadInputFailsWithItsNameAndLeavesNoOutput) {
   std::string xml = test::readText(dir / "scan" / "geometry.xml");
   xml.insert(xml.find("<Projection>"), "  <Gantry>1</Gantry>\n");
   test::writeText(dir / "bad.xml", xml);
-  r = glrecon(dir, "fdk -g bad.xml -p scan/projections.mha -o v.mha --size 16 --spacing 16");
+  r = runCli(dir, "fdk -g bad.xml -p scan/projections.mha -o v.mha --size 16 --spacing 16");
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_TRUE(contains(r.output, "bad.xml") && contains(r.output, "<Gantry>")) << r.output;
   EXPECT_FALSE(fs::exists(dir / "v.mha"));
 
   // Fewer projections than the geometry describes.
-  ASSERT_EQ(glrecon(dir, "phantom -o other --projections 30 --detector 64 --detector-spacing 8 -q").exitCode, 0);
-  r = glrecon(dir, "fdk -g scan/geometry.xml -p other/projections.mha -o v.mha --size 16 --spacing 16");
+  ASSERT_EQ(runCli(dir, "phantom -o other --projections 30 --detector 64 --detector-spacing 8 -q").exitCode, 0);
+  r = runCli(dir, "fdk -g scan/geometry.xml -p other/projections.mha -o v.mha --size 16 --spacing 16");
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_TRUE(contains(r.output, "number of projections") && contains(r.output, "60")) << r.output;
   EXPECT_FALSE(fs::exists(dir / "v.mha"));
 
   // A volume so large it reaches behind the source.
-  r = glrecon(dir, "fdk -g scan/geometry.xml -p scan/projections.mha -o v.mha --size 64 --spacing 40");
+  r = runCli(dir, "fdk -g scan/geometry.xml -p scan/projections.mha -o v.mha --size 64 --spacing 40");
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_TRUE(contains(r.output, "behind the source")) << r.output;
   EXPECT_FALSE(fs::exists(dir / "v.mha"));
@@ -110,22 +101,22 @@ TEST(Cli, BadInputFailsWithItsNameAndLeavesNoOutput) {
   // Only the expected files remain: no temporary files from the failed runs.
   std::size_t entries = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
-  EXPECT_EQ(entries, 5u);  // scan/, other/, truncated.mha, bad.xml, cli.log
+  EXPECT_EQ(entries, 4u);  // scan/, other/, truncated.mha, bad.xml (runCli removes its own log)
 }
 
 TEST(Cli, ExistingOutputIsKeptUnlessOverwriteIsAsked) {
   const auto dir = test::scratchDir();
-  ASSERT_EQ(glrecon(dir, kSmallScan).exitCode, 0);
+  ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
   test::writeText(dir / "v.mha", "precious");
   const std::string fdk = "fdk -g scan/geometry.xml -p scan/projections.mha -o v.mha --size 16 --spacing 16 -q";
-  const CliRun r = glrecon(dir, fdk);
+  const CliRun r = runCli(dir, fdk);
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_TRUE(contains(r.output, "--overwrite")) << r.output;
   EXPECT_EQ(test::readText(dir / "v.mha"), "precious");
-  EXPECT_EQ(glrecon(dir, fdk + " --overwrite").exitCode, 0);
+  EXPECT_EQ(runCli(dir, fdk + " --overwrite").exitCode, 0);
   EXPECT_NE(test::readText(dir / "v.mha"), "precious");
   // phantom refuses before writing anything when one of its outputs exists.
-  const CliRun again = glrecon(dir, kSmallScan);
+  const CliRun again = runCli(dir, kSmallScan);
   EXPECT_EQ(again.exitCode, 1);
   EXPECT_TRUE(contains(again.output, "geometry.xml")) << again.output;
 }
@@ -134,12 +125,12 @@ TEST(Cli, RawIntensitiesWithI0) {
   const auto dir = test::scratchDir();
   // RTK's phantom has densities of ~1 per mm: line integrals of ~400 that no detector could count through.
   // Scaled by 0.01 they peak near 4.6, like a head at 70 keV.
-  ASSERT_EQ(glrecon(dir, kSmallScan + " --density-scale 0.01").exitCode, 0);
+  ASSERT_EQ(runCli(dir, kSmallScan + " --density-scale 0.01").exitCode, 0);
   Image p = readMetaImage((dir / "scan" / "projections.mha").string());
   for (float& x : p.data) x = static_cast<float>(4000.0 * std::exp(-x));  // what a detector would count
   writeMetaImage((dir / "raw.mha").string(), p, false);
-  ASSERT_EQ(glrecon(dir, "fdk -g scan/geometry.xml -p scan/projections.mha -o a.mha --size 16 --spacing 16 -q").exitCode, 0);
-  const CliRun r = glrecon(dir, "fdk -g scan/geometry.xml -p raw.mha --i0 4000 -o b.mha --size 16 --spacing 16 -q");
+  ASSERT_EQ(runCli(dir, "fdk -g scan/geometry.xml -p scan/projections.mha -o a.mha --size 16 --spacing 16 -q").exitCode, 0);
+  const CliRun r = runCli(dir, "fdk -g scan/geometry.xml -p raw.mha --i0 4000 -o b.mha --size 16 --spacing 16 -q");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   const Image a = readMetaImage((dir / "a.mha").string()), b = readMetaImage((dir / "b.mha").string());
   double worst = 0;
@@ -156,14 +147,14 @@ TEST(Cli, RawIntensitiesWithI0) {
 TEST(Cli, DemoRunsAndReplacesOnlyItsOwnOutput) {
   const auto dir = test::scratchDir();
   const std::string demo = "demo -o d --size 24 --projections 40 --detector 48 -q";
-  CliRun r = glrecon(dir, demo);
+  CliRun r = runCli(dir, demo);
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "RMSE against the voxelized phantom")) << r.output;
   for (const char* f : {"d/volume.mha", "d/phantom.mha", "d/volume_axial.png", "d/scan/geometry.xml"}) EXPECT_TRUE(fs::exists(dir / f)) << f;
-  EXPECT_EQ(glrecon(dir, demo).exitCode, 0);  // a second demo replaces the first one's files
+  EXPECT_EQ(runCli(dir, demo).exitCode, 0);  // a second demo replaces the first one's files
   fs::create_directories(dir / "mine");
   test::writeText(dir / "mine" / "notes.txt", "mine");
-  r = glrecon(dir, "demo -o mine --size 24 --projections 40 --detector 48 -q");
+  r = runCli(dir, "demo -o mine --size 24 --projections 40 --detector 48 -q");
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_TRUE(contains(r.output, "mine")) << r.output;
   EXPECT_EQ(test::readText(dir / "mine" / "notes.txt"), "mine");
@@ -177,7 +168,7 @@ namespace {
 
 TEST(Cli, RtkStylePathAndRegexpEqualTheStack) {
   const auto dir = test::scratchDir();
-  ASSERT_EQ(glrecon(dir, kSmallScan).exitCode, 0);
+  ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
   // Split the stack into one file per projection, numbered so that plain text order would be wrong.
   const Image stack = readMetaImage((dir / "scan" / "projections.mha").string());
   fs::create_directories(dir / "files");
@@ -191,7 +182,7 @@ TEST(Cli, RtkStylePathAndRegexpEqualTheStack) {
   auto run = [&](const std::string& source, const std::string& out) {
     std::string args = "fdk " + source + common;
     args.replace(args.find("{}"), 2, out);
-    return glrecon(dir, args);
+    return runCli(dir, args);
   };
   ASSERT_EQ(run("-p scan/projections.mha", "a.mha").exitCode, 0);
   const CliRun r = run("--path files --regexp 'proj_[0-9]+\\.mha'", "b.mha");
@@ -203,27 +194,27 @@ TEST(Cli, RtkStylePathAndRegexpEqualTheStack) {
   const CliRun none = run("--path files --regexp 'p[0-9]+\\.mha'", "d.mha");
   EXPECT_EQ(none.exitCode, 1);
   EXPECT_TRUE(contains(none.output, "files") && contains(none.output, "--regexp")) << none.output;
-  EXPECT_EQ(glrecon(dir, "fdk --path files -g scan/geometry.xml -o e.mha").exitCode, 2);  // --regexp missing
+  EXPECT_EQ(runCli(dir, "fdk --path files -g scan/geometry.xml -o e.mha").exitCode, 2);  // --regexp missing
 }
 
 TEST(Cli, ChosenSlicesAndTheSliceCommand) {
   const auto dir = test::scratchDir();
-  ASSERT_EQ(glrecon(dir, kSmallScan).exitCode, 0);
-  CliRun r = glrecon(dir, "fdk -g scan/geometry.xml -p scan/projections.mha -o v.mha --size 16 --spacing 16 -q "
+  ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
+  CliRun r = runCli(dir, "fdk -g scan/geometry.xml -p scan/projections.mha -o v.mha --size 16 --spacing 16 -q "
                           "--slices png --slice y:5 --slice z --slice-range 0.9:1.1");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_TRUE(fs::exists(dir / "png" / "v_y5.png"));
   EXPECT_TRUE(fs::exists(dir / "png" / "v_z8.png"));
   EXPECT_FALSE(fs::exists(dir / "png" / "v_axial.png"));  // chosen slices replace the default three
-  r = glrecon(dir, "slice -i v.mha -o s.png --axis x --index 3 --range 0:2");
+  r = runCli(dir, "slice -i v.mha -o s.png --axis x --index 3 --range 0:2");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_TRUE(fs::exists(dir / "s.png"));
-  r = glrecon(dir, "slice -i v.mha -o t.png --axis x --index 16");
+  r = runCli(dir, "slice -i v.mha -o t.png --axis x --index 16");
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_TRUE(contains(r.output, "0..15")) << r.output;
   EXPECT_FALSE(fs::exists(dir / "t.png"));
-  EXPECT_EQ(glrecon(dir, "slice -i v.mha -o s.png").exitCode, 1);  // exists, no --overwrite
-  EXPECT_EQ(glrecon(dir, "fdk -g scan/geometry.xml -p scan/projections.mha -o w.mha --slices png --slice w:3").exitCode, 2);
+  EXPECT_EQ(runCli(dir, "slice -i v.mha -o s.png").exitCode, 1);  // exists, no --overwrite
+  EXPECT_EQ(runCli(dir, "fdk -g scan/geometry.xml -p scan/projections.mha -o w.mha --slices png --slice w:3").exitCode, 2);
 }
 
 }  // namespace
@@ -234,24 +225,24 @@ namespace {
 
 TEST(Cli, GpuBackendsAndDevices) {
   const auto dir = test::scratchDir();
-  const CliRun devices = glrecon(dir, "devices");
+  const CliRun devices = runCli(dir, "devices");
   if (devices.exitCode != 0 || devices.output.find("0: ") == std::string::npos) GTEST_SKIP() << "no OpenGL device: " << devices.output;
-  ASSERT_EQ(glrecon(dir, kSmallScan).exitCode, 0);
+  ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
   const std::string fdk = "fdk -g scan/geometry.xml -p scan/projections.mha --size 16 --spacing 16 ";
-  CliRun r = glrecon(dir, fdk + "-o g.mha --backend graphics --window 4");
+  CliRun r = runCli(dir, fdk + "-o g.mha --backend graphics --window 4");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "backend graphics on ") && contains(r.output, "window 4")) << r.output;
-  r = glrecon(dir, fdk + "-o m.mha --backend graphics-mp --window max");
+  r = runCli(dir, fdk + "-o m.mha --backend graphics-mp --window max");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "backend graphics-mp on ") && contains(r.output, "(max)")) << r.output;
-  r = glrecon(dir, fdk + "-o a.mha --backend auto");
+  r = runCli(dir, fdk + "-o a.mha --backend auto");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "auto: ")) << r.output;  // says what it chose and why
-  r = glrecon(dir, fdk + "-o x.mha --backend graphics --gpu 7");
+  r = runCli(dir, fdk + "-o x.mha --backend graphics --gpu 7");
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_TRUE(contains(r.output, "--gpu 7")) << r.output;
   EXPECT_FALSE(fs::exists(dir / "x.mha"));
-  r = glrecon(dir, fdk + "-o y.mha --backend graphics --window 0");
+  r = runCli(dir, fdk + "-o y.mha --backend graphics --window 0");
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_TRUE(contains(r.output, "--window")) << r.output;
 }
@@ -264,9 +255,9 @@ namespace {
 
 TEST(Cli, RegionOfInterestWritesASideNoteAndChecksItsMask) {
   const auto dir = test::scratchDir();
-  ASSERT_EQ(glrecon(dir, kSmallScan).exitCode, 0);
+  ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
   const std::string fdk = "fdk -g scan/geometry.xml -p scan/projections.mha --size 20 --spacing 16 --backend cpu ";
-  CliRun r = glrecon(dir, fdk + "-o v.mha --roi sphere:0,0,0,80");
+  CliRun r = runCli(dir, fdk + "-o v.mha --roi sphere:0,0,0,80");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "updates culled")) << r.output;
   const std::string note = test::readText(dir / "v.mha.txt");
@@ -277,14 +268,14 @@ TEST(Cli, RegionOfInterestWritesASideNoteAndChecksItsMask) {
   // A mask of the wrong size: exit 1, the file and field named, no volume and no note.
   Image small({8, 8, 8}, {16, 16, 16}, {0, 0, 0});
   writeMetaImage((dir / "mask.mha").string(), small, false);
-  r = glrecon(dir, fdk + "-o w.mha --roi mask.mha");
+  r = runCli(dir, fdk + "-o w.mha --roi mask.mha");
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_TRUE(contains(r.output, "mask.mha")) << r.output;
   EXPECT_FALSE(fs::exists(dir / "w.mha"));
   EXPECT_FALSE(fs::exists(dir / "w.mha.txt"));
-  EXPECT_EQ(glrecon(dir, fdk + "-o x.mha --roi wedge:1").exitCode, 2);
-  EXPECT_EQ(glrecon(dir, fdk + "-o x.mha --density-range 2:1").exitCode, 2);
-  r = glrecon(dir, fdk + "-o d.mha --density-range 0.95:1.1:0.2 --density-after 0.5");
+  EXPECT_EQ(runCli(dir, fdk + "-o x.mha --roi wedge:1").exitCode, 2);
+  EXPECT_EQ(runCli(dir, fdk + "-o x.mha --density-range 2:1").exitCode, 2);
+  r = runCli(dir, fdk + "-o d.mha --density-range 0.95:1.1:0.2 --density-after 0.5");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_TRUE(contains(test::readText(dir / "d.mha.txt"), "density-range kill")) << r.output;
 }
@@ -377,13 +368,13 @@ class JsonChecker {
 TEST(Cli, BenchWritesJsonAndChartAndSurvivesBadBackends) {
   const auto dir = test::scratchDir();
   // An unknown backend name is refused before anything runs (issue #10: it used to be run, fail and exit 0).
-  const CliRun unknown = glrecon(dir, "bench --size 16 --projections 24 --detector 32 --backends cpu,nosuch -o out -q");
+  const CliRun unknown = runCli(dir, "bench --size 16 --projections 24 --detector 32 --backends cpu,nosuch -o out -q");
   EXPECT_EQ(unknown.exitCode, 2) << unknown.output;
   EXPECT_TRUE(contains(unknown.output, "--backends") && contains(unknown.output, "nosuch")) << unknown.output;
   EXPECT_FALSE(fs::exists(dir / "out"));
   // A known backend that cannot run here (cuda without a device or without the backend built) is reported
   // and the others still run.
-  const CliRun r = glrecon(dir, "bench --size 16 --projections 24 --detector 32 --backends cpu,compute,graphics,cuda "
+  const CliRun r = runCli(dir, "bench --size 16 --projections 24 --detector 32 --backends cpu,compute,graphics,cuda "
                                 "--window 1,4 -o out -q");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "G upd/s")) << r.output;
@@ -403,7 +394,7 @@ TEST(Cli, BenchWritesJsonAndChartAndSurvivesBadBackends) {
   EXPECT_EQ(png.substr(1, 3), "PNG");
   EXPECT_FALSE(JsonChecker(std::string("{\"a\": [1, 2,]}")).valid());  // the checker can fail
   // The second run refuses to replace them without --overwrite, before benchmarking.
-  const CliRun again = glrecon(dir, "bench --size 16 --projections 24 --detector 32 --backends cpu -o out -q");
+  const CliRun again = runCli(dir, "bench --size 16 --projections 24 --detector 32 --backends cpu -o out -q");
   EXPECT_EQ(again.exitCode, 1) << again.output;
   EXPECT_TRUE(contains(again.output, "bench.json") && contains(again.output, "--overwrite")) << again.output;
   EXPECT_EQ(test::readText(dir / "out" / "bench.json"), json);
@@ -419,14 +410,14 @@ namespace {
 
 TEST(Cli, StreamAndScanSim) {
   const auto dir = test::scratchDir();
-  ASSERT_EQ(glrecon(dir, kSmallScan).exitCode, 0);
+  ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
   const std::string fdk = "fdk -g scan/geometry.xml -p scan/projections.mha --size 16 --spacing 16 --backend cpu -q ";
-  ASSERT_EQ(glrecon(dir, fdk + "-o batch.mha").exitCode, 0);
-  CliRun r = glrecon(dir, fdk + "-o streamed.mha --stream");
+  ASSERT_EQ(runCli(dir, fdk + "-o batch.mha").exitCode, 0);
+  CliRun r = runCli(dir, fdk + "-o streamed.mha --stream");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_EQ(readMetaImage((dir / "batch.mha").string()).data, readMetaImage((dir / "streamed.mha").string()).data);
-  EXPECT_EQ(glrecon(dir, fdk + "-o x.mha --stream --i0 100").exitCode, 2);
-  r = glrecon(dir, "scan-sim --rate 0 --projections 40 --detector 32 --size 16 --spacing 16 --backend cpu --snapshots shots --every 15 "
+  EXPECT_EQ(runCli(dir, fdk + "-o x.mha --stream --i0 100").exitCode, 2);
+  r = runCli(dir, "scan-sim --rate 0 --projections 40 --detector 32 --size 16 --spacing 16 --backend cpu --snapshots shots --every 15 "
                    "-o sim.mha");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "after the last projection")) << r.output;
@@ -440,7 +431,7 @@ TEST(Cli, StreamAndScanSim) {
 TEST(GraphicsView, ScreenshotShowsTheReconstructedSliceAndClosingCancels) {
   if (!std::getenv("DISPLAY")) GTEST_SKIP() << "no X display: run under xvfb-run (./quickstart.sh test does)";
   const auto dir = test::scratchDir();
-  CliRun r = glrecon(dir, "view --simulate 0 --size 32 --spacing 8 --backend graphics --window 8 --slice-range 0.9:1.2 "
+  CliRun r = runCli(dir, "view --simulate 0 --size 32 --spacing 8 --backend graphics --window 8 --slice-range 0.9:1.2 "
                           "--screenshot shot.png -o v.mha");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "frames/s")) << r.output;
@@ -466,7 +457,7 @@ TEST(GraphicsView, ScreenshotShowsTheReconstructedSliceAndClosingCancels) {
   EXPECT_EQ(off, 0u) << "of " << compared << " voxels";
   // Closing the window mid-scan (as a user would, after 50 of 360): a clean stop, nothing written.
   const auto start = std::chrono::steady_clock::now();
-  r = glrecon(dir, "view --simulate 100 --size 32 --spacing 8 --backend graphics --close-after 50 -o w.mha");
+  r = runCli(dir, "view --simulate 100 --size 32 --spacing 8 --backend graphics --close-after 50 -o w.mha");
   EXPECT_EQ(r.exitCode, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "cancelled")) << r.output;
   EXPECT_FALSE(fs::exists(dir / "w.mha"));

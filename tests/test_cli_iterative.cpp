@@ -12,49 +12,40 @@ namespace glrecon {
 namespace {
 
 namespace fs = std::filesystem;
+using test::CliRun;
+using test::contains;
+using test::runCli;
 
-struct CliRun {
-  int exitCode;
-  std::string output;
-};
 
-CliRun glrecon(const fs::path& dir, const std::string& arguments) {
-  const fs::path log = dir / "cli.log";
-  const std::string command = std::string("cd '") + dir.string() + "' && '" + GLRECON_CLI_PATH + "' " + arguments + " > '" +
-                              log.string() + "' 2>&1";
-  const int status = std::system(command.c_str());
-  return CliRun{WIFEXITED(status) ? WEXITSTATUS(status) : -1, test::readText(log)};
-}
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 const std::string kScan = "phantom -o scan --projections 12 --detector 32 --detector-spacing 16 --size 16 --spacing 15 --ground-truth -q";
 const std::string kGrid = " -g scan/geometry.xml -p scan/projections.mha --size 16 --spacing 15 ";
 
 TEST(CliIterative, SartWritesVolumeResidualCurveAndComparesWithPhantom) {
   const fs::path dir = test::scratchDir();
-  ASSERT_EQ(glrecon(dir, kScan).exitCode, 0);
-  const CliRun r = glrecon(dir, "sart" + kGrid + "-o sart.mha --iterations 3 --subsets 4 --residual-csv r.csv --residual-png r.png");
+  ASSERT_EQ(runCli(dir, kScan).exitCode, 0);
+  const CliRun r = runCli(dir, "sart" + kGrid + "-o sart.mha --iterations 3 --subsets 4 --residual-csv r.csv --residual-png r.png");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "sart iteration 3/3: residual")) << r.output;
   EXPECT_TRUE(fs::exists(dir / "sart.mha") && fs::exists(dir / "r.png"));
   const std::string csv = test::readText(dir / "r.csv");
   EXPECT_TRUE(contains(csv, "iteration,subsets,residual")) << csv;
   EXPECT_TRUE(contains(csv, "final,,")) << csv;
-  const CliRun c = glrecon(dir, "compare sart.mha scan/phantom.mha --roi sphere:0,0,0,60 --png diff.png");
+  const CliRun c = runCli(dir, "compare sart.mha scan/phantom.mha --roi sphere:0,0,0,60 --png diff.png");
   ASSERT_EQ(c.exitCode, 0) << c.output;
   EXPECT_TRUE(contains(c.output, "whole volume") && contains(c.output, "sphere:0,0,0,60") && contains(c.output, "RMS diff")) << c.output;
   EXPECT_TRUE(fs::exists(dir / "diff.png"));
   for (const char* m : {"sirt", "cgls", "osem"}) {
-    const CliRun x = glrecon(dir, std::string(m) + kGrid + "-o " + m + ".mha --iterations 2 -q");
+    const CliRun x = runCli(dir, std::string(m) + kGrid + "-o " + m + ".mha --iterations 2 -q");
     EXPECT_EQ(x.exitCode, 0) << m << ": " << x.output;
   }
 }
 
 TEST(CliIterative, ProjectThenReconstructRoundTrip) {
   const fs::path dir = test::scratchDir();
-  ASSERT_EQ(glrecon(dir, kScan).exitCode, 0);
-  const CliRun r = glrecon(dir, "project -i scan/phantom.mha -g scan/geometry.xml -o p.mha --detector 32 --detector-spacing 16");
+  ASSERT_EQ(runCli(dir, kScan).exitCode, 0);
+  const CliRun r = runCli(dir, "project -i scan/phantom.mha -g scan/geometry.xml -o p.mha --detector 32 --detector-spacing 16");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "G ray-samples/s")) << r.output;
   const Image p = readMetaImage((dir / "p.mha").string());
@@ -63,8 +54,8 @@ TEST(CliIterative, ProjectThenReconstructRoundTrip) {
 
 TEST(CliIterative, ViewShowsEveryIterationHeadless) {
   const fs::path dir = test::scratchDir();
-  ASSERT_EQ(glrecon(dir, kScan).exitCode, 0);
-  const CliRun r = glrecon(dir, "view --method sart --iterations 2 --subsets 3" + std::string(" -g scan/geometry.xml -p scan/projections.mha") +
+  ASSERT_EQ(runCli(dir, kScan).exitCode, 0);
+  const CliRun r = runCli(dir, "view --method sart --iterations 2 --subsets 3" + std::string(" -g scan/geometry.xml -p scan/projections.mha") +
                                     " --size 16 --spacing 15 --headless --snapshots snaps -o v.mha");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "view: sart iteration 2/2: residual")) << r.output;
@@ -76,8 +67,8 @@ TEST(CliIterative, ViewShowsEveryIterationHeadless) {
 TEST(CliIterative, ViewWindowDrawsEverySubsetAndSavesScreenshot) {
   if (!std::getenv("DISPLAY")) GTEST_SKIP() << "no X display: run the tests under xvfb-run (./quickstart.sh test does)";
   const fs::path dir = test::scratchDir();
-  ASSERT_EQ(glrecon(dir, kScan).exitCode, 0);
-  const CliRun r = glrecon(dir, "view --method osem --iterations 2 --subsets 3 -g scan/geometry.xml -p scan/projections.mha"
+  ASSERT_EQ(runCli(dir, kScan).exitCode, 0);
+  const CliRun r = runCli(dir, "view --method osem --iterations 2 --subsets 3 -g scan/geometry.xml -p scan/projections.mha"
                                 " --size 16 --spacing 15 --screenshot shot.png");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "view: osem iteration 2/2")) << r.output;
@@ -86,7 +77,7 @@ TEST(CliIterative, ViewWindowDrawsEverySubsetAndSavesScreenshot) {
 
 TEST(CliIterative, BadInputFailsClearlyWithoutOutput) {
   const fs::path dir = test::scratchDir();
-  ASSERT_EQ(glrecon(dir, kScan).exitCode, 0);
+  ASSERT_EQ(runCli(dir, kScan).exitCode, 0);
   struct Case {
     std::string args;
     int code;
@@ -100,7 +91,7 @@ TEST(CliIterative, BadInputFailsClearlyWithoutOutput) {
       {"compare scan/phantom.mha scan/phantom.mha --roi fov --png out.mha", 2, {"--roi", "no scan geometry", "'fov'"}},
   };
   for (const Case& c : cases) {
-    const CliRun r = glrecon(dir, c.args);
+    const CliRun r = runCli(dir, c.args);
     EXPECT_EQ(r.exitCode, c.code) << c.args << "\n" << r.output;
     for (const std::string& f : c.fragments) EXPECT_TRUE(contains(r.output, f)) << c.args << ": '" << f << "' not in " << r.output;
     EXPECT_FALSE(fs::exists(dir / "out.mha")) << c.args;

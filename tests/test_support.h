@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <sys/wait.h>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -34,6 +36,30 @@ inline std::string readText(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
+
+/// The command-line tool's exit code (-1: killed by a signal or by the time limit) and its output (stdout and
+/// stderr together).
+struct CliRun {
+  int exitCode;
+  std::string output;
+};
+
+/// Runs the tool in `dir` with `arguments` (shell words), after `environment` (e.g. "VAR=1"), with a time limit
+/// so a hang fails the test instead of blocking the suite. Its log file is removed, so the directory holds only
+/// what the tool wrote.
+inline CliRun runCli(const std::filesystem::path& dir, const std::string& arguments, const std::string& environment = "",
+                     int seconds = 300) {
+  const std::filesystem::path log = dir / "cli.log";
+  const std::string command = "cd '" + dir.string() + "' && " + environment + " timeout " + std::to_string(seconds) + " '" +
+                              GLRECON_CLI_PATH + "' " + arguments + " > '" + log.string() + "' 2>&1";
+  const int status = std::system(command.c_str());
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const std::string output = readText(log);
+  std::filesystem::remove(log);
+  return CliRun{code == 124 ? -1 : code, output};
+}
+
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 /// Runs `body`, expecting an exception of type E whose message contains every fragment.
 template <typename E, typename F>
