@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 
 #include <glm/geometric.hpp>
 
@@ -22,8 +23,11 @@
 #include "glrecon/geometry.h"
 #include "glrecon/gl/context.h"
 #include "glrecon/io.h"
+#include "glrecon/iterative.h"
 #include "glrecon/phantom.h"
 #include "glrecon/preprocess.h"
+#include "glrecon/projector.h"
+#include "glrecon/roi.h"
 #include "glrecon/stream.h"
 
 namespace py = pybind11;
@@ -190,6 +194,143 @@ py::array fdk(const py::array& input, const py::object& spacing, const py::objec
   return toNumpy(std::move(volume));
 }
 
+// The projections of a reconstruction as (views, v, u): taken as they are when C-contiguous float32, checked against
+// the geometry (shape, count) with fdk's messages; the geometry resolved as fdk resolves it.
+struct ScanInput {
+  FloatArray projections;
+  Geometry geometry;
+};
+ScanInput scanInput(const py::array& input, const py::object& spacing, const py::object& origin, const PyGeometry& pygeometry) {
+  ScanInput scan{FloatArray::ensure(input), {}};
+  if (!scan.projections) throw py::error_already_set();
+  const FloatArray& projections = scan.projections;
+  if (projections.ndim() != 3)
+    throwInputError("projections", "shape", "a 3D array (views, v, u)", std::to_string(projections.ndim()) + " dimensions");
+  const std::size_t views = projections.shape(0), nv = projections.shape(1), nu = projections.shape(2);
+  scan.geometry = pygeometry.resolve(layoutOf(spacing, origin, nu, nv));
+  scan.geometry.validate("geometry");
+  if (scan.geometry.detector.nu != static_cast<int>(nu) || scan.geometry.detector.nv != static_cast<int>(nv))
+    throwInputError("projections", "shape (views, v, u)",
+                    "v x u = " + std::to_string(scan.geometry.detector.nv) + " x " + std::to_string(scan.geometry.detector.nu) + " detector pixels",
+                    std::to_string(nv) + " x " + std::to_string(nu));
+  if (scan.geometry.size() != views)
+    throwInputError("projections", "number of projections", std::to_string(scan.geometry.size()) + " as in the geometry", std::to_string(views));
+  return scan;
+}
+
+ProjectorOptions projectorOptions(int gpu, int threads, double step) {
+  ProjectorOptions po;
+  po.gpu = gpu;
+  po.threads = threads;
+  po.step = step;
+  return po;
+}
+
+// `glrecon project`: A volume for every view of the geometry, (views, v, u). The volume is read in place when
+// C-contiguous float32; its grid is (size from the array, spacing, origin).
+py::tuple project(const py::array& input, const std::array<double, 3>& spacing, const std::array<double, 3>& origin, const PyGeometry& pygeometry,
+                  const std::string& backend, double step, int gpu, int threads) {
+  const FloatArray volume = FloatArray::ensure(input);
+  if (!volume) throw py::error_already_set();
+  if (volume.ndim() != 3) throwInputError("volume", "shape", "a 3D array (z, y, x)", std::to_string(volume.ndim()) + " dimensions");
+  if (!pygeometry.detector)
+    throwInputError("geometry", "detector layout", "the detector's pixels, spacing and origin (geometry.with_detector(...))",
+                    "an RTK geometry without a detector");
+  const Geometry geometry = pygeometry.resolve(std::nullopt);
+  geometry.validate("geometry");
+  VolumeGrid grid;
+  grid.size = {static_cast<int>(volume.shape(2)), static_cast<int>(volume.shape(1)), static_cast<int>(volume.shape(0))};
+  grid.spacing = {spacing[0], spacing[1], spacing[2]};
+  grid.origin = {origin[0], origin[1], origin[2]};
+  grid.validate("volume");
+  const DetectorLayout& layout = geometry.detector;
+  Image out({layout.nu, layout.nv, static_cast<int>(geometry.size())}, {layout.spacingU, layout.spacingV, 1.0},
+            {layout.originU, layout.originV, 0.0});
+  {
+    py::gil_scoped_release release;
+    auto projector = makeProjector(backend, geometry, grid, projectorOptions(gpu, threads, step));
+    std::vector<std::size_t> views(geometry.size());
+    std::iota(views.begin(), views.end(), std::size_t{0});
+    projector->forward(volume.data(), views.data(), views.size(), out.data.data());
+  }
+  const auto s = out.spacing, o = out.origin;
+  return py::make_tuple(toNumpy(std::move(out)), triple(s), triple(o));
+}
+
+struct IterationStopped {};
+
+// `glrecon sart|sirt|cgls|osem`: the checks and defaults of the command line (src/app/iterative.cpp), then
+// reconstructIterative. The projections are copied once into an Image (reconstructIterative takes one).
+py::array iterative(const std::string& methodName_, const py::array& input, const py::object& spacing, const py::object& origin,
+                    const PyGeometry& pygeometry, const std::array<int, 3>& size, const std::array<double, 3>& voxel,
+                    const std::optional<std::array<double, 3>>& volumeOrigin, int iterations, int subsets, double lambda, bool positivity,
+                    const std::optional<FloatArray>& initial, const std::optional<std::array<double, 3>>& initialSpacing,
+                    const std::optional<std::array<double, 3>>& initialOrigin, const std::string& roi, const std::string& backend, int gpu,
+                    int threads, double step, const py::object& progress, bool printProgress, py::dict report) {
+  IterativeOptions options;
+  options.method = parseIterativeMethod(methodName_);
+  options.iterations = iterations;
+  options.subsets = subsets;
+  options.lambda = lambda;
+  options.positivity = positivity;
+  if (iterations < 1) throw UsageError("--iterations: expected at least 1, found " + std::to_string(iterations));
+  const VolumeGrid grid = makeGrid(size, voxel, volumeOrigin);
+  const ScanInput scan = scanInput(input, spacing, origin, pygeometry);
+  const Geometry& geometry = scan.geometry;
+  Image projections({geometry.detector.nu, geometry.detector.nv, static_cast<int>(geometry.size())},
+                    {geometry.detector.spacingU, geometry.detector.spacingV, 1.0}, {geometry.detector.originU, geometry.detector.originV, 0.0});
+  std::memcpy(projections.data.data(), scan.projections.data(), projections.data.size() * sizeof(float));
+  Image initialVolume;
+  if (initial) {
+    initialVolume = toImage(*initial, initialSpacing.value_or(std::array<double, 3>{grid.spacing.x, grid.spacing.y, grid.spacing.z}),
+                            initialOrigin.value_or(std::array<double, 3>{grid.origin.x, grid.origin.y, grid.origin.z}), "initial");
+    options.initial = &initialVolume;
+  }
+  if (!roi.empty()) options.mask = makeRegionOfInterest(roi, geometry, grid).mask;
+  const IterativeMethod method = options.method;
+  std::exception_ptr callbackError;
+  IterativeReport rep;
+  Image volume;
+  std::string description;
+  {
+    py::gil_scoped_release release;
+    auto projector = makeProjector(backend, geometry, grid, projectorOptions(gpu, threads, step));
+    description = projector->description();
+    double dataNorm = 0;
+    for (float b : projections.data) dataNorm += static_cast<double>(b) * b;
+    dataNorm = std::sqrt(dataNorm);
+    try {
+      volume = reconstructIterative(*projector, geometry, projections, grid, options, &rep, [&](const IterationRecord& r, const std::vector<float>&) {
+        if (r.subset != r.subsets) return;
+        if (printProgress)
+          std::fprintf(stderr, "%s iteration %d/%d: residual %.6g (%.4g of ||b||), %.3f s\n", methodName(method), r.iteration, iterations,
+                       r.residual, dataNorm > 0 ? r.residual / dataNorm : 0.0, r.seconds);
+        py::gil_scoped_acquire gil;
+        try {
+          if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+          if (!progress.is_none()) progress(r.iteration, iterations);
+        } catch (...) {
+          callbackError = std::current_exception();
+        }
+        if (callbackError) throw IterationStopped{};
+      });
+    } catch (const IterationStopped&) {
+    }
+  }
+  if (callbackError) std::rethrow_exception(callbackError);
+  py::list residuals;
+  for (const IterationRecord& r : rep.iterations) residuals.append(r.residual);
+  report["backend"] = description;
+  report["residuals"] = residuals;
+  report["final_residual"] = rep.finalResidual;
+  report["data_norm"] = rep.dataNorm;
+  report["subsets"] = rep.subsets;
+  report["lambda"] = rep.lambda;
+  report["seconds"] = rep.seconds;
+  report["setup_seconds"] = rep.setupSeconds;
+  return toNumpy(std::move(volume));
+}
+
 py::tuple readImageTuple(const std::string& path) {
   Image image;
   {
@@ -337,6 +478,9 @@ PYBIND11_MODULE(_glrecon, m) {
     writeImage(path, image, overwrite);
   });
   m.def("_fdk", &fdk);
+  m.def("_project", &project);
+  m.def("_iterative", &iterative);
+  m.def("projectors", &availableProjectors, "Projector backends of project() and the iterative methods (cpu, graphics, compute, cuda where built).");
   m.def("_line_integrals", [](const FloatArray& p, std::array<double, 3> spacing, std::array<double, 3> origin, const std::optional<FloatArray>& flat,
                               const std::optional<FloatArray>& dark, double i0) {
     Image image = toImage(p, spacing, origin, "projections");

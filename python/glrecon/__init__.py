@@ -1,4 +1,4 @@
-"""glrecon from Python: cone-beam CT reconstruction (FDK) on NumPy arrays.
+"""glrecon from Python: cone-beam CT reconstruction (FDK, SART, SIRT, CGLS, OS-EM) and forward projection on NumPy arrays.
 
 Array conventions (those of ITK, RTK and SimpleITK reading a MetaImage):
   * volumes are NumPy arrays (z, y, x), float32, x varying fastest; world axes are RTK's (the gantry
@@ -7,13 +7,14 @@ Array conventions (those of ITK, RTK and SimpleITK reading a MetaImage):
   * ``spacing`` and ``origin`` are given in (x, y, z) order (for projections (u, v, view)), in mm, as a
     MetaImage header states them; ``origin`` is the world position of the centre of element (0, 0, 0).
 
-Arrays read from files (``read_image``, ``read_projections``) and results (``fdk``, ``phantom.*``) are
+Arrays read from files (``read_image``, ``read_projections``) and results (``fdk``, ``project``, ``sart``, ...,
+``phantom.*``) are
 ``ImageArray``: a plain ndarray subclass carrying ``.spacing`` and ``.origin``.
 
 Work runs in C++ with the GIL released; errors raise ``glrecon.InputError``, ``GeometryError``,
 ``UsageError`` or ``GlError`` (all ``glrecon.Error``) with the command line's messages.
 
-Adding a method later (forward projection, SART, ...): bind its C++ entry point in python/module.cpp as
+Adding a method: bind its C++ entry point in python/module.cpp as
 ``_name`` (array in through ``FloatArray``, result out through ``toNumpy``, GIL released around the call,
 progress through the same callback shape ``progress(done, total)``), and add a Python function here that
 resolves the geometry and keyword defaults as ``fdk`` does.
@@ -28,7 +29,7 @@ from ._glrecon import Error, GeometryError, GlError, InputError, UsageError, rea
 __all__ = [
     "Error", "InputError", "GeometryError", "UsageError", "GlError", "ImageArray", "Geometry",
     "read_rtk_geometry", "from_astra_vec", "from_tigre", "read_image", "read_projections", "write_image",
-    "fdk", "line_integrals", "backends", "phantom",
+    "fdk", "project", "sart", "sirt", "cgls", "osem", "line_integrals", "backends", "projectors", "phantom",
 ]
 
 
@@ -283,6 +284,138 @@ def fdk(projections, geometry, size=256, spacing=1.0, origin=None, backend="auto
     if origin is None:
         origin = tuple(-0.5 * (n - 1) * s for n, s in zip(size, voxel))
     return ImageArray(vol, voxel, origin)
+
+
+# ---- forward projection and iterative methods -----------------------------------------------------------
+
+def _volume_grid(array, spacing, origin):
+    if spacing is None:
+        spacing = getattr(array, "spacing", (1.0, 1.0, 1.0))
+    spacing = tuple(float(s) for s in _triple(spacing, "spacing"))
+    if origin is None:
+        origin = getattr(array, "origin", None)
+    if origin is None:
+        shape = _np.shape(array)[::-1]
+        origin = tuple(-0.5 * (n - 1) * s for n, s in zip(shape, spacing))
+    return spacing, tuple(float(o) for o in _triple(origin, "origin"))
+
+
+def project(volume, geometry, backend="cpu", step=None, gpu=0, threads=0, spacing=None, origin=None):
+    """Forward projection A (line integrals), as ``glrecon project``: returns float32 ``ImageArray`` (views, v, u)
+    with the detector's ``spacing`` (su, sv, 1) and ``origin`` (u, v, 0) as the command line writes them.
+
+    volume: (z, y, x) densities; read in place when C-contiguous float32, else converted once. Its grid is
+        ``spacing``/``origin`` ((x, y, z), mm), by default the array's own (an ``ImageArray``), else 1 mm centred.
+    geometry: a ``Geometry`` with a detector (``Geometry.circular``, ``from_vectors``, or an RTK file's
+        ``with_detector((nu, nv), (su, sv))``; ``glrecon project --detector``/``--detector-spacing`` centre it).
+    backend: a name of ``projectors()`` (cpu, graphics, compute, cuda where built); step: ray-marching step in
+        mm (None: half the smallest voxel spacing); threads: cpu threads (0: all); gpu: device index.
+
+    The ray-driven projector of include/glrecon/projector.h (trilinear samples every ``step`` along each ray)."""
+    if not isinstance(geometry, Geometry):
+        raise UsageError(f"geometry: expected a glrecon.Geometry, found {type(geometry).__name__}")
+    spacing, origin = _volume_grid(volume, spacing, origin)
+    out, s, o = _glrecon._project(volume, spacing, origin, geometry._core, str(backend), 0.0 if step is None else float(step), int(gpu),
+                                  int(threads))
+    return ImageArray(out, s, o)
+
+
+def _iterative(method, projections, geometry, size, spacing, origin, iterations, subsets, lamb, positivity, initial, roi,
+               backend, gpu, threads, step, progress, report):
+    if not isinstance(geometry, Geometry):
+        raise UsageError(f"geometry: expected a glrecon.Geometry, found {type(geometry).__name__}")
+    size = tuple(int(n) for n in _triple(size, "size"))
+    voxel = tuple(float(s) for s in _triple(spacing, "spacing"))
+    origin = None if origin is None else tuple(float(o) for o in _triple(origin, "origin"))
+    init = None if initial is None else _np.asarray(initial)
+    init_spacing = getattr(initial, "spacing", None)
+    init_origin = getattr(initial, "origin", None)
+    info = {} if report is None else report
+    callback = progress if callable(progress) else None
+    vol = _glrecon._iterative(method, projections, getattr(projections, "spacing", None), getattr(projections, "origin", None),
+                              geometry._core, size, voxel, origin, int(iterations), int(subsets), float(lamb), bool(positivity),
+                              init, None if init_spacing is None else tuple(init_spacing),
+                              None if init_origin is None else tuple(init_origin), str(roi), str(backend), int(gpu), int(threads),
+                              0.0 if step is None else float(step), callback, progress is True, info)
+    if origin is None:
+        origin = tuple(-0.5 * (n - 1) * s for n, s in zip(size, voxel))
+    return ImageArray(vol, voxel, origin)
+
+
+def _relaxation(lamb, relaxation):
+    if relaxation is not None:
+        if lamb is not None and lamb != relaxation:
+            raise UsageError(f"lamb, relaxation: give one of them, found {lamb!r} and {relaxation!r}")
+        lamb = relaxation
+    return 0.0 if lamb is None else lamb
+
+
+_COMMON_DOC = """
+    projections: (views, v, u) line integrals (converted once to float32 if they are not; copied once, as the
+        C++ methods take an Image). Their ``spacing``/``origin`` (an ``ImageArray``) give the detector layout
+        for an RTK geometry, as on the command line; geometry: a ``Geometry`` with as many views.
+    size, spacing, origin: the volume grid: N or (nx, ny, nz) voxels, mm per voxel (one or three), world
+        position of voxel (0, 0, 0) (default: centred on the world origin).
+    iterations: passes over all projections (at least 1).
+    initial: a starting volume (z, y, x) on the grid (its ``spacing``/``origin``, if an ``ImageArray``, must be
+        the grid's), e.g. an ``fdk`` result; default 0 (osem: a positive constant).
+    roi: "" (the whole volume), fov, fov-cylinder, cylinder:..., box:..., sphere:... or a mask file, as ``--roi``.
+    backend: a name of ``projectors()``; gpu: device index; threads: cpu threads (0: all); step: ray-marching
+        step in mm (None: half the smallest voxel spacing).
+    progress: None, True (the command line's line per iteration on stderr) or ``progress(iteration, iterations)``
+        called after each iteration with the GIL held; an exception in it (or Ctrl-C) stops and propagates.
+    report: a dict to fill: backend, residuals (||b - A x|| per iteration), final_residual, data_norm, subsets,
+        lambda, seconds, setup_seconds.
+
+    Returns float32 ``ImageArray`` (z, y, x); on the cpu backend it equals the command line's output bit for bit.
+    Errors carry the command line's messages (option names as there: ``--iterations`` etc.)."""
+
+
+def sart(projections, geometry, size=256, spacing=1.0, origin=None, iterations=10, subsets=None, lamb=None, positivity=False,
+         initial=None, roi="", backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, relaxation=None):
+    """SART / OS-SART, as ``glrecon sart``: x += lambda (B_S 1)^-1 B_S [(b_S - A_S x) / (A_S 1)] per ordered subset.
+
+    subsets: 1 to the number of views (None: one view per subset; 1 is SIRT); lamb (or ``relaxation``): in
+        (0, 2) (None: 0.8 with one view per subset, else 1); positivity: clamp negative voxels after every update.
+    """
+    return _iterative("sart", projections, geometry, size, spacing, origin, iterations, 0 if subsets is None else subsets,
+                      _relaxation(lamb, relaxation), positivity, initial, roi, backend, gpu, threads, step, progress, report)
+
+
+def sirt(projections, geometry, size=256, spacing=1.0, origin=None, iterations=10, lamb=None, positivity=False, initial=None, roi="",
+         backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, relaxation=None):
+    """SIRT, as ``glrecon sirt``: SART with one subset holding every view; lamb (or ``relaxation``) in (0, 2)
+    (None: 1); positivity: clamp negative voxels after every update.
+    """
+    return _iterative("sirt", projections, geometry, size, spacing, origin, iterations, 0, _relaxation(lamb, relaxation), positivity,
+                      initial, roi, backend, gpu, threads, step, progress, report)
+
+
+def cgls(projections, geometry, size=256, spacing=1.0, origin=None, iterations=10, initial=None, roi="", backend="cpu", gpu=0,
+         threads=0, step=None, progress=None, report=None):
+    """CGLS, as ``glrecon cgls``: conjugate gradients on the normal equations B A x = B b (no relaxation, no
+    positivity: clamping would break the conjugate directions).
+    """
+    return _iterative("cgls", projections, geometry, size, spacing, origin, iterations, 0, 0.0, False, initial, roi, backend, gpu,
+                      threads, step, progress, report)
+
+
+def osem(projections, geometry, size=256, spacing=1.0, origin=None, iterations=10, subsets=None, positivity=False, initial=None,
+         roi="", backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None):
+    """OS-EM / MLEM, as ``glrecon osem``: x *= (B_S 1)^-1 B_S [b_S / (A_S x)]; the data must be finite and
+    non-negative with some positive value. subsets: 1 to the number of views (None: 8, or fewer views; 1 is MLEM).
+    """
+    return _iterative("osem", projections, geometry, size, spacing, origin, iterations, 0 if subsets is None else subsets, 0.0,
+                      positivity, initial, roi, backend, gpu, threads, step, progress, report)
+
+
+for _f in (sart, sirt, cgls, osem):
+    _f.__doc__ += _COMMON_DOC
+
+
+def projectors():
+    """Projector backends of ``project`` and the iterative methods: cpu, graphics, compute, and cuda where built."""
+    return list(_glrecon.projectors())
 
 
 def backends():

@@ -144,7 +144,11 @@ Image reconstructIterative(Projector& projector, const Geometry& geometry, const
   std::iota(all.begin(), all.end(), std::size_t{0});
   std::vector<float> rayLength(views * pixels);
   projector.forward(ones.data(), all.data(), views, rayLength.data());
-  const float rayFloor = static_cast<float>(kRelativeFloor * *std::max_element(rayLength.begin(), rayLength.end()));
+  // A ray shorter than one marching step inside the volume is below what A resolves: its length and its
+  // projection each carry an error of up to a step's worth of samples at the box's ends (backends differ there by
+  // one sample), so r / length would amplify rounding into a large update at the volume's edge.
+  const float rayFloor = static_cast<float>(
+      std::max(kRelativeFloor * *std::max_element(rayLength.begin(), rayLength.end()), projector.step()));
   std::vector<float> onesProjections(views * pixels, 1.0f);
   const bool cacheWeights = method != IterativeMethod::Cgls && static_cast<double>(order.size()) * voxels * 4 <= 512.0 * (1 << 20);
   std::vector<std::vector<float>> cachedWeights;
@@ -243,7 +247,12 @@ Image reconstructIterative(Projector& projector, const Geometry& geometry, const
         }
         projector.back(correction.data(), subset.data(), subset.size(), update.data());
         voxelWeights(si, weights);
-        const float weightFloor = static_cast<float>(kRelativeFloor * *std::max_element(weights.begin(), weights.end()));
+        // A voxel that only grazes a view's detector edge has a weight of rounding size there, and its update
+        // (a ratio of two such numbers) is rounding too: texture units interpolate with 8-bit fractions, so a
+        // bilinear weight under 1/256 of a full one reads 0 on one backend and not on another. Such voxels wait
+        // for the subsets that see them: below 1/256 of one view's largest weight, a voxel counts as unseen.
+        const float weightFloor =
+            static_cast<float>(*std::max_element(weights.begin(), weights.end()) / (256.0 * static_cast<double>(subset.size())));
         for (std::size_t i = 0; i < voxels; ++i) {
           if (!inside(i) || !(weights[i] > weightFloor)) continue;
           if (method == IterativeMethod::Osem) {
