@@ -22,7 +22,7 @@ fi
 if [ "$step" = all ] || [ "$step" = fdk ]; then
   scan=/tmp/scan; "$bin" phantom -o $scan --projections 360 --detector 512 --detector-spacing 1 --overwrite -q
   for b in cuda compute compute graphics graphics; do
-    /usr/bin/time -f "$b wall %e s" "$bin" fdk -g $scan/geometry.xml -p $scan/projections.mha -o /tmp/v.mha --overwrite --size 512 --spacing 0.5 --backend $b 2>&1 | grep -v "proj/s  ETA"
+    /usr/bin/time -f "$b wall %e s" "$bin" fdk -g $scan/geometry.xml -p $scan/projections.mha -o /tmp/v.mha --overwrite --size 512 --spacing 0.5 --backend $b 2>&1 | grep -E "file to file|backend|wall"
   done | tee "$out/fdk512.txt"
 fi
 if [ "$step" = all ] || [ "$step" = graphics ]; then
@@ -31,4 +31,12 @@ fi
 if [ "$step" = all ] || [ "$step" = iterative ]; then
   timeout 110 "$bin" bench-iterative --size 128 --projections 90 --detector 128 --backends cpu,graphics,compute,cuda 2>&1 | tail -14 | tee "$out/iterative128.txt"
   timeout 100 "$bin" bench-iterative --size 256 --projections 360 --detector 256 --backends graphics,compute,cuda 2>&1 | tail -14 | tee "$out/iterative256.txt"
+fi
+# Issue 12: slabs forced by --gpu-memory against one block, and two GPUs (on nvidia-h200-x2).
+if [ "$step" = slabs1024 ]; then
+  "$bin" bench --size 1024 --projections 720 --detector 1024 --backends cuda,compute --window 32 --gpu-memory 2G --repeat 2 -q 2>&1 | tee "$out/slabs1024.txt"
+fi
+if [ "$step" = slabs2048 ]; then
+  "$bin" bench --size 2048 --projections 720 --detector 1024 --backends cuda --window 32 --gpu-memory 8G --repeat 1 -q 2>&1 | tee "$out/slabs2048.txt"
+  "$bin" bench --size 2048 --projections 720 --detector 1024 --backends cuda --window 32 --gpu ${SLAB_GPUS:-0,1} --gpu-memory 8G --repeat 1 -q 2>&1 | tee "$out/slabs2048_gpus.txt"
 fi

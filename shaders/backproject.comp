@@ -7,6 +7,9 @@
 // graphics path samples; the volume is the same r32f texture array, read and written as an image (each
 // voxel belongs to one invocation: no races). With a region, a voxel outside its column's z range is
 // computed as any other but not stored, so inside the arithmetic does not depend on the region.
+// Slabs: the volume image holds rows [slabFirst, slabFirst + volumeSize.y) of the grid's y; a voxel's
+// arithmetic uses its global row (runs start at the same global rows, slabFirst being a multiple of RUN), so
+// a slab's voxels get the bits of the whole grid's; loads, stores and the region's ranges use the local row.
 // Defines: W, RUN, Y_INVARIANT (0 or 1), and the local size LX, LY.
 layout(local_size_x = LX, local_size_y = LY) in;
 
@@ -15,7 +18,8 @@ layout(std140, binding = 0) uniform Matrices {
 };
 layout(binding = 0) uniform sampler2DArray projections;
 layout(binding = 0, r32f) uniform restrict image2DArray volume;
-uniform ivec3 volumeSize;
+uniform ivec3 volumeSize;  // x, the rows held (the slab's, or the grid's), z
+uniform int slabFirst;     // the global row of local row 0 (0 without slabs)
 uniform vec2 detectorSize;
 uniform int layerBase;  // the window's first layer in the projection texture (two halves, used in turn)
 // With a region of interest: per (x, y) column, the slices [x, y) holding all its inside voxels.
@@ -23,6 +27,7 @@ uniform bool useRange;
 layout(binding = 1) uniform isampler2D zRange;
 
 void main() {
+  // j0: the run's first local row; its global row is slabFirst + j0.
   const int i = int(gl_GlobalInvocationID.x), k = int(gl_GlobalInvocationID.y), j0 = int(gl_WorkGroupID.z) * RUN;
   if (i >= volumeSize.x || k >= volumeSize.z) return;
   bool store[RUN];
@@ -39,7 +44,7 @@ void main() {
   if (!any) return;
   float sum[RUN];
   for (int r = 0; r < RUN; ++r) sum[r] = 0.0;
-  const float fi = float(i), fk = float(k), fj0 = float(j0);
+  const float fi = float(i), fk = float(k), fj0 = float(slabFirst + j0);
   const vec2 toTexture = 1.0 / detectorSize;
   for (int p = 0; p < W; ++p) {
     const vec4 r0 = rows[3 * p], r1 = rows[3 * p + 1], r2 = rows[3 * p + 2];

@@ -3,7 +3,9 @@
 // projections of the window, as homogeneous coordinates (u w, v w, w) = P (i, j, k, 1). They are affine
 // across the slice, so the rasterizer's linear (noperspective) interpolation gives every voxel its exact
 // coordinates. Prepended defines: W (projections per pass), PACKED (vec4s holding 3 W floats), LAYERED
-// (gl_Layer selects the slice, so all slices go in one instanced draw).
+// (gl_Layer selects the slice, so all slices go in one instanced draw), SLAB (slab mode: the quad is the whole
+// slice's as without slabs, and the slice index rides along as component 3 W, a constant across the quad,
+// which interpolation reproduces exactly; PACKED then holds 3 W + 1 floats).
 #ifdef LAYERED
 #extension GL_ARB_shader_viewport_layer_array : require
 #endif
@@ -31,6 +33,11 @@ void main() {
     h[3 * p + 1] = dot(rows[3 * p + 1], voxel);
     h[3 * p + 2] = dot(rows[3 * p + 2], voxel);
   }
+#ifdef SLAB
+  h[3 * W] = float(k);
+  for (int i = 3 * W + 1; i < PACKED * 4; ++i) h[i] = 0.0;
+#else
   for (int i = 3 * W; i < PACKED * 4; ++i) h[i] = 0.0;
+#endif
   for (int i = 0; i < PACKED; ++i) coords[i] = vec4(h[4 * i], h[4 * i + 1], h[4 * i + 2], h[4 * i + 3]);
 }

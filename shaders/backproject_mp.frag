@@ -10,11 +10,13 @@ layout(early_fragment_tests) in;
 layout(binding = 0) uniform sampler2DArray projections;
 uniform vec2 detectorSize;
 uniform int layerBase;  // the window's first layer in the projection texture (two halves, used in turn)
+uniform int slabFirst;  // slabs: the global row of the framebuffer's row 0 (0 without slabs)
 
 layout(location = 0) out float accumulated;
 
 void main() {
-  const vec4 voxel = vec4(gl_FragCoord.xy - 0.5, float(slice), 1.0);
+  // gl_FragCoord.y - 0.5 is the local row exactly; adding the slab's first row is exact too.
+  const vec4 voxel = vec4(gl_FragCoord.x - 0.5, gl_FragCoord.y - 0.5 + float(slabFirst), float(slice), 1.0);
   float sum = 0.0;
   for (int p = 0; p < W; ++p) {
     const float invW = 1.0 / dot(rows[3 * p + 2], voxel);

@@ -5,6 +5,7 @@
 /// the sample is bilinear with pixel centres at integer (u, v) and 0 outside the detector; each
 /// projection adds (1 / w^2) Q(u, v). Tested in tests/test_backprojector.cpp.
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,17 @@ class Backprojector {
   /// the timings and counters cleared, without paying the setup again (contexts, programs, buffers).
   virtual void reset() = 0;
 
+  /// Slab mode (BackprojectorOptions::slabRows > 0, see glrecon/slab.h): from now on the volume is rows
+  /// [firstRow, firstRow + rows) of the grid's y axis, zeroed; firstRow a multiple of kSlabGranule, rows at most
+  /// slabRows. volume() and readVolume() then hold nx x rows x nz voxels (slabGrid), setRegion takes a region on
+  /// that grid (slabRegion), and every voxel is computed as in the whole grid (bit for bit). Projections passed to
+  /// backproject() are still whole; a GPU backend uploads of each only the rows slabRowBand names. Throws
+  /// UsageError for a backend without slabs or arguments outside those bounds.
+  virtual void setSlab(int firstRow, int rows);
+  /// Bytes of projection data sent to the device so far (all rows, or the slab's row bands), for the slab tests
+  /// and bench; 0 where nothing is uploaded (cpu).
+  virtual double uploadedBytes() const { return 0.0; }
+
   /// Restricts the work to a region (early fragment kill): voxels inside receive exactly the updates they
   /// would without it; voxels outside may be skipped (callers zero them with applyRegion).
   virtual void setRegion(const RegionOfInterest& roi) = 0;
@@ -67,6 +79,9 @@ struct BackprojectorOptions {
   /// (a per-user cache, $XDG_CACHE_HOME/glrecon/windows.txt, like FFTW's wisdom) and store what a search finds.
   bool rememberWindow = false;
   bool retune = false;  ///< with rememberWindow: search again even where the cache has an answer
+  /// Slab mode: the most y rows the backprojector holds at once (allocated for that many); 0: the whole grid,
+  /// no slabs. See Backprojector::setSlab.
+  int slabRows = 0;
 };
 /// BackprojectorOptions::window value asking for the largest window the device allows.
 inline constexpr int kMaximumWindow = -1;
@@ -79,6 +94,7 @@ class CpuBackprojector final : public Backprojector {
   void backproject(const float* projections, const std::size_t* views, std::size_t count) override;
   Image volume() override;
   void reset() override;
+  void setSlab(int firstRow, int rows) override;
   void setRegion(const RegionOfInterest& roi) override;
   void killOutsideRange(double low, double high, double scale) override;
   std::vector<std::uint8_t> activeMask() override { return active_; }
@@ -88,7 +104,9 @@ class CpuBackprojector final : public Backprojector {
  private:
   BackprojectorTimings timings_;
   const Geometry& geometry_;
-  VolumeGrid grid_;
+  VolumeGrid grid_;      // the whole grid: the matrices and a voxel's arithmetic come from it
+  int slabCapacity_ = 0;  // slab mode: the most rows held (0: the whole grid)
+  int slabFirst_ = 0;     // the first row of y held
   int threads_;
   Image volume_;
   std::vector<std::uint8_t> active_;           // empty: every voxel
@@ -102,6 +120,12 @@ class CpuBackprojector final : public Backprojector {
 /// The OpenGL graphics-pipeline backprojector (AG-GPU, or MP-GPU with `fragmentMapping`), in its own headless
 /// EGL context on device `options.gpu`. Declared in graphics_backprojector.h.
 class GraphicsBackprojector;
+
+/// Bytes of memory a backend may use on device `gpu` now: free memory as CUDA or the GL driver
+/// (NVX_gpu_memory_info, ATI_meminfo) reports it; UINT64_MAX where nothing is known (cpu, Mesa).
+std::uint64_t deviceMemoryAvailable(const std::string& backend, int gpu);
+/// Devices a backend can use: CUDA devices for cuda, EGL devices for the GL backends, 1 for cpu.
+int deviceCount(const std::string& backend);
 
 /// Backend names this build knows.
 std::vector<std::string> availableBackends();

@@ -24,6 +24,9 @@ class ComputeBackprojector final : public Backprojector {
   Image volume() override;
   void readVolume(float* destination) override;
   void reset() override;
+  /// Slab mode (BackprojectorOptions::slabRows): the volume holds rows [firstRow, firstRow + rows) of y.
+  void setSlab(int firstRow, int rows) override;
+  double uploadedBytes() const override;
   void setRegion(const RegionOfInterest& roi) override;
   void killOutsideRange(double low, double high, double scale) override;
   std::vector<std::uint8_t> activeMask() override;

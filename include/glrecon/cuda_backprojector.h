@@ -7,6 +7,7 @@
 /// Uploads go through pinned staging buffers on a copy stream, double-buffered, so the next window's
 /// upload overlaps the current window's kernel; the readback goes through the same pinned buffers in chunks. Built only where CMake finds CUDA (GLRECON_CUDA); the
 /// tests skip, saying why, where no CUDA device exists.
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 
@@ -28,6 +29,10 @@ double cudaBilinearPeak(int device);
 /// wait for it; errors are left for the backprojector to report. Does nothing without CUDA.
 void warmUpCuda(int device);
 
+/// Free memory on CUDA device `device` in bytes (0 without CUDA or that device), and the number of devices.
+std::uint64_t cudaFreeMemory(int device);
+int cudaDeviceCount();
+
 class CudaBackprojector final : public Backprojector {
  public:
   CudaBackprojector(const Geometry& geometry, const VolumeGrid& grid, const BackprojectorOptions& options);
@@ -39,6 +44,8 @@ class CudaBackprojector final : public Backprojector {
   Image volume() override;
   void readVolume(float* destination) override;
   void reset() override;
+  void setSlab(int firstRow, int rows) override;
+  double uploadedBytes() const override;
   void setRegion(const RegionOfInterest& roi) override;
   void killOutsideRange(double low, double high, double scale) override;
   std::vector<std::uint8_t> activeMask() override;

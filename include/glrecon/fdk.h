@@ -7,11 +7,15 @@
 ///      thread), so the chain costs about max(filter, backprojection) rather than their sum,
 ///   4. read the volume back (into an output paged in meanwhile by another thread).
 /// Tested end to end against the analytic phantom in tests/test_fdk.cpp.
+#include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "glrecon/filter.h"
 #include "glrecon/geometry.h"
 #include "glrecon/image.h"
+#include "glrecon/slab.h"
 
 namespace glrecon {
 
@@ -35,6 +39,22 @@ struct FdkOptions {
   std::string roi;          ///< region of interest spec (see makeRegionOfInterest); empty: the whole volume
   bool substackStencil = false;  ///< graphics: the paper's 8 sub-stack stencil bits instead of per-slice masks
   DensityKill densityKill;
+  /// Slabs (glrecon/slab.h): the most one device may hold, in bytes; 0: what it has free, measured (the volume is
+  /// then split only when it does not fit). Given, it also forces slabs on the cpu backend (tests).
+  std::uint64_t gpuMemory = 0;
+  /// Several devices (CUDA or EGL indices; the same one may repeat): slabs are handed out from a queue, one
+  /// worker thread per entry. Empty: `gpu` alone.
+  std::vector<int> gpus;
+  /// Where the filtered projections go when they do not fit in host memory (a deleted temporary file, mapped).
+  std::string scratch;
+};
+
+/// What one device did in a slab reconstruction.
+struct DeviceShare {
+  int gpu = 0;
+  int slabs = 0;
+  double seconds = 0.0;  ///< from its first slab's start to its last slab's readback
+  std::string description;
 };
 
 struct FdkReport {
@@ -53,6 +73,13 @@ struct FdkReport {
   double culledFraction = 0.0;   ///< voxel updates skipped (fragments culled on the GPU)
   std::size_t killedVoxels = 0;  ///< voxels the density-range kill stopped
   std::size_t killedAfter = 0;   ///< projections applied when they were stopped
+  int slabs = 1;                 ///< slabs of y rows (1: the whole volume at once)
+  int rowsPerSlab = 0;
+  std::uint64_t slabBudget = 0;  ///< bytes per device the slabs were planned for
+  std::vector<DeviceShare> devices;
+  double uploadedBytes = 0.0;       ///< projection bytes sent to the devices (slab mode: row bands)
+  double wholeUploadBytes = 0.0;    ///< what every slab uploading whole projections would have sent
+  bool scratchFile = false;         ///< the filtered projections lived in a mapped scratch file
   double gigaUpdatesPerSecond() const { return backprojectSeconds > 0 ? voxelUpdates / backprojectSeconds * 1e-9 : 0.0; }
 };
 
@@ -64,6 +91,22 @@ void checkProjectionsMatch(const Geometry& geometry, const Image& projections, c
 
 Image reconstructFdk(const Geometry& geometry, const Image& projections, const VolumeGrid& grid,
                      const FdkOptions& options, FdkReport* report = nullptr);
+
+/// Where the slabs of a slab reconstruction go: rows [firstRow, firstRow + rows) of y, nx x rows x nz floats
+/// (x fastest), each once, in any order, from the workers' threads (concurrently for different rows).
+using SlabSink = std::function<void(int firstRow, int rows, const float* data)>;
+
+/// The slabs options ask for, or an empty plan (slabs.empty()) for the one-block path: slabs when
+/// options.gpuMemory is given, several devices are named, or a GPU backend's measured free memory cannot hold
+/// the volume. Throws InputError when even one slab does not fit (naming the budget).
+SlabPlan planFdkSlabs(const Geometry& geometry, const VolumeGrid& grid, const FdkOptions& options);
+
+/// FDK in slabs: every projection filtered once (kept in memory, or in a scratch file under options.scratch),
+/// then each device's worker takes slabs from a queue, backprojects every projection into its slab (uploading
+/// only the rows the slab needs), reads it back and hands it to `sink` while the next slab runs. Each voxel
+/// equals reconstructFdk's bit for bit (same arithmetic, same projection order). No density kill.
+void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, const VolumeGrid& grid, const FdkOptions& options,
+                         const SlabPlan& plan, const SlabSink& sink, FdkReport* report = nullptr);
 
 class Backprojector;
 /// Steps 2 to 4 with a backprojector the caller made (and may reuse after Backprojector::reset, as bench does

@@ -96,6 +96,7 @@ class FdkFilter {
     std::vector<double> weights;  ///< nu x nv
   };
   std::shared_ptr<const CosineTable> cosineTable(std::size_t view) const;
+  std::shared_ptr<const CosineTable> buildCosineTable(std::size_t view) const;
   mutable std::mutex cosineMutex_;
   mutable std::shared_ptr<const CosineTable> cosine_;
   std::vector<double> angles_;  ///< source angle of each view

@@ -36,12 +36,19 @@ class GraphicsBackprojector final : public Backprojector {
   Image volume() override;
   void readVolume(float* destination) override;
   void reset() override;
+  /// Slab mode (BackprojectorOptions::slabRows): the volume holds rows [firstRow, firstRow + rows) of y, each voxel
+  /// bit for bit as in the one-block volume. AG-GPU rasterizes the whole slice's quad as without slabs, into a
+  /// framebuffer without attachments scissored to the slab's rows, and adds into the slab by image load/store
+  /// (a region is then a per-voxel mask texture; a viewport shifted by firstRow changed the interpolated
+  /// coordinates' rounding); MP-GPU adds firstRow to the fragment's row. No density-range kill in slab mode.
+  void setSlab(int firstRow, int rows) override;
+  double uploadedBytes() const override;
   /// The region goes into the stencil: per slice (a stencil texture array beside the volume, one draw for
   /// all slices: the default) or, with substackStencil, the paper's scheme: 8 sub-stacks of slices, each
   /// owning one bit of a single 8-bit stencil that holds the union of its slices' masks (slices drawn one
   /// by one). The fragment shaders declare early_fragment_tests, so culled fragments never run them.
   void setRegion(const RegionOfInterest& roi) override;
-  /// Needs the per-slice stencil (not substackStencil).
+  /// Needs the per-slice stencil (not substackStencil); not in slab mode.
   void killOutsideRange(double low, double high, double scale) override;
   std::vector<std::uint8_t> activeMask() override;
   double culledFraction() const override;

@@ -3,6 +3,8 @@
 /// Every writer is atomic (a temporary file in the target directory, renamed when complete) and refuses
 /// to replace an existing file unless `overwrite` is true. Every reader reports bad input as InputError
 /// naming the file, the field, what was expected and what was found.
+#include <array>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -91,6 +93,28 @@ class AtomicOutput {
   std::string temporary_;
   bool committed_ = false;
   int slot_ = -1;  ///< in the signal handler's registry while the temporary lives
+};
+
+/// A float32 volume (.mha, .mhd with its .raw, or .tif) written in slabs of y rows as they are reconstructed,
+/// so the whole volume never has to be in memory: the header is written first and the file sized, each
+/// writeRows() puts its rows at their offsets (several threads may write different rows at once), and
+/// commit() renames the finished file(s) onto the target. Destroyed without commit(), nothing is left.
+class VolumeFileWriter {
+ public:
+  VolumeFileWriter(const std::string& path, const VolumeGrid& grid, bool overwrite);
+  ~VolumeFileWriter();
+  VolumeFileWriter(const VolumeFileWriter&) = delete;
+  VolumeFileWriter& operator=(const VolumeFileWriter&) = delete;
+  /// Rows [firstRow, firstRow + rows) of y: nx x rows x nz floats, x fastest, then y, then z.
+  void writeRows(int firstRow, int rows, const float* data);
+  void commit();
+
+ private:
+  std::string path_;
+  std::array<int, 3> size_;
+  std::unique_ptr<AtomicOutput> header_, data_;
+  std::uint64_t dataOffset_ = 0;
+  int fd_ = -1;
 };
 
 /// Throws InputError when `path` exists and overwriting was not asked for, or names a directory.

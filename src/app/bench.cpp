@@ -30,6 +30,10 @@
 #include "glrecon/phantom.h"
 #include "glrecon/progress.h"
 #include "glrecon/roi.h"
+#include "glrecon/slab.h"
+#include "glrecon/limits.h"
+#include "validation.h"
+#include <cstring>
 
 namespace glrecon::app {
 namespace fs = std::filesystem;
@@ -259,10 +263,12 @@ void writeChart(const fs::path& path, const Setup& setup, const std::vector<Run>
 }
 
 struct BenchCommand {
-  int size = 128, projections = 360, detector = 256, threads = 0, gpu = 0, repeat = 3;
+  int size = 128, projections = 360, detector = 256, threads = 0, repeat = 3;
   double texturePeak = 0;
-  std::string backends = "cpu,graphics,graphics-mp,compute,cuda", windows = "1,8,16,auto", output;
+  std::string backends = "cpu,graphics,graphics-mp,compute,cuda", windows = "1,8,16,auto", output, gpuList = "0", gpuMemory;
   bool quiet = false;
+
+  void runSlabs(const std::vector<std::string>& backendList, const std::vector<std::string>& windowList, const std::vector<int>& gpus) const;
 
   void add(CLI::App& app) {
     CLI::App* c = app.add_subcommand("bench", "Run the same reconstruction through every backend and window; compare speed and accuracy");
@@ -271,7 +277,11 @@ struct BenchCommand {
     c->add_option("--detector", detector, "Detector pixels per axis (covering 512 mm)")->capture_default_str();
     c->add_option("--backends", backends, "Comma-separated: cpu, graphics, graphics-mp, compute, cuda")->capture_default_str();
     c->add_option("--window", windows, "Comma-separated windows for the GPU backends: numbers, max, auto")->capture_default_str();
-    c->add_option("--gpu", gpu, "EGL device for the GL backends")->capture_default_str();
+    c->add_option("--gpu", gpuList,
+                  "Device (EGL for the GL backends, CUDA for cuda); a list such as 0,1 or all measures slabs on several devices")
+        ->capture_default_str();
+    c->add_option("--gpu-memory", gpuMemory,
+                  "Measure slabs instead: the whole FDK with this cap per device (e.g. 8G) against one block, per backend");
     c->add_option("--threads", threads, "CPU threads (0: all)")->capture_default_str();
     c->add_option("--repeat", repeat, "Timed runs of each configuration after one warm-up; the table gives medians")
         ->capture_default_str()
@@ -287,6 +297,9 @@ struct BenchCommand {
     if (size < 4 || projections < 4 || detector < 4) throw UsageError("bench: --size, --projections and --detector: expected at least 4");
     const std::vector<std::string> backendList = splitList(backends), windowList = splitList(windows);
     if (backendList.empty() || windowList.empty()) throw UsageError("bench: expected at least one backend and one window");
+    const std::vector<int> gpus = parseGpuList("--gpu", gpuList, backendList.back());
+    const int gpu = gpus.front();
+    if (!gpuMemory.empty() || gpus.size() > 1) return runSlabs(backendList, windowList, gpus);
     Setup setup;
     setup.size = size;
     setup.projections = projections;
@@ -459,6 +472,118 @@ struct BenchCommand {
 };
 
 }  // namespace
+
+// The slab measurement: per backend, the whole FDK (raw projections in memory to the volume in memory, setup
+// included, as reconstructFdk runs it) in one block and in slabs (--gpu-memory, --gpu list), median of --repeat
+// runs each, the slab result compared with the one-block result bit for bit.
+void BenchCommand::runSlabs(const std::vector<std::string>& backendList, const std::vector<std::string>& windowList,
+                            const std::vector<int>& gpus) const {
+  const Geometry geometry = sampleScan(projections, detector);
+  const VolumeGrid grid = VolumeGrid::centred({size, size, size}, glm::dvec3(256.0 / size));
+  if (!quiet) std::fprintf(stderr, "bench: simulating %d projections of %d^2\n", projections, detector);
+  ProjectionOptions popt;
+  popt.threads = threads;
+  const Image raw = projectPhantom(Phantom::sheppLogan(), geometry, popt);
+  std::string device = "?";
+  try {
+    device = gl::Context::headless(gpus.front())->info().renderer;
+  } catch (const gl::GlError&) {
+  }
+  std::printf("glrecon bench (slabs): %d^3 voxels (%s) from %d projections of %d^2, median of %d runs (setup included)\n"
+              "GPU: %s; CPU: %s, %d threads; devices %s; --gpu-memory %s\n\n",
+              size, formatBytes(grid.voxelCount() * 4).c_str(), projections, detector, repeat, device.c_str(), cpuModel().c_str(),
+              resolveThreadCount(threads), gpuList.c_str(), gpuMemory.empty() ? "(measured)" : gpuMemory.c_str());
+  std::printf("%-10s %-7s %10s %12s %8s %10s %12s %9s %9s %8s\n", "backend", "window", "one block s", "one proj/s", "slabs", "slabs s",
+              "slabs proj/s", "vs block", "uploaded", "bits");
+  for (const std::string& backend : backendList) {
+    if (backend == "cpu" && backendList.size() > 1) continue;
+    FdkOptions options;
+    options.backend = backend;
+    options.threads = threads;
+    options.gpu = gpus.front();
+    const std::string w = windowList.front();
+    options.window = w == "auto" ? 0 : w == "max" ? kMaximumWindow : std::atoi(w.c_str());
+    const auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    try {
+      Image block;
+      std::vector<double> blockTimes, slabTimes;
+      std::string blockNote;
+      for (int rep = 0; rep < repeat; ++rep) {
+        try {
+          const auto t = std::chrono::steady_clock::now();
+          Image again = reconstructFdk(geometry, raw, grid, options);
+          blockTimes.push_back(since(t));
+          if (!block.data.empty() && std::memcmp(block.data.data(), again.data.data(), block.data.size() * sizeof(float)) != 0)
+            std::printf("    one block: run %d differs from run %d\n", rep + 1, rep);
+          block = std::move(again);
+        } catch (const std::exception& e) {
+          blockNote = e.what();
+          break;
+        }
+      }
+      FdkOptions slabbed = options;
+      if (!gpuMemory.empty()) slabbed.gpuMemory = parseByteSize("--gpu-memory", gpuMemory);
+      if (gpus.size() > 1) slabbed.gpus = gpus;
+      const SlabPlan plan = planFdkSlabs(geometry, grid, slabbed);
+      if (plan.slabs.empty()) throw UsageError("the volume fits: no slabs to measure (a smaller --gpu-memory, or several --gpu)");
+      Image result;
+      FdkReport report;
+      for (int rep = 0; rep < repeat; ++rep) {
+        const auto t = std::chrono::steady_clock::now();
+        Image again = reconstructFdk(geometry, raw, grid, slabbed, &report);
+        slabTimes.push_back(since(t));
+        if (!result.data.empty() && std::memcmp(result.data.data(), again.data.data(), result.data.size() * sizeof(float)) != 0)
+          std::printf("    slabs: run %d differs from run %d\n", rep + 1, rep);
+        result = std::move(again);
+      }
+      const double slabSeconds = median(slabTimes);
+      std::string bits = "-";
+      std::string differences;
+      if (!block.data.empty()) {
+        bits = std::memcmp(block.data.data(), result.data.data(), block.data.size() * sizeof(float)) == 0 ? "identical" : "DIFFER";
+        if (bits == "DIFFER") {
+          // Where: how many voxels, the largest difference, and the y rows holding differences.
+          std::size_t count = 0;
+          double worst = 0, scale = 0;
+          int lowRow = grid.size[1], highRow = -1;
+          const std::size_t nx = grid.size[0], ny = grid.size[1];
+          for (std::size_t i = 0; i < block.data.size(); ++i) {
+            scale = std::max(scale, static_cast<double>(std::abs(block.data[i])));
+            if (block.data[i] != result.data[i]) {
+              ++count;
+              worst = std::max(worst, static_cast<double>(std::abs(block.data[i] - result.data[i])));
+              const int j = static_cast<int>((i / nx) % ny);
+              lowRow = std::min(lowRow, j);
+              highRow = std::max(highRow, j);
+            }
+          }
+          differences = "    differences: " + std::to_string(count) + " voxels, max |d| " + std::to_string(worst) + " (largest value " +
+                        std::to_string(scale) + "), in y rows " + std::to_string(lowRow) + " to " + std::to_string(highRow) + "\n";
+        }
+      }
+      const double blockSeconds = blockTimes.empty() ? 0.0 : median(blockTimes);
+      std::printf("%-10s %-7s %10s %12s %8d %10.3f %12.1f %9s %8.0f%% %8s\n", backend.c_str(), w.c_str(),
+                  blockTimes.empty() ? "-" : std::to_string(blockSeconds).substr(0, 6).c_str(),
+                  blockTimes.empty() ? "-" : std::to_string(projections / blockSeconds).substr(0, 7).c_str(), report.slabs, slabSeconds,
+                  projections / slabSeconds,
+                  blockTimes.empty() ? "-" : (std::to_string(static_cast<int>(std::lround(100.0 * (slabSeconds / blockSeconds - 1)))) + "%").c_str(),
+                  report.wholeUploadBytes > 0 ? 100.0 * report.uploadedBytes / report.wholeUploadBytes : 0.0, bits.c_str());
+      for (const DeviceShare& d : report.devices)
+        std::printf("    device %d: %d slabs, %.3f s (%s)\n", d.gpu, d.slabs, d.seconds, d.description.c_str());
+      if (!blockNote.empty()) std::printf("    one block: %s\n", blockNote.c_str());
+      std::printf("%s", differences.c_str());
+      std::printf("    slab plan: %d rows per slab, %s per device; filter %.3f s (busy), readback %.3f s, setup %.3f s\n", report.rowsPerSlab,
+                  report.slabBudget == UINT64_MAX ? "no limit" : formatBytes(report.slabBudget).c_str(), report.filterSeconds,
+                  report.readbackSeconds, report.setupSeconds);
+      std::fflush(stdout);
+    } catch (const std::exception& e) {
+      std::printf("%-10s failed: %s\n", backend.c_str(), e.what());
+    }
+  }
+}
 
 void addBenchCommand(CLI::App& app) {
   static BenchCommand bench;  // CLI11 keeps references to its options: the command lives as long as the program

@@ -25,6 +25,7 @@
 #include "glrecon/fdk.h"
 #include "glrecon/gl/context.h"
 #include "glrecon/io.h"
+#include "glrecon/slab.h"
 #include "glrecon/parse.h"
 #include "glrecon/phantom.h"
 #include "glrecon/preprocess.h"
@@ -296,10 +297,9 @@ struct PhantomCommand {
 // ---- fdk ----
 struct FdkCommand {
   std::string geometryPath, projectionsPath, path, regexp, output, backend = "auto", filter = "ram-lak", flat, dark, slices,
-      sliceRange, window = "auto", roi, roiStencil = "slice", densityRange;
+      sliceRange, window = "auto", roi, roiStencil = "slice", densityRange, gpu = "0", gpuMemory, scratch;
   double densityAfter = 0.25;
   bool stream = false;
-  int gpu = 0;
   std::vector<std::string> sliceSpecs;
   double cutoff = 1.0, hann = 0.0, i0 = 0.0;
   bool noShortScan = false, overwrite = false, quiet = false, retune = false;
@@ -325,7 +325,15 @@ struct FdkCommand {
                   "once per device, driver and problem size, then remembered in $XDG_CACHE_HOME/glrecon/windows.txt)")
         ->capture_default_str();
     c->add_flag("--retune", retune, "With --window auto: measure again even where the window cache has an answer");
-    c->add_option("--gpu", gpu, "GPU backends: EGL device index (see glrecon devices)")->capture_default_str();
+    c->add_option("--gpu", gpu,
+                  "GPU backends: device index (EGL for the GL backends, CUDA for cuda; see glrecon devices), a list such as 0,1 "
+                  "(slabs of the volume handed out to each; a device may repeat) or all")
+        ->capture_default_str();
+    c->add_option("--gpu-memory", gpuMemory,
+                  "Cap on the memory one device may use, e.g. 8G or 512M: a larger volume is reconstructed in slabs of y rows "
+                  "(without it: slabs only when the volume does not fit the device's free memory)");
+    c->add_option("--scratch", scratch,
+                  "Directory for the filtered projections of a slab reconstruction when they do not fit in memory");
     c->add_option("--roi", roi,
                   "Reconstruct only a region (outside: 0): fov, fov-cylinder, cylinder:X,Z,R,Y0,Y1, box:X0,Y0,Z0,X1,Y1,Z1, sphere:X,Y,Z,R "
                   "(mm; rotation axis y) or a binary mask .mha on the output grid");
@@ -365,7 +373,12 @@ struct FdkCommand {
     }
     options.filter.shortScan = !noShortScan;
     options.backend = backend;
-    options.gpu = gpu;
+    options.gpus = parseGpuList("--gpu", gpu, backend);
+    options.gpu = options.gpus.front();
+    if (options.gpus.size() == 1) options.gpus.clear();
+    if (!gpuMemory.empty()) options.gpuMemory = parseByteSize("--gpu-memory", gpuMemory);
+    options.scratch = scratch;
+    if (!scratch.empty()) checkOutputDirectory(scratch, "--scratch");
     if (window == "max") {
       options.window = kMaximumWindow;
     } else if (window != "auto") {
@@ -408,6 +421,10 @@ struct FdkCommand {
     if (!sliceRange.empty() && slices.empty()) throw UsageError("--slice-range: expected together with --slices DIR");
     // Parsed now, so a bad range is refused before the reconstruction.
     const std::pair<double, double> fixedRange = sliceRange.empty() ? std::pair(0.0, 0.0) : parseRange("--slice-range", sliceRange);
+    if (stream && (options.gpuMemory > 0 || !options.gpus.empty()))
+      throw UsageError("--stream: expected the whole volume on one GPU (the live pipeline adds each projection to every voxel as "
+                       "it arrives); --gpu-memory and several --gpu reconstruct in slabs, which needs every projection first: "
+                       "leave out --stream");
     if (stream && (!flat.empty() || !dark.empty() || i0 > 0 || !densityRange.empty()))
       throw UsageError("--stream: expected projections as line integrals, without --i0/--flat/--dark/--density-range (not "
                        "supported in the pipeline yet)");
@@ -437,8 +454,10 @@ struct FdkCommand {
     // The side note a region or the density kill writes beside the volume.
     const std::string note = output + ".txt";
     if (!roi.empty() || !densityRange.empty()) refuseToOverwrite(note, overwrite);
-    // The backprojector's volume, its read-back copy and the result: three volumes at once.
-    checkJobMemory("fdk", "--size " + volume.size, std::uint64_t{3} * 4 * grid.voxelCount());
+    // The one-block path holds the backprojector's volume, its read-back copy and the result: three volumes at
+    // once; slabs need far less (checked once the plan is known). Without slabs asked for, checked now.
+    const bool slabsAsked = options.gpuMemory > 0 || !options.gpus.empty();
+    if (!slabsAsked && backend == "cpu") checkJobMemory("fdk", "--size " + volume.size, std::uint64_t{3} * 4 * grid.voxelCount());
 
     const std::vector<CircularParams> params = readRtkGeometry(geometryPath);
     RunOutputs outputs;  // volume, note and slices: all or nothing
@@ -465,7 +484,7 @@ struct FdkCommand {
     }
     // CUDA's context takes a few hundred milliseconds to create: made while the projections are read.
     std::thread cudaWarmUp;
-    if (backend == "cuda") cudaWarmUp = std::thread([this] { warmUpCuda(gpu); });
+    if (backend == "cuda") cudaWarmUp = std::thread([device = options.gpu] { warmUpCuda(device); });
     const auto readStart = std::chrono::steady_clock::now();
     Image projections = projectionsPath.empty() ? readProjectionFiles(listProjectionFiles(path, regexp))
                                                 : readProjectionStack(projectionsPath);
@@ -475,6 +494,16 @@ struct FdkCommand {
     checkProjectionsMatch(geometry, projections, projectionsName);
     checkScanBounds(geometry, projectionsName);
     checkVolumeInBeam(geometry, grid, "fdk");
+    const SlabPlan plan = planFdkSlabs(geometry, grid, options);
+    if (!plan.slabs.empty()) {
+      if (!densityRange.empty()) throw UsageError("--density-range: not with slabs (" + describePlan(plan, options) + ")");
+      const std::uint64_t workers = std::max<std::size_t>(1, options.gpus.size());
+      checkJobMemory("fdk", "the filtered projections and " + std::to_string(2 * workers) + " slab buffers",
+                     (options.scratch.empty() ? 4 * projections.data.size() : 0) +
+                         2 * workers * 4 * static_cast<std::uint64_t>(grid.size[0]) * plan.rowsPerSlab * grid.size[2]);
+    } else if (backend != "cpu" || slabsAsked) {
+      checkJobMemory("fdk", "--size " + volume.size, std::uint64_t{3} * 4 * grid.voxelCount());
+    }
     if (!flat.empty() || i0 > 0) {
       const Image flatImage = flat.empty() ? Image{} : readProjectionStack(flat);
       const Image darkImage = dark.empty() ? Image{} : readProjectionStack(dark);
@@ -487,6 +516,11 @@ struct FdkCommand {
                           << " voxels from " << geometry.size() << " projections of " << geometry.detector.nu << " x "
                           << geometry.detector.nv << '\n';
     FdkReport report;
+    if (!plan.slabs.empty()) {
+      if (!quiet) std::cerr << describePlan(plan, options) << '\n';
+      runSlabs(geometry, projections, grid, options, plan, outputs, readSeconds);
+      return;
+    }
     const Image result = reconstructFdk(geometry, projections, grid, options, &report);
     checkResult(result);
     // A region leaves zeros outside it: a side note says so beside the volume (viewers ignore it).
@@ -525,6 +559,75 @@ struct FdkCommand {
         outputs.track(png.string());
         writeSlicePng(png.string(), result, spec.axis, index, range.first, range.second, overwrite);
         if (!quiet) std::cerr << "wrote " << png.string() << '\n';
+      }
+    }
+    outputs.keep();
+  }
+
+  static std::string describePlan(const SlabPlan& plan, const FdkOptions& options) {
+    const std::size_t devices = std::max<std::size_t>(1, options.gpus.size());
+    return "slabs: " + std::to_string(plan.slabs.size()) + " of " + std::to_string(plan.rowsPerSlab) + " rows of y, " +
+           (plan.budgetBytes == UINT64_MAX ? std::string("device memory not limited") : formatBytes(plan.budgetBytes) + " per device") +
+           (devices > 1 ? ", " + std::to_string(devices) + " devices" : "");
+  }
+
+  // Slab by slab into the output file, which is never whole in memory; the note, then slices read back from it.
+  void runSlabs(const Geometry& geometry, const Image& projections, const VolumeGrid& grid, const FdkOptions& options,
+                const SlabPlan& plan, RunOutputs& outputs, double readSeconds) const {
+    const fs::path outputPath(output);
+    outputs.track(output);
+    if (outputPath.extension() == ".mhd" || outputPath.extension() == ".MHD") outputs.track(fs::path(outputPath).replace_extension(".raw").string());
+    VolumeFileWriter writer(output, grid, overwrite);
+    FdkReport report;
+    const std::size_t nx = grid.size[0], nz = grid.size[2];
+    reconstructFdkSlabs(geometry, projections, grid, options, plan, [&](int first, int rows, const float* data) {
+      for (std::size_t i = 0; i < nx * rows * nz; ++i)
+        if (!std::isfinite(data[i]))
+          throwInputError(output, "reconstructed volume", "finite values",
+                          "a non-finite value in rows " + std::to_string(first) + " to " + std::to_string(first + rows - 1) +
+                              " of y (the projections' values overflow float in the reconstruction)");
+      writer.writeRows(first, rows, data);
+    }, &report);
+    const auto writeStart = std::chrono::steady_clock::now();
+    writer.commit();
+    const double writeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - writeStart).count();
+    const std::string note = output + ".txt";
+    if (!report.region.empty()) {
+      const std::string text = "glrecon: voxels outside the region '" + report.region + "' are 0 (not reconstructed); " +
+                               std::to_string(report.regionVoxels) + " of " + std::to_string(grid.voxelCount()) + " voxels are inside.\n";
+      outputs.track(note);
+      AtomicOutput out(note, overwrite);
+      writeFileBytes(note, out.temporaryPath(), text.data(), text.size());
+      out.commit();
+    }
+    if (!quiet) {
+      printReport(report, geometry.size());
+      for (const DeviceShare& d : report.devices)
+        std::fprintf(stderr, "  device %d (%s): %d slabs in %.2f s\n", d.gpu, d.description.c_str(), d.slabs, d.seconds);
+      if (report.wholeUploadBytes > 0 && report.uploadedBytes > 0)
+        std::fprintf(stderr, "  uploaded %s of projection rows (%.0f%% of whole projections for every slab)%s\n",
+                     formatBytes(static_cast<std::uint64_t>(report.uploadedBytes)).c_str(), 100.0 * report.uploadedBytes / report.wholeUploadBytes,
+                     report.scratchFile ? "; filtered projections in a scratch file" : "");
+      std::fprintf(stderr, "file to file %.2f s (%.1f projections/s): read %.2f, slabs %.2f (written as they finished), final write %.2f s\n",
+                   readSeconds + report.totalSeconds + writeSeconds,
+                   geometry.size() / (readSeconds + report.totalSeconds + writeSeconds), readSeconds, report.totalSeconds, writeSeconds);
+      std::cerr << "wrote " << output << (report.region.empty() ? "" : " and " + note) << '\n';
+    }
+    if (!slices.empty()) {
+      // The volume is read back from the file (it was never whole in memory).
+      checkJobMemory("fdk", "--slices (the volume read back)", std::uint64_t{4} * grid.voxelCount());
+      const Image result = readImage(output);
+      if (!fs::exists(slices)) outputs.track(slices);
+      fs::create_directories(slices);
+      const auto range = sliceRange.empty() ? percentileRange(result, 0.5, 99.5) : parseRange("--slice-range", sliceRange);
+      std::vector<SliceSpec> chosen;
+      for (const std::string& spec : sliceSpecs) chosen.push_back(parseSliceSpec(spec));
+      if (chosen.empty()) writeCentralSlices(result, slices, outputPath.stem().string() + "_", range, overwrite, {}, &outputs);
+      for (const SliceSpec& spec : chosen) {
+        const int index = spec.index.value_or(result.size[axisNumber(spec.axis)] / 2);
+        const fs::path png = fs::path(slices) / (outputPath.stem().string() + "_" + axisName(spec.axis) + std::to_string(index) + ".png");
+        outputs.track(png.string());
+        writeSlicePng(png.string(), result, spec.axis, index, range.first, range.second, overwrite);
       }
     }
     outputs.keep();

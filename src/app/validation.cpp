@@ -6,6 +6,7 @@
 
 #include "glrecon/error.h"
 #include "glrecon/limits.h"
+#include "glrecon/backprojector.h"
 
 namespace glrecon::app {
 namespace {
@@ -99,6 +100,31 @@ std::string unknownSubcommand(const CLI::App& app, int argc, char** argv) {
 
 void checkJobMemory(const std::string& command, const std::string& what, std::uint64_t bytes) {
   checkHostMemory(command, what, bytes);
+}
+
+std::vector<int> parseGpuList(const std::string& option, const std::string& text, const std::string& backend) {
+  if (text == "all") {
+    const int count = deviceCount(backend == "auto" ? "graphics" : backend);
+    if (count < 1) throw UsageError(option + ": expected a device for the " + backend + " backend, found none");
+    std::vector<int> all(count);
+    for (int i = 0; i < count; ++i) all[i] = i;
+    return all;
+  }
+  std::vector<int> list;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    char* end = nullptr;
+    const long value = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || end != item.c_str() + item.size() || value < 0 || value > 1023 || list.size() >= 64)
+      throw UsageError(option + ": expected a device index from 0 (see glrecon devices), a list such as 0,1, or all, found '" +
+                       quoted(text) + "'");
+    list.push_back(static_cast<int>(value));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return list;
 }
 
 }  // namespace glrecon::app

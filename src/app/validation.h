@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace glrecon::app {
 
@@ -18,5 +19,9 @@ std::string unknownSubcommand(const CLI::App& app, int argc, char** argv);
 
 /// Host memory check for a job: `bytes` estimated from the sizes, before anything is allocated.
 void checkJobMemory(const std::string& command, const std::string& what, std::uint64_t bytes);
+
+/// --gpu's value: an index, a list of indices ("0,1"; one may repeat, to test the slab queue on one device) or
+/// "all" (every device the backend can use). Throws UsageError naming `option` for anything else.
+std::vector<int> parseGpuList(const std::string& option, const std::string& text, const std::string& backend);
 
 }  // namespace glrecon::app

@@ -4,6 +4,9 @@
 #include "glrecon/compute_backprojector.h"
 #include "glrecon/cuda_backprojector.h"
 #include "glrecon/graphics_backprojector.h"
+#include "glrecon/gl/context.h"
+
+#include <GL/glew.h>
 
 namespace glrecon {
 
@@ -22,13 +25,44 @@ std::string CudaBackprojector::description() const { return "cuda (not built)"; 
 void CudaBackprojector::backproject(const float*, const std::size_t*, std::size_t) {}
 Image CudaBackprojector::volume() { return {}; }
 void CudaBackprojector::readVolume(float*) {}
+int cudaDeviceCount() { return 0; }
+std::uint64_t cudaFreeMemory(int) { return 0; }
 void CudaBackprojector::reset() {}
+void CudaBackprojector::setSlab(int, int) {}
+double CudaBackprojector::uploadedBytes() const { return 0.0; }
 void CudaBackprojector::setRegion(const RegionOfInterest&) {}
 void CudaBackprojector::killOutsideRange(double, double, double) {}
 std::vector<std::uint8_t> CudaBackprojector::activeMask() { return {}; }
 double CudaBackprojector::culledFraction() const { return 0.0; }
 BackprojectorTimings CudaBackprojector::timings() const { return {}; }
 #endif
+
+void Backprojector::setSlab(int, int) {
+  throw UsageError("slabs: the " + name() + " backend does not reconstruct in slabs");
+}
+
+std::uint64_t deviceMemoryAvailable(const std::string& backend, int gpu) {
+  if (backend == "cuda") return cudaFreeMemory(gpu);
+  if (backend == "cpu") return UINT64_MAX;
+  auto context = gl::Context::headless(gpu);
+  if (GLEW_NVX_gpu_memory_info) {
+    GLint kib = 0;
+    glGetIntegerv(0x9049 /* GPU_MEMORY_INFO_CURRENT_AVAILABLE_VIDMEM_NVX */, &kib);
+    return static_cast<std::uint64_t>(kib) * 1024;
+  }
+  if (GLEW_ATI_meminfo) {
+    GLint info[4] = {0, 0, 0, 0};
+    glGetIntegerv(0x87FC /* TEXTURE_FREE_MEMORY_ATI */, info);
+    return static_cast<std::uint64_t>(info[0]) * 1024;
+  }
+  return UINT64_MAX;
+}
+
+int deviceCount(const std::string& backend) {
+  if (backend == "cuda") return cudaDeviceCount();
+  if (backend == "cpu") return 1;
+  return static_cast<int>(gl::Context::listDevices().size());
+}
 
 std::vector<std::string> availableBackends() {
   std::vector<std::string> names = {"cpu", "graphics", "graphics-mp", "compute"};

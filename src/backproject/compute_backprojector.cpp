@@ -6,11 +6,13 @@
 #include "gl_volume_backend.h"
 #include "glrecon/error.h"
 #include "glrecon/gl/shader.h"
+#include "glrecon/slab.h"
 
 namespace glrecon {
 namespace {
 // A row of 32 neighbouring x (one NVIDIA warp) by 4 slices; each invocation a run of kRun voxels along y.
 constexpr int kLocalX = 32, kLocalY = 4, kRun = 8;
+static_assert(kSlabGranule % kRun == 0, "slabs must start where the whole grid's runs start");
 // The matrices come from a uniform block; nothing per projection stays in registers, but the shader is
 // unrolled W x RUN times, so the window stays moderate.
 constexpr int kComputeWindowLimit = 64;
@@ -49,7 +51,10 @@ struct ComputeBackprojector::Impl {
     gl::Program& p = program(static_cast<int>(base.pending.size()), yInvariant());
     base.uploadMatrices();
     glUseProgram(p.id());
-    glUniform3i(glGetUniformLocation(p.id(), "volumeSize"), grid.size[0], grid.size[1], grid.size[2]);
+    // The rows held (a slab's, or the whole grid's); slabFirst is their first global row.
+    const int ny = base.rows;
+    glUniform3i(glGetUniformLocation(p.id(), "volumeSize"), grid.size[0], ny, grid.size[2]);
+    glUniform1i(glGetUniformLocation(p.id(), "slabFirst"), base.slabFirst);
     glUniform2f(glGetUniformLocation(p.id(), "detectorSize"), static_cast<float>(base.geometry.detector.nu),
                 static_cast<float>(base.geometry.detector.nv));
     glUniform1i(glGetUniformLocation(p.id(), "useRange"), zRange ? 1 : 0);
@@ -58,11 +63,11 @@ struct ComputeBackprojector::Impl {
     if (zRange) glBindTextureUnit(1, zRange.id());
     glBindImageTexture(0, base.volume.id(), 0, GL_TRUE, 0, GL_READ_WRITE, GL_R32F);
     GLRECON_CHECK_GL(glDispatchCompute((grid.size[0] + kLocalX - 1) / kLocalX, (grid.size[2] + kLocalY - 1) / kLocalY,
-                                       (grid.size[1] + kRun - 1) / kRun));
+                                       (ny + kRun - 1) / kRun));
     // The next dispatch reads what this one wrote.
     glMemoryBarrier(GL_SHADER_IMAGE_ACCESS_BARRIER_BIT);
-    updatesTotal += static_cast<double>(grid.voxelCount());
-    updatesDone += zRange ? updatesPerPass : static_cast<double>(grid.voxelCount());
+    updatesTotal += static_cast<double>(base.heldVoxels());
+    updatesDone += zRange ? updatesPerPass : static_cast<double>(base.heldVoxels());
   }
 };
 
@@ -105,12 +110,23 @@ void ComputeBackprojector::reset() {
   impl_->updatesDone = impl_->updatesTotal = 0;
 }
 
+void ComputeBackprojector::setSlab(int firstRow, int rows) {
+  Impl& d = *impl_;
+  d.base.setSlab(firstRow, rows);
+  d.zRange.reset();  // a region belongs to its slab
+  d.regionMask.clear();
+  d.updatesPerPass = 0;
+  d.updatesDone = d.updatesTotal = 0;
+}
+
+double ComputeBackprojector::uploadedBytes() const { return impl_->base.uploaded; }
+
 void ComputeBackprojector::setRegion(const RegionOfInterest& roi) {
   Impl& d = *impl_;
-  const VolumeGrid& grid = d.base.grid;
-  if (roi.size != grid.size) throw std::invalid_argument("setRegion: the region's grid differs from the volume's");
+  const VolumeGrid held = d.base.heldGrid();  // in slab mode the slab's grid
+  if (roi.size != held.size) throw std::invalid_argument("setRegion: the region's grid differs from the volume's");
   d.base.flush([&] { d.dispatch(); });
-  const int nx = grid.size[0], ny = grid.size[1];
+  const int nx = held.size[0], ny = held.size[1];
   std::vector<GLint> ranges;
   d.updatesPerPass = 0;
   for (const auto& [first, last] : columnZRanges(roi)) {

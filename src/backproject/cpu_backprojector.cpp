@@ -9,6 +9,7 @@
 #include "glrecon/backprojector.h"
 #include "glrecon/error.h"
 #include "glrecon/parallel.h"
+#include "glrecon/slab.h"
 
 namespace glrecon {
 namespace {
@@ -111,9 +112,24 @@ void accumulateRow(float* out, int begin, int end, const RowCoefficients& c, con
 }  // namespace
 
 CpuBackprojector::CpuBackprojector(const Geometry& geometry, const VolumeGrid& grid, const BackprojectorOptions& options)
-    : geometry_(geometry), grid_(grid), threads_(resolveThreadCount(options.threads)), volume_(grid) {
+    : geometry_(geometry),
+      grid_(grid),
+      slabCapacity_(options.slabRows),
+      threads_(resolveThreadCount(options.threads)),
+      volume_(options.slabRows > 0 ? slabGrid(grid, 0, std::min(options.slabRows, grid.size[1])) : grid) {
   geometry.validate("CPU backprojector");
   grid.validate("CPU backprojector");
+}
+
+void CpuBackprojector::setSlab(int firstRow, int rows) {
+  checkSlab(grid_, slabCapacity_, firstRow, rows);
+  if (killed_) throw UsageError("setSlab: not after a density-range kill");
+  slabFirst_ = firstRow;
+  volume_ = Image(slabGrid(grid_, firstRow, rows));
+  active_.clear();
+  spans_.clear();
+  rowPartial_.clear();
+  updatesSkipped_ = updatesTotal_ = 0;
 }
 
 Image CpuBackprojector::volume() {
@@ -156,7 +172,8 @@ void CpuBackprojector::backproject(const float* projections, const std::size_t* 
     matrices[p].data = dst + pu + 1;  // pixel (0,0)
   }
 
-  const int nx = grid_.size[0], ny = grid_.size[1], nz = grid_.size[2];
+  // In slab mode the volume holds rows [slabFirst_, slabFirst_ + ny) of y; j below is the global row.
+  const int nx = grid_.size[0], ny = volume_.size[1], nz = grid_.size[2];
   // Work unit: a block of x-rows at one y and consecutive z (an axial strip, 16 KiB of volume at 256^3).
   // y is the rotation axis, so the strip projects onto a band of only a few detector rows in every
   // projection and the whole batch's bands stay in L2; blocks stacked along y instead span tens of detector
@@ -168,8 +185,8 @@ void CpuBackprojector::backproject(const float* projections, const std::size_t* 
     for (const ViewMatrix& vm : matrices) {
       const auto& m = vm.m;
       for (std::size_t row = begin; row < end; ++row) {
-        const int k = static_cast<int>(row % nz), j = static_cast<int>(row / nz);
-        const std::size_t rowIndex = static_cast<std::size_t>(k) * ny + j;
+        const int k = static_cast<int>(row % nz), local = static_cast<int>(row / nz), j = slabFirst_ + local;
+        const std::size_t rowIndex = static_cast<std::size_t>(k) * ny + local;
         const int first = restricted ? spans_[rowIndex].first : 0, last = restricted ? spans_[rowIndex].second : nx;
         if (first >= last) continue;
         float* out = volume_.data.data() + rowIndex * nx;
@@ -194,7 +211,7 @@ void CpuBackprojector::backproject(const float* projections, const std::size_t* 
       }
     }
   });
-  const double voxels = static_cast<double>(grid_.voxelCount());
+  const double voxels = static_cast<double>(volume_.data.size());
   double computed = voxels;
   if (restricted) {
     computed = 0;
@@ -206,7 +223,7 @@ void CpuBackprojector::backproject(const float* projections, const std::size_t* 
 }
 
 void CpuBackprojector::setRegion(const RegionOfInterest& roi) {
-  if (roi.size != grid_.size) throw std::invalid_argument("setRegion: the region's grid differs from the volume's");
+  if (roi.size != volume_.size) throw std::invalid_argument("setRegion: the region's grid differs from the volume's");
   active_ = roi.mask;
   spans_ = roi.rowSpans;
   rowPartial_.assign(spans_.size(), 0);
@@ -216,8 +233,8 @@ void CpuBackprojector::killOutsideRange(double low, double high, double scale) {
   killed_ = true;
   if (active_.empty()) {
     RegionOfInterest all;
-    all.size = grid_.size;
-    all.mask.assign(grid_.voxelCount(), 1);
+    all.size = volume_.size;
+    all.mask.assign(volume_.data.size(), 1);
     all.updateSpans();
     setRegion(all);
   }
@@ -227,7 +244,7 @@ void CpuBackprojector::killOutsideRange(double low, double high, double scale) {
   }
   // Spans shrink to the remaining active voxels; rows with holes inside their span go the masked way.
   RegionOfInterest remaining;
-  remaining.size = grid_.size;
+  remaining.size = volume_.size;
   remaining.mask = active_;
   remaining.updateSpans();
   spans_ = remaining.rowSpans;

@@ -10,10 +10,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <mutex>
 #include <vector>
 
 #include "glrecon/error.h"
 #include "glrecon/parallel.h"
+#include "glrecon/slab.h"
 
 namespace glrecon {
 namespace {
@@ -22,7 +24,27 @@ constexpr int kMaxWindow = 128;  // constant memory: 128 x 3 float4 = 6 KiB
 constexpr int kDefaultWindow = 32;
 constexpr int kBlockX = 32, kBlockY = 4;
 
-__constant__ float4 c_rows[3 * kMaxWindow];
+// One bank of matrices per live backprojector (constant memory is the device's, shared by every stream): two
+// backprojectors on one device (slab workers, --gpu 0,0) would otherwise overwrite each other's matrices while
+// the other's kernel still reads them. 8 banks x 6 KiB of the 64 KiB.
+constexpr int kBanks = 8;
+__constant__ float4 c_rows[kBanks][3 * kMaxWindow];
+
+std::mutex bankMutex;
+bool bankUsed[kBanks] = {};
+int acquireBank() {
+  std::lock_guard lock(bankMutex);
+  for (int b = 0; b < kBanks; ++b)
+    if (!bankUsed[b]) {
+      bankUsed[b] = true;
+      return b;
+    }
+  throw CudaError("cuda backend: at most " + std::to_string(kBanks) + " cuda backprojectors at once in one process");
+}
+void releaseBank(int bank) {
+  std::lock_guard lock(bankMutex);
+  bankUsed[bank] = false;
+}
 
 void check(cudaError_t status, const char* call) {
   if (status != cudaSuccess) throw CudaError(std::string("CUDA: ") + call + ": " + cudaGetErrorString(status));
@@ -37,9 +59,12 @@ void check(cudaError_t status, const char* call) {
 // geometry takes the general path, one division per voxel and projection. A warp covers 32 neighbouring x,
 // so its fetches are neighbours on the detector too. With a region, a voxel outside its column's z range
 // is computed as any other but not stored: inside, the arithmetic is the same with and without the region.
+// The volume holds rows [yOffset, yOffset + ny) of the grid (a slab; yOffset a multiple of J): a voxel's
+// arithmetic uses its global row, so a slab's voxels get the bits of the whole grid's.
 template <int J, bool kYInvariant>
-__global__ void __launch_bounds__(kBlockX * kBlockY) backprojectRuns(float* __restrict__ volume, int nx, int ny, int nz, int count,
-                                                                     cudaTextureObject_t projections, const int2* __restrict__ zRange) {
+__global__ void __launch_bounds__(kBlockX * kBlockY) backprojectRuns(float* __restrict__ volume, int nx, int ny, int nz, int yOffset, int count,
+                                                                     cudaTextureObject_t projections, const int2* __restrict__ zRange,
+                                                                     int bank) {
   const int i = blockIdx.x * kBlockX + threadIdx.x, k = blockIdx.y * kBlockY + threadIdx.y, j0 = blockIdx.z * J;
   if (i >= nx || k >= nz) return;
   bool store[J];
@@ -58,9 +83,9 @@ __global__ void __launch_bounds__(kBlockX * kBlockY) backprojectRuns(float* __re
   float sum[J];
 #pragma unroll
   for (int r = 0; r < J; ++r) sum[r] = 0.0f;
-  const float fi = static_cast<float>(i), fk = static_cast<float>(k), fj0 = static_cast<float>(j0);
+  const float fi = static_cast<float>(i), fk = static_cast<float>(k), fj0 = static_cast<float>(yOffset + j0);
   for (int p = 0; p < count; ++p) {
-    const float4 r0 = c_rows[3 * p], r1 = c_rows[3 * p + 1], r2 = c_rows[3 * p + 2];
+    const float4 r0 = c_rows[bank][3 * p], r1 = c_rows[bank][3 * p + 1], r2 = c_rows[bank][3 * p + 2];
     if (kYInvariant) {
       const float invW = 1.0f / (r2.x * fi + r2.z * fk + r2.w);
       const float u = (r0.x * fi + r0.z * fk + r0.w) * invW + 0.5f;
@@ -95,13 +120,13 @@ int runLength() {
 }
 
 template <int J>
-void launchRuns(bool yInvariant, dim3 blocks, cudaStream_t stream, float* volume, int nx, int ny, int nz, int count,
-                cudaTextureObject_t projections, const int2* zRange) {
+void launchRuns(bool yInvariant, dim3 blocks, cudaStream_t stream, float* volume, int nx, int ny, int nz, int yOffset, int count,
+                cudaTextureObject_t projections, const int2* zRange, int bank) {
   const dim3 block(kBlockX, kBlockY);
   if (yInvariant)
-    backprojectRuns<J, true><<<blocks, block, 0, stream>>>(volume, nx, ny, nz, count, projections, zRange);
+    backprojectRuns<J, true><<<blocks, block, 0, stream>>>(volume, nx, ny, nz, yOffset, count, projections, zRange, bank);
   else
-    backprojectRuns<J, false><<<blocks, block, 0, stream>>>(volume, nx, ny, nz, count, projections, zRange);
+    backprojectRuns<J, false><<<blocks, block, 0, stream>>>(volume, nx, ny, nz, yOffset, count, projections, zRange, bank);
 }
 
 double since(std::chrono::steady_clock::time_point t) {
@@ -111,6 +136,17 @@ double since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 bool cudaBackendBuilt() { return true; }
+
+int cudaDeviceCount() {
+  int devices = 0;
+  return cudaGetDeviceCount(&devices) == cudaSuccess ? devices : 0;
+}
+
+std::uint64_t cudaFreeMemory(int device) {
+  if (device < 0 || device >= cudaDeviceCount() || cudaSetDevice(device) != cudaSuccess) return 0;
+  std::size_t freeBytes = 0, totalBytes = 0;
+  return cudaMemGetInfo(&freeBytes, &totalBytes) == cudaSuccess ? freeBytes : 0;
+}
 
 void warmUpCuda(int device) {
   int devices = 0;
@@ -148,7 +184,19 @@ struct CudaBackprojector::Impl {
   cudaStream_t copyStream = nullptr, computeStream = nullptr;
   int buffer = 0;
   std::vector<std::size_t> pending;
+  std::vector<RowBand> pendingBands;  // slab mode: the detector rows each pending projection has staged
   BackprojectorTimings timings;
+  int slabFirst = 0, slabRows = 0;  // the y rows the volume holds (slabRows = ny without slabs)
+  int bank = -1;                    // this backprojector's matrices in c_rows
+  ~Impl() {
+    if (bank >= 0) releaseBank(bank);  // also when the constructor throws after acquiring it
+  }
+  double uploaded = 0;              // projection bytes sent to the device
+
+  std::size_t voxels() const { return static_cast<std::size_t>(grid.size[0]) * slabRows * grid.size[2]; }
+  RowBand bandOf(std::size_t view) const {
+    return options.slabRows > 0 ? slabRowBand(geometry, view, grid, slabFirst, slabRows) : RowBand{0, geometry.detector.nv};
+  }
 
   Impl(const Geometry& g, const VolumeGrid& v, const BackprojectorOptions& o) : geometry(g), grid(v), options(o) {}
 
@@ -162,9 +210,24 @@ struct CudaBackprojector::Impl {
     cudaMemcpy3DParms copy{};
     copy.srcPtr = make_cudaPitchedPtr(staging[buffer], nu * sizeof(float), nu, nv);
     copy.dstArray = arrays[buffer];
-    copy.extent = make_cudaExtent(nu, nv, w);
     copy.kind = cudaMemcpyHostToDevice;
-    GLRECON_CUDA(cudaMemcpy3DAsync(&copy, copyStream));
+    if (options.slabRows > 0) {
+      // Each projection's band of rows, at its own rows and layer: texture coordinates stay those of the
+      // whole detector; rows outside the band hold stale data no voxel of the slab samples.
+      for (int s = 0; s < w; ++s) {
+        const RowBand band = pendingBands[s];
+        if (band.count == 0) continue;
+        copy.srcPos = make_cudaPos(0, band.first, s);
+        copy.dstPos = make_cudaPos(0, band.first, s);
+        copy.extent = make_cudaExtent(nu, band.count, 1);
+        GLRECON_CUDA(cudaMemcpy3DAsync(&copy, copyStream));
+        uploaded += static_cast<double>(band.count) * nu * sizeof(float);
+      }
+    } else {
+      copy.extent = make_cudaExtent(nu, nv, w);
+      GLRECON_CUDA(cudaMemcpy3DAsync(&copy, copyStream));
+      uploaded += static_cast<double>(nu) * nv * w * sizeof(float);
+    }
     GLRECON_CUDA(cudaEventRecord(copied[buffer], copyStream));
     if (options.profile) {
       GLRECON_CUDA(cudaStreamSynchronize(copyStream));
@@ -181,12 +244,13 @@ struct CudaBackprojector::Impl {
       yInvariant = yInvariant && rows[3 * s].y == 0.0f && rows[3 * s + 2].y == 0.0f;
     }
     GLRECON_CUDA(cudaStreamWaitEvent(computeStream, copied[buffer], 0));
-    GLRECON_CUDA(cudaMemcpyToSymbolAsync(c_rows, rows.data(), rows.size() * sizeof(float4), 0, cudaMemcpyHostToDevice, computeStream));
-    const int nx = grid.size[0], ny = grid.size[1], nz = grid.size[2], run = runLength();
+    GLRECON_CUDA(cudaMemcpyToSymbolAsync(c_rows, rows.data(), rows.size() * sizeof(float4), bank * sizeof(c_rows[0]), cudaMemcpyHostToDevice,
+                                         computeStream));
+    const int nx = grid.size[0], ny = slabRows, nz = grid.size[2], run = runLength();
     const dim3 blocks((nx + kBlockX - 1) / kBlockX, (nz + kBlockY - 1) / kBlockY, (ny + run - 1) / run);
-    if (run == 4) launchRuns<4>(yInvariant, blocks, computeStream, volume, nx, ny, nz, w, textures[buffer], zRange);
-    else if (run == 16) launchRuns<16>(yInvariant, blocks, computeStream, volume, nx, ny, nz, w, textures[buffer], zRange);
-    else launchRuns<8>(yInvariant, blocks, computeStream, volume, nx, ny, nz, w, textures[buffer], zRange);
+    if (run == 4) launchRuns<4>(yInvariant, blocks, computeStream, volume, nx, ny, nz, slabFirst, w, textures[buffer], zRange, bank);
+    else if (run == 16) launchRuns<16>(yInvariant, blocks, computeStream, volume, nx, ny, nz, slabFirst, w, textures[buffer], zRange, bank);
+    else launchRuns<8>(yInvariant, blocks, computeStream, volume, nx, ny, nz, slabFirst, w, textures[buffer], zRange, bank);
     lastYInvariant = yInvariant;
     GLRECON_CUDA(cudaGetLastError());
     GLRECON_CUDA(cudaEventRecord(used[buffer], computeStream));
@@ -194,9 +258,10 @@ struct CudaBackprojector::Impl {
       GLRECON_CUDA(cudaStreamSynchronize(computeStream));
       timings.compute += since(t);
     }
-    updatesTotal += static_cast<double>(grid.voxelCount());
-    updatesDone += zRange ? updatesPerLaunch : static_cast<double>(grid.voxelCount());
+    updatesTotal += static_cast<double>(voxels());
+    updatesDone += zRange ? updatesPerLaunch : static_cast<double>(voxels());
     pending.clear();
+    pendingBands.clear();
     buffer = 1 - buffer;
   }
 };
@@ -213,6 +278,7 @@ CudaBackprojector::CudaBackprojector(const Geometry& geometry, const VolumeGrid&
   if (options.gpu < 0 || options.gpu >= devices)
     throw CudaError("--gpu " + std::to_string(options.gpu) + ": expected a CUDA device from 0 to " + std::to_string(devices - 1));
   GLRECON_CUDA(cudaSetDevice(options.gpu));
+  d.bank = acquireBank();
   cudaDeviceProp properties{};
   GLRECON_CUDA(cudaGetDeviceProperties(&properties, options.gpu));
   d.deviceName = properties.name;
@@ -224,7 +290,8 @@ CudaBackprojector::CudaBackprojector(const Geometry& geometry, const VolumeGrid&
   // bench), max the constant-memory limit.
   d.window = options.window == kMaximumWindow ? kMaxWindow : options.window > 0 ? options.window : kDefaultWindow;
   d.window = std::min<int>(d.window, static_cast<int>(geometry.size()));
-  const std::size_t bytes = grid.voxelCount() * sizeof(float);
+  d.slabRows = options.slabRows > 0 ? std::min(options.slabRows, grid.size[1]) : grid.size[1];
+  const std::size_t bytes = d.voxels() * sizeof(float);
   std::size_t freeBytes = 0, totalBytes = 0;
   GLRECON_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
   const std::size_t projectionBytes = static_cast<std::size_t>(2) * geometry.detector.nu * geometry.detector.nv * d.window * sizeof(float);
@@ -286,10 +353,24 @@ void CudaBackprojector::backproject(const float* projections, const std::size_t*
     if (d.pending.empty()) GLRECON_CUDA(cudaEventSynchronize(d.used[d.buffer]));  // the staging buffer's last copy is done
     const std::size_t n = std::min(count - p, static_cast<std::size_t>(d.window) - d.pending.size());
     float* to = d.staging[d.buffer] + d.pending.size() * pixels;
-    // Several threads: one core copies about 8 GB/s, and at 512^2 this copy is 1 MiB per projection on the
-    // thread that feeds the GPU (it bounded the whole FDK before).
-    parallelFor(n * pixels, std::size_t{1} << 18, std::min(8, resolveThreadCount(d.options.threads)),
-                [&](std::size_t b, std::size_t e) { std::memcpy(to + b, projections + p * pixels + b, (e - b) * sizeof(float)); });
+    const int threads = std::min(8, resolveThreadCount(d.options.threads));
+    if (d.options.slabRows > 0) {
+      // Only each projection's band of rows is staged (and later sent).
+      const std::size_t nu = d.geometry.detector.nu;
+      for (std::size_t s = 0; s < n; ++s) {
+        const RowBand band = d.bandOf(views[p + s]);
+        d.pendingBands.push_back(band);
+        const std::size_t offset = static_cast<std::size_t>(band.first) * nu, length = static_cast<std::size_t>(band.count) * nu;
+        parallelFor(length, std::size_t{1} << 18, threads, [&](std::size_t b, std::size_t e) {
+          std::memcpy(to + s * pixels + offset + b, projections + (p + s) * pixels + offset + b, (e - b) * sizeof(float));
+        });
+      }
+    } else {
+      // Several threads: one core copies about 8 GB/s, and at 512^2 this copy is 1 MiB per projection on the
+      // thread that feeds the GPU (it bounded the whole FDK before).
+      parallelFor(n * pixels, std::size_t{1} << 18, threads,
+                  [&](std::size_t b, std::size_t e) { std::memcpy(to + b, projections + p * pixels + b, (e - b) * sizeof(float)); });
+    }
     d.pending.insert(d.pending.end(), views + p, views + p + n);
     p += n;
     if (static_cast<int>(d.pending.size()) == d.window) d.launch();
@@ -297,7 +378,7 @@ void CudaBackprojector::backproject(const float* projections, const std::size_t*
 }
 
 Image CudaBackprojector::volume() {
-  Image result(impl_->grid);
+  Image result(slabGrid(impl_->grid, impl_->slabFirst, impl_->slabRows));
   readVolume(result.data.data());
   return result;
 }
@@ -310,7 +391,7 @@ void CudaBackprojector::readVolume(float* destination) {
   d.launch();
   GLRECON_CUDA(cudaDeviceSynchronize());
   const auto t = std::chrono::steady_clock::now();
-  const std::size_t total = d.grid.voxelCount(), chunk = d.stagingFloats, chunks = (total + chunk - 1) / chunk;
+  const std::size_t total = d.voxels(), chunk = d.stagingFloats, chunks = (total + chunk - 1) / chunk;
   const auto issue = [&](std::size_t c) {
     const std::size_t n = std::min(chunk, total - c * chunk);
     GLRECON_CUDA(cudaMemcpyAsync(d.staging[c % 2], d.volume + c * chunk, n * sizeof(float), cudaMemcpyDeviceToHost, d.copyStream));
@@ -334,14 +415,32 @@ void CudaBackprojector::reset() {
   Impl& d = *impl_;
   d.pending.clear();
   GLRECON_CUDA(cudaDeviceSynchronize());
-  GLRECON_CUDA(cudaMemset(d.volume, 0, d.grid.voxelCount() * sizeof(float)));
+  GLRECON_CUDA(cudaMemset(d.volume, 0, d.voxels() * sizeof(float)));
   d.updatesDone = d.updatesTotal = 0;
   d.timings = {};
 }
 
+void CudaBackprojector::setSlab(int firstRow, int rows) {
+  Impl& d = *impl_;
+  checkSlab(d.grid, d.options.slabRows, firstRow, rows);
+  d.launch();  // projections staged for the previous slab belong to it
+  GLRECON_CUDA(cudaDeviceSynchronize());
+  d.slabFirst = firstRow;
+  d.slabRows = rows;
+  GLRECON_CUDA(cudaMemset(d.volume, 0, d.voxels() * sizeof(float)));
+  if (d.zRange) {
+    cudaFree(d.zRange);
+    d.zRange = nullptr;
+  }
+  d.regionMask.clear();
+  d.updatesDone = d.updatesTotal = 0;
+}
+
+double CudaBackprojector::uploadedBytes() const { return impl_->uploaded; }
+
 void CudaBackprojector::setRegion(const RegionOfInterest& roi) {
   Impl& d = *impl_;
-  if (roi.size != d.grid.size) throw std::invalid_argument("setRegion: the region's grid differs from the volume's");
+  if (roi.size != std::array<int, 3>{d.grid.size[0], d.slabRows, d.grid.size[2]}) throw std::invalid_argument("setRegion: the region's grid differs from the volume's");
   d.launch();
   std::vector<int2> ranges;
   d.updatesPerLaunch = 0;

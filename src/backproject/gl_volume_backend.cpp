@@ -8,6 +8,7 @@
 
 #include "glrecon/error.h"
 #include "glrecon/parallel.h"
+#include "glrecon/slab.h"
 #include "glrecon/gl/shader.h"
 
 namespace glrecon::detail {
@@ -36,7 +37,12 @@ int uniformWindowLimit() { return glInteger(GL_MAX_UNIFORM_BLOCK_SIZE) / (3 * 16
 
 GlVolumeBackend::GlVolumeBackend(gl::Context* borrowed, const Geometry& g, const VolumeGrid& v, const BackprojectorOptions& o,
                                  const std::string& name)
-    : geometry(g), grid(v), options(o) {
+    : geometry(g),
+      grid(v),
+      options(o),
+      slabCapacity(std::max(0, o.slabRows)),
+      allocatedRows(o.slabRows > 0 ? std::min(o.slabRows, v.size[1]) : v.size[1]),
+      rows(allocatedRows) {
   if (borrowed) {
     context_ = borrowed;
   } else {
@@ -58,18 +64,24 @@ GlVolumeBackend::GlVolumeBackend(gl::Context* borrowed, const Geometry& g, const
                       std::to_string(value));
   };
   limit("volume size x", grid.size[0], std::min<GLint>(maxTexture, viewport[0]));
-  limit("volume size y", grid.size[1], std::min<GLint>(maxTexture, viewport[1]));
+  if (slabCapacity > 0) {
+    // The texture holds allocatedRows of y, but the graphics path's viewport spans the whole grid's rows.
+    limit("volume size y", grid.size[1], viewport[1]);
+    limit("volume size y (rows per slab)", allocatedRows, maxTexture);
+  } else {
+    limit("volume size y", grid.size[1], std::min<GLint>(maxTexture, viewport[1]));
+  }
   limit("volume size z (slices, texture array layers)", grid.size[2], maxLayers);
   limit("detector width", geometry.detector.nu, maxTexture);
   limit("detector height", geometry.detector.nv, maxTexture);
   if (const long long free = freeGpuMemory(); free >= 0)
-    limit("GPU memory for the volume (bytes)", static_cast<long long>(grid.voxelCount()) * 4, free);
+    limit("GPU memory for the volume (bytes)", static_cast<long long>(grid.size[0]) * allocatedRows * grid.size[2] * 4, free);
 
   volume = gl::createTexture(GL_TEXTURE_2D_ARRAY);
-  glTextureStorage3D(volume.id(), 1, GL_R32F, grid.size[0], grid.size[1], grid.size[2]);
+  glTextureStorage3D(volume.id(), 1, GL_R32F, grid.size[0], allocatedRows, grid.size[2]);
   const float zero = 0.0f;
   glClearTexImage(volume.id(), 0, GL_RED, GL_FLOAT, &zero);
-  gl::checkError(("allocating the " + std::to_string(grid.size[0]) + " x " + std::to_string(grid.size[1]) + " x " +
+  gl::checkError(("allocating the " + std::to_string(grid.size[0]) + " x " + std::to_string(allocatedRows) + " x " +
                   std::to_string(grid.size[2]) + " volume texture").c_str());
 }
 
@@ -111,6 +123,11 @@ void GlVolumeBackend::setWindowLimit(int limit) {
   glTextureParameteri(projections.id(), GL_TEXTURE_WRAP_T, GL_CLAMP_TO_BORDER);
   const float border[4] = {0, 0, 0, 0};
   glTextureParameterfv(projections.id(), GL_TEXTURE_BORDER_COLOR, border);
+  if (slabCapacity > 0) {
+    // Row bands leave the other rows of a layer as they were: never sampled by the slab's voxels, but defined.
+    const float zero = 0.0f;
+    glClearTexImage(projections.id(), 0, GL_RED, GL_FLOAT, &zero);
+  }
   matrices = gl::createBuffer();
   glNamedBufferStorage(matrices.id(), static_cast<GLsizeiptr>(maxWindow) * 3 * 16, nullptr, GL_DYNAMIC_STORAGE_BIT);
 
@@ -168,11 +185,30 @@ void GlVolumeBackend::add(const float* data, const std::size_t* views, std::size
     const std::size_t n = std::min(count - p, static_cast<std::size_t>(window - slot));
     const std::size_t layer = static_cast<std::size_t>(layerBase + slot);
     float* to = stagingMemory_ + layer * pixels;
-    parallelFor(n * pixels, std::size_t{1} << 18, std::min(8, resolveThreadCount(options.threads)),
-                [&](std::size_t b, std::size_t e) { std::copy(data + p * pixels + b, data + p * pixels + e, to + b); });
+    const int threads = std::min(8, resolveThreadCount(options.threads));
     glBindBuffer(GL_PIXEL_UNPACK_BUFFER, staging_.id());
-    GLRECON_CHECK_GL(glTextureSubImage3D(projections.id(), 0, 0, 0, static_cast<GLint>(layer), nu, nv, static_cast<GLsizei>(n), GL_RED,
-                                         GL_FLOAT, reinterpret_cast<const void*>(layer * pixels * sizeof(float))));
+    if (slabCapacity > 0) {
+      // Each projection's band of rows only, staged and uploaded at its own rows of its own layer: texture
+      // coordinates and size stay those of the whole detector; by the band's construction the slab's voxels
+      // sample no row outside it.
+      for (std::size_t s = 0; s < n; ++s) {
+        const RowBand band = slabRowBand(geometry, views[p + s], grid, slabFirst, rows);
+        if (band.count == 0) continue;
+        const std::size_t offset = s * pixels + static_cast<std::size_t>(band.first) * nu;
+        const std::size_t length = static_cast<std::size_t>(band.count) * nu;
+        const float* from = data + (p + s) * pixels + static_cast<std::size_t>(band.first) * nu;
+        parallelFor(length, std::size_t{1} << 18, threads, [&](std::size_t b, std::size_t e) { std::copy(from + b, from + e, to + offset + b); });
+        GLRECON_CHECK_GL(glTextureSubImage3D(projections.id(), 0, 0, band.first, static_cast<GLint>(layer + s), nu, band.count, 1, GL_RED,
+                                             GL_FLOAT, reinterpret_cast<const void*>((layer * pixels + offset) * sizeof(float))));
+        uploaded += static_cast<double>(length) * sizeof(float);
+      }
+    } else {
+      parallelFor(n * pixels, std::size_t{1} << 18, threads,
+                  [&](std::size_t b, std::size_t e) { std::copy(data + p * pixels + b, data + p * pixels + e, to + b); });
+      GLRECON_CHECK_GL(glTextureSubImage3D(projections.id(), 0, 0, 0, static_cast<GLint>(layer), nu, nv, static_cast<GLsizei>(n), GL_RED,
+                                           GL_FLOAT, reinterpret_cast<const void*>(layer * pixels * sizeof(float))));
+      uploaded += static_cast<double>(n * pixels) * sizeof(float);
+    }
     glBindBuffer(GL_PIXEL_UNPACK_BUFFER, 0);
     if (options.profile) {  // upload and draw timed apart: each upload finished before the clock stops
       glFinish();
@@ -233,8 +269,10 @@ void GlVolumeBackend::drawWindow(const std::function<void()>& draw) {
   }
 }
 
+VolumeGrid GlVolumeBackend::heldGrid() const { return slabCapacity > 0 ? slabGrid(grid, slabFirst, rows) : grid; }
+
 Image GlVolumeBackend::readVolume() {
-  Image result(grid);
+  Image result(heldGrid());
   readVolumeInto(result.data.data());
   return result;
 }
@@ -247,11 +285,13 @@ void GlVolumeBackend::readVolumeInto(float* destination) {
   if (options.profile) glFinish();
   const auto t = std::chrono::steady_clock::now();
   glMemoryBarrier(GL_TEXTURE_UPDATE_BARRIER_BIT | GL_PIXEL_BUFFER_BARRIER_BIT);  // after image stores (compute) as after rendering
-  const int nx = grid.size[0], ny = grid.size[1], nz = grid.size[2];
+  // In slab mode the buffer is laid out for the allocated rows; a shorter (last) slab uses part of each half.
+  const int nx = grid.size[0], ny = rows, nz = grid.size[2];
   const std::size_t sliceFloats = static_cast<std::size_t>(nx) * ny;
+  const std::size_t halfSliceFloats = static_cast<std::size_t>(nx) * allocatedRows;
   if (!readback_) {
-    readbackLayers_ = std::clamp<std::size_t>((std::size_t{32} << 20) / (sliceFloats * sizeof(float)), 1, static_cast<std::size_t>(nz));
-    const GLsizeiptr bytes = static_cast<GLsizeiptr>(2 * readbackLayers_ * sliceFloats * sizeof(float));
+    readbackLayers_ = std::clamp<std::size_t>((std::size_t{32} << 20) / (halfSliceFloats * sizeof(float)), 1, static_cast<std::size_t>(nz));
+    const GLsizeiptr bytes = static_cast<GLsizeiptr>(2 * readbackLayers_ * halfSliceFloats * sizeof(float));
     readback_ = gl::createBuffer();
     const GLbitfield flags = GL_MAP_READ_BIT | GL_MAP_PERSISTENT_BIT | GL_MAP_COHERENT_BIT;
     glNamedBufferStorage(readback_.id(), bytes, nullptr, flags | GL_CLIENT_STORAGE_BIT);
@@ -263,7 +303,7 @@ void GlVolumeBackend::readVolumeInto(float* destination) {
   const auto issue = [&](std::size_t c) {
     const int first = static_cast<int>(c * readbackLayers_);
     const int layers = std::min<int>(static_cast<int>(readbackLayers_), nz - first);
-    const std::size_t offset = (c % 2) * readbackLayers_ * sliceFloats * sizeof(float);
+    const std::size_t offset = (c % 2) * readbackLayers_ * halfSliceFloats * sizeof(float);
     glBindBuffer(GL_PIXEL_PACK_BUFFER, readback_.id());
     glGetTextureSubImage(volume.id(), 0, 0, 0, first, nx, ny, layers, GL_RED, GL_FLOAT,
                          static_cast<GLsizei>(layers * sliceFloats * sizeof(float)), reinterpret_cast<void*>(offset));
@@ -278,7 +318,7 @@ void GlVolumeBackend::readVolumeInto(float* destination) {
     glDeleteSync(done[c % 2]);
     const std::size_t first = c * readbackLayers_;
     const std::size_t n = std::min(readbackLayers_, static_cast<std::size_t>(nz) - first) * sliceFloats;
-    const float* from = readbackMemory_ + (c % 2) * readbackLayers_ * sliceFloats;
+    const float* from = readbackMemory_ + (c % 2) * readbackLayers_ * halfSliceFloats;
     float* to = destination + first * sliceFloats;
     parallelFor(n, std::size_t{1} << 18, options.threads,
                 [&](std::size_t b, std::size_t e) { std::copy(from + b, from + e, to + b); });
@@ -293,7 +333,20 @@ void GlVolumeBackend::reset() {
   const float zero = 0.0f;
   glClearTexImage(volume.id(), 0, GL_RED, GL_FLOAT, &zero);
   profile = {};
+  uploaded = 0;
   gl::checkError("clearing the volume");
+}
+
+void GlVolumeBackend::setSlab(int firstRow, int count) {
+  checkSlab(grid, slabCapacity, firstRow, count);
+  context_->makeCurrent();
+  pending.clear();  // as reset(): projections not yet drawn belonged to the previous slab
+  slabFirst = firstRow;
+  rows = count;
+  glMemoryBarrier(GL_TEXTURE_UPDATE_BARRIER_BIT);  // image stores of the previous slab (compute, AG-GPU) before the clear
+  const float zero = 0.0f;
+  glClearTexImage(volume.id(), 0, GL_RED, GL_FLOAT, &zero);
+  gl::checkError("clearing the volume for a slab");
 }
 
 namespace {
@@ -311,7 +364,7 @@ std::filesystem::path windowCachePath() {
 std::string GlVolumeBackend::windowCacheKey() const {
   return where_ + " | " + context_->info().version + " | " + std::to_string(grid.size[0]) + "x" + std::to_string(grid.size[1]) + "x" +
          std::to_string(grid.size[2]) + " | " + std::to_string(geometry.detector.nu) + "x" + std::to_string(geometry.detector.nv) +
-         " | max " + std::to_string(maxWindow);
+         " | max " + std::to_string(maxWindow) + (slabCapacity > 0 ? " | slabs of " + std::to_string(allocatedRows) : "");
 }
 
 int GlVolumeBackend::rememberedWindow() const {

@@ -2,7 +2,9 @@
 // What the OpenGL backprojectors (graphics and compute) share: the context, the volume (an R32F texture
 // array, one layer per z slice, that stays on the GPU), the window of filtered projections (an R32F texture
 // array, bilinear, border 0) with its matrices (a uniform buffer at binding 0), the automatic window
-// search, the size limits and the readback. Internal to src/backproject.
+// search, the size limits and the readback. In slab mode (BackprojectorOptions::slabRows) the volume holds
+// rows [slabFirst, slabFirst + rows) of y only, and each projection's upload only the detector rows the slab
+// can reach (slabRowBand); matrices stay the whole grid's. Internal to src/backproject.
 #include <functional>
 #include <memory>
 #include <string>
@@ -48,11 +50,22 @@ class GlVolumeBackend {
   void readVolumeInto(float* destination);
   /// Zeroes the volume and forgets the pending window, the timings and the fences' passes (keeps the window).
   void reset();
+  /// Slab mode: checks the slab (checkSlab), forgets the pending window as reset() does and zeroes the volume,
+  /// which from now on holds rows [firstRow, firstRow + rows) of y. Keeps the window and its search.
+  void setSlab(int firstRow, int rows);
+  /// The grid the volume holds now: the whole grid, or the slab's (slabGrid).
+  VolumeGrid heldGrid() const;
+  std::size_t heldVoxels() const { return static_cast<std::size_t>(grid.size[0]) * rows * grid.size[2]; }
   std::string windowDescription() const;
 
   const Geometry& geometry;
-  const VolumeGrid grid;
+  const VolumeGrid grid;  // the whole grid: matrices and voxel indices are its own, in slab mode too
   const BackprojectorOptions options;
+  const int slabCapacity;  // options.slabRows: the most rows of y held (0: no slabs, the whole grid)
+  const int allocatedRows; // rows of y the volume texture has (ny, or min(slabRows, ny))
+  int slabFirst = 0;       // the first row of y the volume holds (0 without slabs)
+  int rows = 0;            // rows of y the volume holds now (ny without slabs)
+  double uploaded = 0;     // projection bytes sent to the GPU (whole projections, or the slabs' row bands)
   gl::Texture volume, projections;  // projections: two halves of maxWindow layers, used in turn
   gl::Buffer matrices;
   int layerBase = 0;  // first layer of the half the current window uses (shaders add it to the slot)

@@ -222,30 +222,40 @@ void FdkFilter::apply(std::size_t view, float* projection) const {
   ramp_.filterRows(projection, nv);
 }
 
-std::shared_ptr<const FdkFilter::CosineTable> FdkFilter::cosineTable(std::size_t view) const {
+std::shared_ptr<const FdkFilter::CosineTable> FdkFilter::buildCosineTable(std::size_t view) const {
   const ProjectionVectors& v = geometry_.views[view];
   const glm::dvec3 e = v.pixel00 - v.source;
-  const std::array<double, 6> invariants = {glm::dot(e, e), glm::dot(e, v.uStep), glm::dot(e, v.vStep),
-                                            glm::dot(v.uStep, v.uStep), glm::dot(v.vStep, v.vStep), glm::dot(v.uStep, v.vStep)};
-  {
-    std::lock_guard lock(cosineMutex_);
-    // Rotated copies of one detector agree to rounding (1e-12 relative); a weight changes by less than that.
-    if (cosine_ && std::equal(invariants.begin(), invariants.end(), cosine_->invariants.begin(), [&](double a, double b) {
-          return std::abs(a - b) <= 1e-12 * std::max(invariants[0], 1.0);
-        }))
-      return cosine_;
-  }
   auto table = std::make_shared<CosineTable>();
-  table->invariants = invariants;
+  table->invariants = {glm::dot(e, e), glm::dot(e, v.uStep), glm::dot(e, v.vStep),
+                       glm::dot(v.uStep, v.uStep), glm::dot(v.vStep, v.vStep), glm::dot(v.uStep, v.vStep)};
   const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
   const double sdd = v.sourceToDetector();
   table->weights.resize(static_cast<std::size_t>(nu) * nv);
   for (int row = 0; row < nv; ++row)
     for (int u = 0; u < nu; ++u)
       table->weights[static_cast<std::size_t>(row) * nu + u] = sdd / glm::length(v.detectorPoint(u, row) - v.source);
-  std::lock_guard lock(cosineMutex_);
-  cosine_ = table;
   return table;
+}
+
+std::shared_ptr<const FdkFilter::CosineTable> FdkFilter::cosineTable(std::size_t view) const {
+  std::shared_ptr<const CosineTable> shared;
+  {
+    // The shared table is always view 0's, whichever thread asks first: which table a view gets must not depend
+    // on thread timing (it did: rotated copies differ in the last bits, and results differed run to run by 1e-7).
+    std::lock_guard lock(cosineMutex_);
+    if (!cosine_) cosine_ = buildCosineTable(0);
+    shared = cosine_;
+  }
+  if (view == 0) return shared;
+  const ProjectionVectors& v = geometry_.views[view];
+  const glm::dvec3 e = v.pixel00 - v.source;
+  const std::array<double, 6> invariants = {glm::dot(e, e), glm::dot(e, v.uStep), glm::dot(e, v.vStep),
+                                            glm::dot(v.uStep, v.uStep), glm::dot(v.vStep, v.vStep), glm::dot(v.uStep, v.vStep)};
+  // Rotated copies of one detector agree to rounding (1e-12 relative); a weight changes by less than that.
+  if (std::equal(invariants.begin(), invariants.end(), shared->invariants.begin(),
+                 [&](double a, double b) { return std::abs(a - b) <= 1e-12 * std::max(invariants[0], 1.0); }))
+    return shared;
+  return buildCosineTable(view);  // a view of another shape: its own table
 }
 
 }  // namespace glrecon

@@ -13,6 +13,7 @@
 
 #include "glrecon/error.h"
 #include "glrecon/io.h"
+#include "headers.h"
 #include "glrecon/limits.h"
 
 namespace glrecon {
@@ -303,29 +304,36 @@ Image readMetaImage(const std::string& path, std::string* elementType) {
   return image;
 }
 
-void writeMetaImage(const std::string& path, const Image& image, bool overwrite) {
-  const fs::path target(path);
-  std::string extension = target.extension().string();
-  std::transform(extension.begin(), extension.end(), extension.begin(), ::tolower);
-  if (extension != ".mha" && extension != ".mhd")
-    throwInputError(path, "output file name", "a name ending in .mha or .mhd", "'" + target.extension().string() + "'");
-  if (image.data.size() != image.voxelCount())
-    throw std::logic_error("writeMetaImage: image data does not match its size");
-
-  const bool detached = extension == ".mhd";
-  const std::string rawPath = detached ? fs::path(target).replace_extension(".raw").string() : "";
+std::string metaImageHeader(const std::array<int, 3>& size, const std::array<double, 3>& spacing, const std::array<double, 3>& origin,
+                            const std::string& dataFile) {
   std::ostringstream header;
   header.precision(17);
   header << "ObjectType = Image\nNDims = 3\nBinaryData = True\nBinaryDataByteOrderMSB = False\n"
          << "CompressedData = False\nTransformMatrix = 1 0 0 0 1 0 0 0 1\n"
-         << "Offset = " << image.origin[0] << ' ' << image.origin[1] << ' ' << image.origin[2] << '\n'
+         << "Offset = " << origin[0] << ' ' << origin[1] << ' ' << origin[2] << '\n'
          << "CenterOfRotation = 0 0 0\nAnatomicalOrientation = RAI\n"
-         << "ElementSpacing = " << image.spacing[0] << ' ' << image.spacing[1] << ' ' << image.spacing[2] << '\n'
-         << "DimSize = " << image.size[0] << ' ' << image.size[1] << ' ' << image.size[2] << '\n'
+         << "ElementSpacing = " << spacing[0] << ' ' << spacing[1] << ' ' << spacing[2] << '\n'
+         << "DimSize = " << size[0] << ' ' << size[1] << ' ' << size[2] << '\n'
          << "ElementType = MET_FLOAT\n"
-         << "ElementDataFile = " << (detached ? fs::path(rawPath).filename().string() : "LOCAL") << '\n';
+         << "ElementDataFile = " << dataFile << '\n';
+  return header.str();
+}
 
-  const std::string headerText = header.str();
+void checkMetaImageName(const std::string& path) {
+  std::string extension = fs::path(path).extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(), ::tolower);
+  if (extension != ".mha" && extension != ".mhd")
+    throwInputError(path, "output file name", "a name ending in .mha or .mhd", "'" + fs::path(path).extension().string() + "'");
+}
+
+void writeMetaImage(const std::string& path, const Image& image, bool overwrite) {
+  checkMetaImageName(path);
+  if (image.data.size() != image.voxelCount())
+    throw std::logic_error("writeMetaImage: image data does not match its size");
+  const bool detached = isDetachedMetaImage(path);
+  const std::string rawPath = detached ? fs::path(path).replace_extension(".raw").string() : "";
+  const std::string headerText =
+      metaImageHeader(image.size, image.spacing, image.origin, detached ? fs::path(rawPath).filename().string() : "LOCAL");
   const auto writeBytes = [&](const std::string& file, bool withHeader, bool withData) {
     writeFileBytes(path, file, withHeader ? headerText.data() : nullptr, withHeader ? headerText.size() : 0,
                    withData ? image.data.data() : nullptr, withData ? image.data.size() * sizeof(float) : 0);
@@ -342,6 +350,12 @@ void writeMetaImage(const std::string& path, const Image& image, bool overwrite)
     writeBytes(mha.temporaryPath(), true, true);
     mha.commit();
   }
+}
+
+bool isDetachedMetaImage(const std::string& path) {
+  std::string extension = fs::path(path).extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(), ::tolower);
+  return extension == ".mhd";
 }
 
 }  // namespace glrecon

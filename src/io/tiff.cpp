@@ -20,6 +20,7 @@
 
 #include "glrecon/error.h"
 #include "glrecon/io.h"
+#include "headers.h"
 
 namespace glrecon {
 namespace fs = std::filesystem;
@@ -259,25 +260,26 @@ Image readTiff(const std::string& path) {
   return image;
 }
 
-void writeTiff(const std::string& path, const Image& image, bool overwrite) {
+std::string tiffHeader(const std::string& path, const std::array<int, 3>& size, const std::array<double, 3>& spacing,
+                       const std::array<double, 3>& origin) {
   if (!isTiffPath(path)) throwInputError(path, "output file name", "a name ending in .tif or .tiff", "'" + fs::path(path).extension().string() + "'");
-  const std::uint32_t w = static_cast<std::uint32_t>(image.size[0]), h = static_cast<std::uint32_t>(image.size[1]);
-  const std::uint32_t n = static_cast<std::uint32_t>(image.size[2]);
-  if (image.size[0] <= 0 || image.size[1] <= 0 || image.size[2] <= 0 || image.data.size() != image.voxelCount())
-    throwInputError(path, "image", "a non-empty image", "size " + std::to_string(image.size[0]) + " x " + std::to_string(image.size[1]) + " x " + std::to_string(image.size[2]));
+  const std::uint32_t w = static_cast<std::uint32_t>(size[0]), h = static_cast<std::uint32_t>(size[1]);
+  const std::uint32_t n = static_cast<std::uint32_t>(size[2]);
+  if (size[0] <= 0 || size[1] <= 0 || size[2] <= 0)
+    throwInputError(path, "image", "a non-empty image", "size " + std::to_string(size[0]) + " x " + std::to_string(size[1]) + " x " + std::to_string(size[2]));
   for (int a = 0; a < 3; ++a)
-    if (!(image.spacing[a] > 0) || !std::isfinite(image.spacing[a]) || !std::isfinite(image.origin[a]))
+    if (!(spacing[a] > 0) || !std::isfinite(spacing[a]) || !std::isfinite(origin[a]))
       throwInputError(path, "spacing/origin", "positive finite spacing and a finite origin", "axis " + std::to_string(a));
 
   std::ostringstream desc;
   desc.precision(17);
-  desc << "ImageJ=1.11a\nimages=" << n << "\nslices=" << n << "\nunit=mm\nspacing=" << image.spacing[2]
-       << "\nloop=false\nxorigin=" << -image.origin[0] / image.spacing[0] << "\nyorigin=" << -image.origin[1] / image.spacing[1]
-       << "\nzorigin=" << -image.origin[2] / image.spacing[2] << "\n";
+  desc << "ImageJ=1.11a\nimages=" << n << "\nslices=" << n << "\nunit=mm\nspacing=" << spacing[2]
+       << "\nloop=false\nxorigin=" << -origin[0] / spacing[0] << "\nyorigin=" << -origin[1] / spacing[1]
+       << "\nzorigin=" << -origin[2] / spacing[2] << "\n";
   const std::string description = desc.str() + '\0';
 
   // Layout: header | IFD 0, its description and rationals | IFD 1 ... | every page's pixels, contiguous.
-  const auto xres = rational(1.0 / image.spacing[0]), yres = rational(1.0 / image.spacing[1]);
+  const auto xres = rational(1.0 / spacing[0]), yres = rational(1.0 / spacing[1]);
   struct Entry {
     std::uint16_t tag, type;
     std::uint32_t count, value;
@@ -339,7 +341,13 @@ void writeTiff(const std::string& path, const Image& image, bool overwrite) {
     put32(yres.second);
     head.resize(next, '\0');
   }
+  return head;
+}
 
+void writeTiff(const std::string& path, const Image& image, bool overwrite) {
+  if (image.data.size() != image.voxelCount()) throw std::logic_error("writeTiff: image data does not match its size");
+  const std::string head = tiffHeader(path, image.size, image.spacing, image.origin);
+  const std::uint64_t pageBytes = std::uint64_t(image.size[0]) * image.size[1] * 4, n = image.size[2];
   AtomicOutput out(path, overwrite);
   {
     std::ofstream file(out.temporaryPath(), std::ios::binary);

@@ -156,6 +156,16 @@ Image reconstructFdk(const Geometry& geometry, const Image& projections, const V
   grid.validate("FDK");
   checkProjectionsMatch(geometry, projections, "projections");
   geometry.checkVolumeInFront(grid, "FDK");
+  const SlabPlan plan = planFdkSlabs(geometry, grid, options);
+  if (!plan.slabs.empty()) {
+    Image volume(grid);
+    const std::size_t nx = grid.size[0], ny = grid.size[1];
+    reconstructFdkSlabs(geometry, projections, grid, options, plan, [&](int first, int rows, const float* data) {
+      for (int k = 0; k < grid.size[2]; ++k)
+        std::copy_n(data + k * nx * rows, nx * rows, volume.data.data() + (k * ny + first) * nx);
+    }, report);
+    return volume;
+  }
   // The output is paged in (zeroed) by another thread while the backprojector is made and the scan runs: at
   // 512^3 that is 512 MiB of page faults, a tenth of a second that would otherwise follow the readback.
   std::future<Image> output = std::async(std::launch::async, [&grid] { return Image(grid); });

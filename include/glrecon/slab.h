@@ -1,0 +1,67 @@
+#pragma once
+/// Volumes larger than a GPU's memory: the volume is reconstructed in slabs of y rows (RTK's rotation axis,
+/// along which a voxel's detector row changes most and its column least), one slab at a time per device. A
+/// backprojector in slab mode (BackprojectorOptions::slabRows) holds rows [first, first + rows) of the grid,
+/// computes every voxel with the whole grid's matrices and global indices (so the result equals the one-block
+/// reconstruction bit for bit), and uploads of each projection only the detector rows its slab can reach.
+/// Tested in tests/test_slab.cpp.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "glrecon/geometry.h"
+#include "glrecon/image.h"
+#include "glrecon/roi.h"
+
+namespace glrecon {
+
+/// Slabs start at multiples of this many rows: the GPU kernels walk runs of 4, 8 or 16 voxels along y whose
+/// first row enters their arithmetic, so runs must start at the same global rows in a slab as in the whole grid.
+inline constexpr int kSlabGranule = 16;
+
+/// Detector rows [first, first + count) of one projection (count 0: none).
+struct RowBand {
+  int first = 0, count = 0;
+};
+
+/// The detector rows whose pixels a bilinear sample at any voxel centre of rows [firstRow, firstRow + rows)
+/// can touch in view `view`, clamped to the detector: v is a linear-fractional function of the voxel index
+/// with a positive denominator over the slab's box (checkVolumeInFront), so its extremes lie at the box's
+/// eight corners; the band holds floor(v_min) to floor(v_max) + 1, widened by one row on each side for the
+/// float rounding of the backends' v (a few ulp of values below 1e5: far below a row).
+RowBand slabRowBand(const Geometry& geometry, std::size_t view, const VolumeGrid& grid, int firstRow, int rows);
+
+/// Throws UsageError unless the backprojector is in slab mode (capacity > 0) and rows [firstRow, firstRow + rows)
+/// are a slab it can hold: firstRow a multiple of kSlabGranule, 0 < rows <= capacity, inside the grid.
+void checkSlab(const VolumeGrid& grid, int capacity, int firstRow, int rows);
+
+/// The grid of rows [firstRow, firstRow + rows): same x, z, spacing; origin moved along y.
+VolumeGrid slabGrid(const VolumeGrid& grid, int firstRow, int rows);
+
+/// The part of a region on the whole grid that lies in rows [firstRow, firstRow + rows), on the slab's grid.
+RegionOfInterest slabRegion(const RegionOfInterest& region, int firstRow, int rows);
+
+/// What one slab costs a device: the volume rows, the projection window (two halves of `window` projections,
+/// as every GPU backend double-buffers), and per row the region's buffers (stencil or column ranges).
+struct SlabCost {
+  std::uint64_t fixedBytes = 0;   ///< independent of the slab's height
+  std::uint64_t bytesPerRow = 0;  ///< per y row of the slab
+};
+SlabCost slabCost(const std::string& backend, const Geometry& geometry, const VolumeGrid& grid, int window, bool region);
+
+struct SlabPlan {
+  int rowsPerSlab = 0;                       ///< capacity of every device's slab (a multiple of kSlabGranule, or ny)
+  std::vector<std::pair<int, int>> slabs;    ///< (first row, rows), in order; the last may be shorter
+  std::uint64_t budgetBytes = 0;             ///< the memory the plan had per device
+};
+
+/// Splits the grid's rows into the fewest slabs whose cost fits `budgetBytes` (one slab when the whole
+/// volume fits). Throws InputError naming `what` (e.g. "--gpu-memory 64M") when even kSlabGranule rows (or
+/// the whole grid, if smaller) do not fit, with the figure needed and the budget.
+SlabPlan planSlabs(const VolumeGrid& grid, const SlabCost& cost, std::uint64_t budgetBytes, const std::string& what);
+
+/// "2G", "512M", "1.5G", "800000000" (bytes; K, M, G, T powers of 1024, optional trailing B or iB) to bytes.
+/// Throws UsageError naming `option` for anything else or a value under 4 KiB.
+std::uint64_t parseByteSize(const std::string& option, const std::string& text);
+
+}  // namespace glrecon

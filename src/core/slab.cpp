@@ -1,0 +1,124 @@
+#include "glrecon/slab.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "glrecon/error.h"
+#include "glrecon/limits.h"
+
+namespace glrecon {
+
+RowBand slabRowBand(const Geometry& geometry, std::size_t view, const VolumeGrid& grid, int firstRow, int rows) {
+  const ProjectionMatrix m = geometry.matrix(view, grid);
+  double low = INFINITY, high = -INFINITY;
+  for (int c = 0; c < 8; ++c) {
+    const glm::dvec4 voxel((c & 1) ? grid.size[0] - 1 : 0, (c & 2) ? firstRow + rows - 1 : firstRow, (c & 4) ? grid.size[2] - 1 : 0, 1.0);
+    const glm::dvec3 h = m.apply(voxel);
+    if (!(h.z > 0.0)) return {0, geometry.detector.nv};  // behind the source: callers refuse such volumes; be safe
+    const double v = h.y / h.z;
+    low = std::min(low, v);
+    high = std::max(high, v);
+  }
+  const int nv = geometry.detector.nv;
+  // Rows floor(v) and floor(v) + 1 hold a sample's two neighbours; one more row each side for rounding.
+  const double first = std::floor(low) - 1.0, last = std::floor(high) + 2.0;  // inclusive
+  if (last < 0.0 || first > nv - 1) return {0, 0};
+  const int a = static_cast<int>(std::max(0.0, first)), b = static_cast<int>(std::min<double>(nv - 1, last));
+  return {a, b - a + 1};
+}
+
+void checkSlab(const VolumeGrid& grid, int capacity, int firstRow, int rows) {
+  if (capacity <= 0) throw UsageError("setSlab: the backprojector was not made for slabs (BackprojectorOptions::slabRows)");
+  if (firstRow < 0 || firstRow % kSlabGranule != 0 || rows <= 0 || rows > capacity || firstRow + rows > grid.size[1])
+    throw UsageError("setSlab: expected rows [first, first + n) with first a multiple of " + std::to_string(kSlabGranule) +
+                     ", 0 < n <= " + std::to_string(capacity) + " and first + n <= " + std::to_string(grid.size[1]) + ", found first " +
+                     std::to_string(firstRow) + ", n " + std::to_string(rows));
+}
+
+VolumeGrid slabGrid(const VolumeGrid& grid, int firstRow, int rows) {
+  VolumeGrid slab = grid;
+  slab.size[1] = rows;
+  slab.origin.y = grid.origin.y + firstRow * grid.spacing.y;
+  return slab;
+}
+
+RegionOfInterest slabRegion(const RegionOfInterest& region, int firstRow, int rows) {
+  RegionOfInterest slab;
+  slab.description = region.description;
+  slab.size = {region.size[0], rows, region.size[2]};
+  const std::size_t nx = region.size[0];
+  slab.mask.resize(nx * rows * region.size[2]);
+  for (int k = 0; k < region.size[2]; ++k)
+    std::copy_n(region.mask.begin() + (static_cast<std::size_t>(k) * region.size[1] + firstRow) * nx, nx * rows,
+                slab.mask.begin() + static_cast<std::size_t>(k) * rows * nx);
+  slab.updateSpans();
+  return slab;
+}
+
+SlabCost slabCost(const std::string& backend, const Geometry& geometry, const VolumeGrid& grid, int window, bool region) {
+  const std::uint64_t nx = grid.size[0], nz = grid.size[2];
+  const std::uint64_t projection = static_cast<std::uint64_t>(geometry.detector.nu) * geometry.detector.nv * 4;
+  SlabCost cost;
+  // The cpu backend uploads nothing: its "device" is host memory, where the slab is all it adds.
+  cost.fixedBytes = backend == "cpu" ? 0 : 2 * static_cast<std::uint64_t>(std::max(1, window)) * projection;
+  cost.bytesPerRow = nx * nz * 4;  // the float volume
+  if (backend == "graphics" || backend == "graphics-mp") {
+    // The window's upload buffer (two halves) and the readback buffer (a chunk of slices) beside the texture.
+    cost.fixedBytes += 2 * static_cast<std::uint64_t>(std::max(1, window)) * projection;
+    if (region) cost.bytesPerRow += nx * nz * 4;  // a depth-stencil texture array (24+8 bits) beside the volume
+  } else if (backend == "compute" || backend == "cuda") {
+    if (backend == "compute") cost.fixedBytes += 2 * static_cast<std::uint64_t>(std::max(1, window)) * projection;
+    if (region) cost.bytesPerRow += nx * 8;  // per (x, y) column its z range
+  }
+  return cost;
+}
+
+SlabPlan planSlabs(const VolumeGrid& grid, const SlabCost& cost, std::uint64_t budgetBytes, const std::string& what) {
+  const int ny = grid.size[1];
+  SlabPlan plan;
+  plan.budgetBytes = budgetBytes;
+  const auto costOf = [&](int rows) { return cost.fixedBytes + cost.bytesPerRow * static_cast<std::uint64_t>(rows); };
+  if (costOf(ny) <= budgetBytes) {
+    plan.rowsPerSlab = ny;
+  } else {
+    const std::uint64_t room = budgetBytes > cost.fixedBytes ? budgetBytes - cost.fixedBytes : 0;
+    const std::uint64_t fit = cost.bytesPerRow ? room / cost.bytesPerRow : ny;
+    const int rows = static_cast<int>(std::min<std::uint64_t>(fit, ny) / kSlabGranule * kSlabGranule);
+    if (rows < kSlabGranule)
+      throwInputError(what, "GPU memory for one slab",
+                      "room for " + std::to_string(std::min(ny, kSlabGranule)) + " rows of y: " +
+                          formatBytes(costOf(std::min(ny, kSlabGranule))) + " (a slab of " + std::to_string(kSlabGranule) +
+                          " rows plus the projection window of " + formatBytes(cost.fixedBytes) + ")",
+                      formatBytes(budgetBytes));
+    // Even slabs: the fewest that fit, their height rounded up to the granule (the last one shorter).
+    const int count = (ny + rows - 1) / rows;
+    const int even = (ny + count - 1) / count;
+    plan.rowsPerSlab = std::min(rows, (even + kSlabGranule - 1) / kSlabGranule * kSlabGranule);
+  }
+  for (int first = 0; first < ny; first += plan.rowsPerSlab) plan.slabs.push_back({first, std::min(plan.rowsPerSlab, ny - first)});
+  return plan;
+}
+
+std::uint64_t parseByteSize(const std::string& option, const std::string& text) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (unit.size() > 1 && unit.back() == 'B') unit.pop_back();
+  if (unit.size() > 1 && unit.back() == 'I') unit.pop_back();
+  const std::string units = "KMGT";
+  double scale = 1;
+  if (unit.size() == 1 && units.find(unit[0]) != std::string::npos) scale = std::pow(1024.0, units.find(unit[0]) + 1.0);
+  else if (!unit.empty() && unit != "B") used = 0;
+  const double bytes = value * scale;
+  if (used == 0 || !std::isfinite(bytes) || bytes < 4096.0 || bytes > 1e18)
+    throw UsageError(option + ": expected a memory size of at least 4K such as 512M, 8G or 1.5G, found '" + text + "'");
+  return static_cast<std::uint64_t>(bytes);
+}
+
+}  // namespace glrecon

@@ -1,0 +1,293 @@
+// FDK in slabs of y rows (see reconstructFdkSlabs in glrecon/fdk.h): volumes larger than a GPU, and several
+// GPUs. The filtered projections are kept once; each device's worker thread owns its backprojector (a GL
+// context is current on one thread) and takes slabs from a shared counter.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <future>
+#include <mutex>
+#include <numeric>
+#include <thread>
+
+#include "glrecon/backprojector.h"
+#include "glrecon/error.h"
+#include "glrecon/fdk.h"
+#include "glrecon/limits.h"
+#include "glrecon/parallel.h"
+#include "glrecon/progress.h"
+#include "glrecon/roi.h"
+
+namespace glrecon {
+namespace {
+
+double secondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// The window a backend's slab cost is planned with: the fixed window asked for, or the largest an automatic
+// choice may take (cuda's default 32; the GL search tries up to 64).
+int plannedWindow(const FdkOptions& options) {
+  if (options.window > 0) return options.window;
+  return options.backend == "cuda" ? (options.window == kMaximumWindow ? 128 : 32) : 64;
+}
+
+// Filtered projections, kept once: in memory, or in a deleted temporary file under `scratch`, mapped.
+class FilteredStore {
+ public:
+  FilteredStore(std::size_t floats, const std::string& scratch) : floats_(floats) {
+    const std::uint64_t bytes = static_cast<std::uint64_t>(floats) * sizeof(float);
+    if (scratch.empty()) {
+      checkHostMemory("fdk", "the filtered projections (use --scratch DIR to keep them in a file)", bytes);
+      memory_.resize(floats);
+      data_ = memory_.data();
+      return;
+    }
+    fd_ = ::open(scratch.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd_ < 0) throwInputError(scratch, "--scratch", "a writable directory on a file system with O_TMPFILE", std::strerror(errno));
+    if (::ftruncate(fd_, static_cast<off_t>(bytes)) != 0)
+      throwInputError(scratch, "--scratch", "room for " + formatBytes(bytes) + " of filtered projections", std::strerror(errno));
+    void* map = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    if (map == MAP_FAILED) throwInputError(scratch, "--scratch", "a file that can be mapped", std::strerror(errno));
+    data_ = static_cast<float*>(map);
+  }
+  ~FilteredStore() {
+    if (fd_ >= 0) {
+      ::munmap(data_, floats_ * sizeof(float));
+      ::close(fd_);
+    }
+  }
+  FilteredStore(const FilteredStore&) = delete;
+  FilteredStore& operator=(const FilteredStore&) = delete;
+  float* data() { return data_; }
+  bool inFile() const { return fd_ >= 0; }
+
+ private:
+  std::size_t floats_;
+  std::vector<float> memory_;
+  float* data_ = nullptr;
+  int fd_ = -1;
+};
+
+}  // namespace
+
+SlabPlan planFdkSlabs(const Geometry& geometry, const VolumeGrid& grid, const FdkOptions& options) {
+  const std::vector<int> gpus = options.gpus.empty() ? std::vector<int>{options.gpu} : options.gpus;
+  const bool region = !options.roi.empty();
+  const SlabCost cost = slabCost(options.backend, geometry, grid, plannedWindow(options), region);
+  const std::uint64_t whole = cost.fixedBytes + cost.bytesPerRow * static_cast<std::uint64_t>(grid.size[1]);
+  std::uint64_t budget = options.gpuMemory;
+  std::string what = "--gpu-memory " + formatBytes(budget);
+  if (budget == 0) {
+    if (gpus.size() == 1 && (options.backend == "cpu" || whole < (std::uint64_t{1} << 30))) return {};
+    // Measured: the smallest free memory of the devices named, less a margin for the driver's own buffers.
+    budget = UINT64_MAX;
+    for (int gpu : gpus) budget = std::min(budget, deviceMemoryAvailable(options.backend, gpu));
+    if (budget != UINT64_MAX) budget -= std::min(budget, budget / 16 + (std::uint64_t{256} << 20));
+    what = options.backend + " device " + std::to_string(gpus.front()) + " (free memory " + formatBytes(budget) + " usable)";
+    if (gpus.size() == 1 && whole <= budget) return {};
+  }
+  SlabPlan plan = planSlabs(grid, cost, budget, what);
+  // Several devices: at least one slab each, so all of them work.
+  if (gpus.size() > 1 && plan.slabs.size() < gpus.size()) {
+    const int even = (grid.size[1] + static_cast<int>(gpus.size()) - 1) / static_cast<int>(gpus.size());
+    plan.rowsPerSlab = std::max(kSlabGranule, (even + kSlabGranule - 1) / kSlabGranule * kSlabGranule);
+    plan.rowsPerSlab = std::min(plan.rowsPerSlab, grid.size[1]);
+    plan.slabs.clear();
+    for (int first = 0; first < grid.size[1]; first += plan.rowsPerSlab)
+      plan.slabs.push_back({first, std::min(plan.rowsPerSlab, grid.size[1] - first)});
+  }
+  return plan;
+}
+
+void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, const VolumeGrid& grid, const FdkOptions& options,
+                         const SlabPlan& plan, const SlabSink& sink, FdkReport* report) {
+  const auto start = std::chrono::steady_clock::now();
+  geometry.validate("FDK");
+  grid.validate("FDK");
+  checkProjectionsMatch(geometry, projections, "projections");
+  geometry.checkVolumeInFront(grid, "FDK");
+  if (options.densityKill.enabled) throw UsageError("--density-range: not with slabs (--gpu-memory, several GPUs, or a volume larger than the GPU)");
+  if (plan.slabs.empty()) throw std::logic_error("reconstructFdkSlabs: an empty plan");
+  const std::vector<int> gpus = options.gpus.empty() ? std::vector<int>{options.gpu} : options.gpus;
+  const std::size_t count = geometry.size(), pixels = projections.sliceStride(), batch = std::max<std::size_t>(1, options.batch);
+
+  FdkReport local;
+  local.slabs = static_cast<int>(plan.slabs.size());
+  local.rowsPerSlab = plan.rowsPerSlab;
+  local.slabBudget = plan.budgetBytes;
+  RegionOfInterest region;
+  if (!options.roi.empty()) {
+    region = makeRegionOfInterest(options.roi, geometry, grid);
+    local.region = region.description;
+    local.regionVoxels = region.insideCount();
+  }
+  const FdkFilter filter(geometry, options.filter);
+  local.shortScan = filter.isShortScan();
+  FilteredStore store(count * pixels, options.scratch);
+  local.scratchFile = store.inFile();
+
+  // ---- filtering, once, ahead of the workers: projection p is ready when ready[p] is set ----
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::uint8_t> ready(count, 0);
+  std::size_t readyPrefix = 0;  // projections [0, readyPrefix) are all filtered
+  bool stop = false;
+  std::exception_ptr failure;
+  std::atomic<std::size_t> nextToFilter{0};
+  double filterBusy = 0;
+  const int threads = resolveThreadCount(options.threads);
+  const int filterThreads = options.backend == "cpu" ? threads : std::max(1, threads - static_cast<int>(gpus.size()));
+  const auto fail = [&](std::exception_ptr e) {
+    std::lock_guard lock(mutex);
+    if (!failure) failure = e;
+    stop = true;
+    changed.notify_all();
+  };
+  std::vector<std::jthread> filterPool;
+  for (int t = 0; t < filterThreads; ++t)
+    filterPool.emplace_back([&] {
+      for (;;) {
+        const std::size_t p = nextToFilter++;
+        if (p >= count) return;
+        {
+          std::lock_guard lock(mutex);
+          if (stop) return;
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        try {
+          float* slot = store.data() + p * pixels;
+          std::copy_n(projections.slice(static_cast<int>(p)), pixels, slot);
+          filter.apply(p, slot);
+        } catch (...) {
+          fail(std::current_exception());
+          return;
+        }
+        const double busy = secondsSince(t0);
+        std::lock_guard lock(mutex);
+        filterBusy += busy;
+        ready[p] = 1;
+        while (readyPrefix < count && ready[readyPrefix]) ++readyPrefix;
+        changed.notify_all();
+      }
+    });
+
+  // ---- the workers: one per device entry, slabs from a shared counter ----
+  std::atomic<std::size_t> nextSlab{0};
+  std::atomic<std::size_t> projectionsDone{0};
+  std::vector<DeviceShare> shares(gpus.size());
+  std::vector<double> uploaded(gpus.size(), 0.0), backprojectSeconds(gpus.size(), 0.0), readbackSeconds(gpus.size(), 0.0);
+  std::vector<double> setupSeconds(gpus.size(), 0.0), waitSeconds(gpus.size(), 0.0);
+  std::mutex progressMutex;
+  const std::string label = "fdk (" + options.backend + ", " + std::to_string(plan.slabs.size()) + " slabs" +
+                            (gpus.size() > 1 ? " on " + std::to_string(gpus.size()) + " devices" : "") + ")";
+  Progress progress(label, count * plan.slabs.size(), "proj", options.progress);
+  const auto worker = [&](std::size_t w) {
+    try {
+      const auto t0 = std::chrono::steady_clock::now();
+      BackprojectorOptions bo;
+      bo.threads = options.backend == "cpu" ? options.threads : std::max(1, threads / static_cast<int>(gpus.size()));
+      bo.gpu = gpus[w];
+      bo.window = options.window;
+      bo.rememberWindow = options.rememberWindow;
+      bo.retune = options.retune && w == 0;
+      bo.substackStencil = options.substackStencil;
+      bo.slabRows = plan.rowsPerSlab;
+      std::unique_ptr<Backprojector> backprojector = makeBackprojector(options.backend, geometry, grid, bo);
+      setupSeconds[w] = secondsSince(t0);
+      shares[w].gpu = gpus[w];
+      shares[w].description = backprojector->description();
+      // Two slab buffers: one is written out (asynchronously) while the next slab is read back into the other.
+      std::vector<float> buffers[2];
+      std::future<void> writing[2];
+      int which = 0;
+      std::vector<std::size_t> views(batch);
+      for (;;) {
+        const std::size_t s = nextSlab++;
+        if (s >= plan.slabs.size()) break;
+        {
+          std::lock_guard lock(mutex);
+          if (stop) break;
+        }
+        const auto [first, rows] = plan.slabs[s];
+        backprojector->setSlab(first, rows);
+        RegionOfInterest slabRoi;
+        if (!region.mask.empty()) {
+          slabRoi = slabRegion(region, first, rows);
+          backprojector->setRegion(slabRoi);
+        }
+        auto t = std::chrono::steady_clock::now();
+        for (std::size_t p0 = 0; p0 < count; p0 += batch) {
+          const std::size_t n = std::min(batch, count - p0);
+          {
+            const auto tw = std::chrono::steady_clock::now();
+            std::unique_lock lock(mutex);
+            changed.wait(lock, [&] { return stop || readyPrefix >= p0 + n; });
+            if (stop) return;
+            waitSeconds[w] += secondsSince(tw);
+          }
+          std::iota(views.begin(), views.begin() + n, p0);
+          backprojector->backproject(store.data() + p0 * pixels, views.data(), n);
+          std::lock_guard lock(progressMutex);
+          projectionsDone += n;
+          progress.update(projectionsDone);
+        }
+        if (writing[which].valid()) writing[which].get();  // this buffer's previous slab is out
+        std::vector<float>& buffer = buffers[which];
+        buffer.resize(static_cast<std::size_t>(grid.size[0]) * rows * grid.size[2]);
+        const auto tr = std::chrono::steady_clock::now();
+        backprojector->readVolume(buffer.data());
+        readbackSeconds[w] += secondsSince(tr);
+        backprojectSeconds[w] += secondsSince(t);
+        if (!slabRoi.mask.empty())
+          for (std::size_t i = 0; i < buffer.size(); ++i)
+            if (!slabRoi.mask[i]) buffer[i] = 0.0f;
+        writing[which] = std::async(std::launch::async, [&sink, &buffer, first = first, rows = rows] { sink(first, rows, buffer.data()); });
+        which = 1 - which;
+        ++shares[w].slabs;
+      }
+      for (auto& f : writing)
+        if (f.valid()) f.get();
+      uploaded[w] = backprojector->uploadedBytes();
+      shares[w].seconds = secondsSince(t0) - setupSeconds[w];
+      backprojector.reset();  // on this thread: its GL context is current here
+    } catch (...) {
+      fail(std::current_exception());
+    }
+  };
+  {
+    std::vector<std::jthread> workers;
+    for (std::size_t w = 0; w < gpus.size(); ++w) workers.emplace_back(worker, w);
+  }
+  {
+    std::lock_guard lock(mutex);
+    stop = true;
+  }
+  filterPool.clear();
+  if (failure) std::rethrow_exception(failure);
+  progress.finish();
+
+  local.filterSeconds = filterBusy / filterThreads;
+  for (std::size_t w = 0; w < gpus.size(); ++w) {
+    local.backprojectSeconds = std::max(local.backprojectSeconds, backprojectSeconds[w]);
+    local.readbackSeconds = std::max(local.readbackSeconds, readbackSeconds[w]);
+    local.setupSeconds = std::max(local.setupSeconds, setupSeconds[w]);
+    local.filterWaitSeconds = std::max(local.filterWaitSeconds, waitSeconds[w]);
+    local.uploadedBytes += uploaded[w];
+  }
+  local.wholeUploadBytes = static_cast<double>(count) * pixels * sizeof(float) * plan.slabs.size();
+  local.devices = shares;
+  local.backend = shares.front().description + (gpus.size() > 1 ? " (+" + std::to_string(gpus.size() - 1) + " more)" : "");
+  local.totalSeconds = secondsSince(start);
+  local.voxelUpdates = static_cast<double>(grid.voxelCount()) * count;
+  if (report) *report = local;
+}
+
+}  // namespace glrecon

@@ -1,0 +1,268 @@
+// Slabs (glrecon/slab.h, reconstructFdkSlabs): the row band each slab uploads, the plan from a memory budget,
+// slab results against the one-block reconstruction bit for bit (cpu here, cuda where a device exists; the GL
+// backends in test_slab_gl.cpp), several workers, the slab-wise file writer and the command line.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "glrecon/backprojector.h"
+#include "glrecon/cuda_backprojector.h"
+#include "glrecon/error.h"
+#include "glrecon/fdk.h"
+#include "glrecon/gl/context.h"
+#include "glrecon/io.h"
+#include "glrecon/phantom.h"
+#include "glrecon/slab.h"
+#include "test_support.h"
+
+namespace glrecon {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A scan whose slabs see narrow bands (circular) and one that exercises every term of the matrices: detector
+// and source offsets, out-of-plane and in-plane tilt.
+Geometry circularScan() {
+  CircularScanSpec spec;
+  spec.projections = 24;
+  spec.nu = 48;
+  spec.nv = 40;
+  spec.spacingU = spec.spacingV = 8.0;
+  return makeCircularScan(spec);
+}
+
+Geometry tiltedScan() {
+  CircularScanSpec spec;
+  spec.projections = 24;
+  spec.arc = 360;
+  spec.nu = 48;
+  spec.nv = 40;
+  spec.spacingU = spec.spacingV = 8.0;
+  spec.projectionOffsetX = 13.0;
+  spec.projectionOffsetY = -9.0;
+  spec.sourceOffsetX = 5.0;
+  spec.sourceOffsetY = 7.0;
+  spec.outOfPlaneAngle = 6.0;
+  spec.inPlaneAngle = 4.0;
+  return makeCircularScan(spec);
+}
+
+VolumeGrid smallGrid(int ny) { return VolumeGrid::centred({40, ny, 24}, glm::dvec3(5.0, 2.5, 5.0)); }
+
+Image phantomScan(const Geometry& g) { return projectPhantom(Phantom::sheppLogan(SheppLoganVariant::Rtk, 100.0), g, {}); }
+
+// The cost of one row of the grid on the cpu backend (no window): what --gpu-memory needs per row.
+std::uint64_t rowBytes(const VolumeGrid& grid) { return std::uint64_t{4} * grid.size[0] * grid.size[2]; }
+
+void expectBitIdentical(const Image& a, const Image& b, const std::string& what) {
+  ASSERT_EQ(a.size, b.size) << what;
+  ASSERT_EQ(a.data.size(), b.data.size()) << what;
+  std::size_t differ = 0, first = a.data.size();
+  for (std::size_t i = 0; i < a.data.size(); ++i)
+    if (std::memcmp(&a.data[i], &b.data[i], sizeof(float)) != 0) {
+      if (!differ) first = i;
+      ++differ;
+    }
+  EXPECT_EQ(differ, 0u) << what << ": first at " << first << " (" << a.data[first] << " vs " << b.data[first] << ")";
+  EXPECT_EQ(a.origin, b.origin) << what;
+}
+
+TEST(Slab, RowBandCoversEveryRowAVoxelTouches) {
+  for (const Geometry& g : {circularScan(), tiltedScan()}) {
+    const VolumeGrid grid = smallGrid(100);
+    int narrowest = g.detector.nv;
+    for (int first = 0; first < grid.size[1]; first += kSlabGranule) {
+      const int rows = std::min(kSlabGranule, grid.size[1] - first);
+      for (std::size_t view = 0; view < g.size(); ++view) {
+        const RowBand band = slabRowBand(g, view, grid, first, rows);
+        narrowest = std::min(narrowest, band.count);
+        const ProjectionMatrix m = g.matrix(view, grid);
+        // Brute force: every voxel centre's v in double; the rows its bilinear sample reads, where on the detector.
+        for (int k = 0; k < grid.size[2]; ++k)
+          for (int j = first; j < first + rows; ++j)
+            for (int i = 0; i < grid.size[0]; ++i) {
+              const glm::dvec3 h = m.apply(glm::dvec4(i, j, k, 1.0));
+              const double v = h.y / h.z;
+              for (const double row : {std::floor(v), std::floor(v) + 1.0})
+                if (row >= 0 && row < g.detector.nv)
+                  ASSERT_TRUE(row >= band.first && row < band.first + band.count)
+                      << "view " << view << " slab " << first << " voxel " << i << "," << j << "," << k << " row " << row
+                      << " outside [" << band.first << ", " << band.first + band.count << ")";
+            }
+      }
+    }
+    // Not the trivial answer: a 16-row slab of 2.5 mm rows reaches about 16 * 2.5 * 1.5 / 8 = 7.5 detector rows.
+    EXPECT_LT(narrowest, g.detector.nv / 2);
+  }
+}
+
+TEST(Slab, PlanSplitsIntoGranulesWithinTheBudget) {
+  const VolumeGrid grid = smallGrid(100);
+  const SlabCost cost{1000, rowBytes(grid)};
+  const SlabPlan one = planSlabs(grid, cost, cost.fixedBytes + 100 * cost.bytesPerRow, "cap");
+  ASSERT_EQ(one.slabs.size(), 1u);
+  EXPECT_EQ(one.rowsPerSlab, 100);
+  for (int budgetRows : {16, 31, 40, 64, 99}) {
+    const SlabPlan plan = planSlabs(grid, cost, cost.fixedBytes + budgetRows * cost.bytesPerRow, "cap");
+    EXPECT_EQ(plan.rowsPerSlab % kSlabGranule, 0);
+    EXPECT_LE(plan.rowsPerSlab, budgetRows);
+    int covered = 0;
+    for (const auto& [first, rows] : plan.slabs) {
+      EXPECT_EQ(first, covered);
+      EXPECT_EQ(first % kSlabGranule, 0);
+      covered += rows;
+    }
+    EXPECT_EQ(covered, 100);
+    // The fewest slabs of granule-rounded height: no plan with one slab fewer fits.
+    const int fewest = (100 + budgetRows / kSlabGranule * kSlabGranule - 1) / (budgetRows / kSlabGranule * kSlabGranule);
+    EXPECT_EQ(static_cast<int>(plan.slabs.size()), fewest) << budgetRows;
+  }
+  test::expectError<InputError>([&] { planSlabs(grid, cost, cost.fixedBytes + 15 * cost.bytesPerRow, "--gpu-memory 60K"); },
+                          {"--gpu-memory 60K", "GPU memory for one slab", "16 rows"});
+  EXPECT_EQ(parseByteSize("--gpu-memory", "8G"), std::uint64_t{8} << 30);
+  EXPECT_EQ(parseByteSize("--gpu-memory", "1.5MiB"), std::uint64_t{3} << 19);
+  EXPECT_EQ(parseByteSize("--gpu-memory", "65536"), 65536u);
+  for (const char* bad : {"", "G", "8X", "-1G", "nan", "1K"})
+    test::expectError<UsageError>([&] { parseByteSize("--gpu-memory", bad); }, {"--gpu-memory", "expected a memory size"});
+}
+
+// reconstructFdk through slabs (options.gpuMemory) against the one-block run: 2, 3 and 7 slabs (the last one
+// uneven), the whole volume and a region, the circular and the tilted scan.
+void slabsEqualOneBlock(const std::string& backend, int window) {
+  for (const Geometry& g : {circularScan(), tiltedScan()}) {
+    const Image projections = phantomScan(g);
+    for (const auto& [ny, slabRows, expectedSlabs] : {std::tuple{37, 32, 2}, std::tuple{37, 16, 3}, std::tuple{100, 16, 7}}) {
+      const VolumeGrid grid = smallGrid(ny);
+      for (const std::string roi : {"", "sphere:3,-4,2,40"}) {
+        FdkOptions options;
+        options.backend = backend;
+        options.window = window;
+        options.threads = 2;
+        options.roi = roi;
+        const Image whole = reconstructFdk(g, projections, grid, options);
+        const SlabCost cost = slabCost(backend, g, grid, window, !roi.empty());
+        options.gpuMemory = cost.fixedBytes + cost.bytesPerRow * slabRows;
+        FdkReport report;
+        const Image slabbed = reconstructFdk(g, projections, grid, options, &report);
+        EXPECT_EQ(report.slabs, expectedSlabs);
+        EXPECT_EQ(report.rowsPerSlab, slabRows);
+        const std::string what = backend + " ny " + std::to_string(ny) + ", " + std::to_string(expectedSlabs) + " slabs, roi '" + roi +
+                                 "', " + (g.circular.front().outOfPlaneAngle != 0 ? "tilted" : "circular");
+        expectBitIdentical(slabbed, whole, what);
+        if (backend != "cpu") {
+          // Row bands: less than every slab sending whole projections.
+          EXPECT_GT(report.uploadedBytes, 0.0) << what;
+          EXPECT_LT(report.uploadedBytes, report.wholeUploadBytes) << what;
+        }
+        // Several workers on one device take slabs from the queue: the same bits.
+        options.gpus = {0, 0};
+        expectBitIdentical(reconstructFdk(g, projections, grid, options), whole, what + ", --gpu 0,0");
+      }
+    }
+  }
+}
+
+TEST(Slab, CpuSlabsEqualOneBlockBitForBit) { slabsEqualOneBlock("cpu", 0); }
+
+TEST(CudaSlab, SlabsEqualOneBlockBitForBit) {
+  if (cudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  slabsEqualOneBlock("cuda", 8);
+}
+
+// The whole pipeline (filter store, queue, workers, assembly) on the GL backends: Mesa here, the GPU there.
+TEST(GraphicsSlab, FdkThroughSlabsEqualsOneBlockOnEveryGlBackend) {
+  try {
+    gl::Context::headless(0);
+  } catch (const std::exception& e) {
+    GTEST_SKIP() << "no OpenGL 4.5 device: " << e.what();
+  }
+  for (const char* backend : {"graphics", "graphics-mp", "compute"}) slabsEqualOneBlock(backend, 8);
+}
+
+TEST(Slab, ScratchFileHoldsTheFilteredProjections) {
+  const Geometry g = circularScan();
+  const Image projections = phantomScan(g);
+  const VolumeGrid grid = smallGrid(37);
+  FdkOptions options;
+  options.backend = "cpu";
+  const Image whole = reconstructFdk(g, projections, grid, options);
+  options.gpuMemory = rowBytes(grid) * 16;
+  options.scratch = test::scratchDir().string();
+  FdkReport report;
+  const Image slabbed = reconstructFdk(g, projections, grid, options, &report);
+  EXPECT_TRUE(report.scratchFile);
+  expectBitIdentical(slabbed, whole, "scratch");
+  options.scratch = (test::scratchDir() / "no-such-dir").string();
+  test::expectError<InputError>([&] { reconstructFdk(g, projections, grid, options); }, {"no-such-dir", "--scratch"});
+}
+
+TEST(Slab, VolumeFileWriterWritesWhatWriteImageWrites) {
+  const fs::path dir = test::scratchDir() / "slab-writer";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Image volume(VolumeGrid{{7, 37, 5}, {0.5, 0.25, 2.0}, {-1.0, 3.5, 7.0}});
+  for (std::size_t i = 0; i < volume.data.size(); ++i) volume.data[i] = std::sin(0.37 * i) * 1e3f;
+  for (const std::string name : {"v.mha", "v.mhd", "v.tif"}) {
+    fs::create_directories(dir / "ref");
+    writeImage((dir / "ref" / name).string(), volume, false);
+    {
+      VolumeFileWriter writer((dir / name).string(), VolumeGrid{volume.size, {0.5, 0.25, 2.0}, {-1.0, 3.5, 7.0}}, false);
+      // Out of order, an uneven last slab.
+      for (const auto& [first, rows] : {std::pair{32, 5}, std::pair{0, 16}, std::pair{16, 16}}) {
+        std::vector<float> slab(7 * rows * 5);
+        for (int k = 0; k < 5; ++k)
+          std::copy_n(volume.data.begin() + (k * 37 + first) * 7, 7 * rows, slab.begin() + k * 7 * rows);
+        writer.writeRows(first, rows, slab.data());
+      }
+      EXPECT_FALSE(fs::exists(dir / name)) << "visible before commit";
+      writer.commit();
+    }
+    EXPECT_EQ(test::readText(dir / name), test::readText(dir / "ref" / name)) << name;
+    if (name == "v.mhd") EXPECT_EQ(test::readText(dir / "v.raw"), test::readText(dir / "ref" / "v.raw"));
+  }
+  {
+    VolumeFileWriter abandoned((dir / "gone.mha").string(), VolumeGrid{volume.size, {1, 1, 1}, {0, 0, 0}}, false);
+  }
+  for (const auto& entry : fs::directory_iterator(dir)) EXPECT_EQ(entry.path().filename().string().find("gone"), std::string::npos);
+  test::expectError<InputError>([&] { VolumeFileWriter((dir / "v.mha").string(), VolumeGrid{volume.size, {1, 1, 1}, {0, 0, 0}}, false); },
+                          {"v.mha"});
+}
+
+TEST(Cli, FdkInSlabsWritesTheOneBlockFile) {
+  const fs::path dir = test::scratchDir() / "cli-slabs";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  ASSERT_EQ(test::runCli(dir, "phantom -o scan --projections 30 --detector 48 --detector-spacing 6 -q").exitCode, 0);
+  const std::string fdk = "fdk -g scan/geometry.xml -p scan/projections.mha --size 40,70,36 --spacing 5 --backend cpu ";
+  ASSERT_EQ(test::runCli(dir, fdk + "-o one.mha -q").exitCode, 0);
+  // 40 x 36 x 4 bytes = 5760 per row: 100K holds 17 rows -> 16-row slabs, 5 of them.
+  const test::CliRun slabs = test::runCli(dir, fdk + "-o slabs.mha --gpu-memory 100K --slices png");
+  ASSERT_EQ(slabs.exitCode, 0) << slabs.output;
+  EXPECT_TRUE(test::contains(slabs.output, "slabs: 5 of 16 rows of y")) << slabs.output;
+  EXPECT_EQ(test::readText(dir / "slabs.mha"), test::readText(dir / "one.mha"));
+  EXPECT_TRUE(fs::exists(dir / "png" / "slabs_axial.png"));
+  const test::CliRun two = test::runCli(dir, fdk + "-o two.tif --gpu 0,0 -q");
+  ASSERT_EQ(two.exitCode, 0) << two.output;
+  ASSERT_EQ(test::runCli(dir, fdk + "-o one.tif -q").exitCode, 0);
+  EXPECT_EQ(test::readText(dir / "two.tif"), test::readText(dir / "one.tif"));
+
+  // Too small for one slab: the figure, the budget, no output.
+  const test::CliRun small = test::runCli(dir, fdk + "-o small.mha --gpu-memory 50K");
+  EXPECT_NE(small.exitCode, 0);
+  EXPECT_TRUE(test::contains(small.output, "--gpu-memory 51200 bytes")) << small.output;
+  EXPECT_TRUE(test::contains(small.output, "GPU memory for one slab")) << small.output;
+  EXPECT_FALSE(fs::exists(dir / "small.mha"));
+  const test::CliRun stream = test::runCli(dir, fdk + "-o s.mha --gpu-memory 100K --stream");
+  EXPECT_EQ(stream.exitCode, 2);
+  EXPECT_TRUE(test::contains(stream.output, "--stream: expected the whole volume on one GPU")) << stream.output;
+  for (const char* bad : {"--gpu 0,,1", "--gpu x", "--gpu -1", "--gpu-memory 12Q"}) {
+    const test::CliRun r = test::runCli(dir, fdk + "-o bad.mha " + bad);
+    EXPECT_EQ(r.exitCode, 2) << bad << ": " << r.output;
+    EXPECT_FALSE(fs::exists(dir / "bad.mha"));
+  }
+}
+
+}  // namespace
+}  // namespace glrecon
