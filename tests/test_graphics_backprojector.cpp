@@ -20,15 +20,6 @@ namespace {
 
 using test::kFloatRoundoff;
 
-#define SKIP_WITHOUT_GL()                                                   \
-  do {                                                                      \
-    try {                                                                   \
-      gl::Context::headless(0);                                             \
-    } catch (const gl::GlError& e) {                                        \
-      GTEST_SKIP() << "no OpenGL 4.5 device: " << e.what();                 \
-    }                                                                       \
-  } while (0)
-
 constexpr double kMaxQ = test::kTestMaxQ, kSlopeU = test::kTestSlopeU, kSlopeV = test::kTestSlopeV;
 using test::smoothProjections;
 
@@ -108,7 +99,7 @@ void compareBackends(const Geometry& g, const VolumeGrid& grid, const std::strin
 }
 
 TEST(Graphics, MatchesCpuOnNonCubicAnisotropicVolume) {
-  SKIP_WITHOUT_GL();
+  GLRECON_SKIP_WITHOUT_GL();
   CircularScanSpec spec;
   spec.projections = 50;  // more than the largest window (42 on Mesa, 41 on NVIDIA), so W = max is the varyings' limit
   spec.nu = 72;
@@ -122,7 +113,7 @@ TEST(Graphics, MatchesCpuOnNonCubicAnisotropicVolume) {
 }
 
 TEST(Graphics, MatchesCpuWithOffsetDetectorTiltAndRoll) {
-  SKIP_WITHOUT_GL();
+  GLRECON_SKIP_WITHOUT_GL();
   CircularScanSpec spec;
   spec.projections = 17;
   spec.arc = 250;
@@ -138,7 +129,7 @@ TEST(Graphics, MatchesCpuWithOffsetDetectorTiltAndRoll) {
 }
 
 TEST(Graphics, MatchesCpuOnANonCircularTrajectory) {
-  SKIP_WITHOUT_GL();
+  GLRECON_SKIP_WITHOUT_GL();
   // A saddle: the source rises and falls twice per turn; the detector follows, rolled by a varying angle.
   Geometry g;
   g.detector = DetectorLayout::centred(64, 48, 5.0, 5.0);
@@ -162,7 +153,7 @@ TEST(Graphics, MatchesCpuOnANonCircularTrajectory) {
 }
 
 TEST(Graphics, AutomaticWindowMeasuresAndKeepsTheFastest) {
-  SKIP_WITHOUT_GL();
+  GLRECON_SKIP_WITHOUT_GL();
   CircularScanSpec spec;
   spec.projections = 260;  // the search takes 2 x (1 + 2 + 4 + 8 + 16 + 32 + 42) = 210
   spec.nu = spec.nv = 32;
@@ -186,7 +177,7 @@ TEST(Graphics, AutomaticWindowMeasuresAndKeepsTheFastest) {
 }
 
 TEST(Graphics, LimitsAndFailuresAreReportedClearly) {
-  SKIP_WITHOUT_GL();
+  GLRECON_SKIP_WITHOUT_GL();
   CircularScanSpec spec;
   spec.projections = 4;
   const Geometry g = makeCircularScan(spec);
@@ -208,7 +199,7 @@ TEST(Graphics, LimitsAndFailuresAreReportedClearly) {
 }
 
 TEST(Graphics, ShaderErrorsNameStageFileAndLog) {
-  SKIP_WITHOUT_GL();
+  GLRECON_SKIP_WITHOUT_GL();
   auto context = gl::Context::headless(0);
   test::expectError<gl::ShaderError>(
       [] {

@@ -248,17 +248,8 @@ void iterativeBackendMatchesCpu(const std::string& backend, IterativeMethod meth
   EXPECT_LT(rms, software ? 1e-4 : 1e-2);
 }
 
-bool glAvailable() {
-  try {
-    gl::Context::headless(0);
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
 TEST(GraphicsIterative, GraphicsAndComputeMatchCpu) {
-  if (!glAvailable()) GTEST_SKIP() << "no OpenGL 4.5 device";
+  GLRECON_SKIP_WITHOUT_GL();
   for (const char* backend : {"graphics", "compute"})
     for (IterativeMethod m : {IterativeMethod::Sart, IterativeMethod::Osem}) iterativeBackendMatchesCpu(backend, m);
 }

@@ -166,15 +166,6 @@ TEST(Projector, RejectsZeroLengthRayAndBadStep) {
 }
 
 // ---- GPU backends against the cpu reference ----
-bool glAvailable() {
-  try {
-    gl::Context::headless(0);
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
 // Relative RMS and max differences of GPU results against cpu: the GPU computes the same float expressions, but
 // positions round differently (fused multiply-adds, reciprocal division), texture units interpolate with their own
 // weight precision (llvmpipe: float; NVIDIA: 8-bit fractions, an error up to 1/512 of a neighbour difference per
@@ -221,12 +212,12 @@ void backendMatchesCpu(const std::string& backend) {
 }
 
 TEST(GraphicsProjector, GraphicsMatchesCpu) {
-  if (!glAvailable()) GTEST_SKIP() << "no OpenGL 4.5 device";
+  GLRECON_SKIP_WITHOUT_GL();
   backendMatchesCpu("graphics");
 }
 
 TEST(GraphicsProjector, ComputeMatchesCpu) {
-  if (!glAvailable()) GTEST_SKIP() << "no OpenGL 4.5 device";
+  GLRECON_SKIP_WITHOUT_GL();
   backendMatchesCpu("compute");
 }
 

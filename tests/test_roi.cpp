@@ -29,15 +29,6 @@ Geometry narrowScan(int projections = 90) {
 }
 const VolumeGrid kGrid = VolumeGrid::centred({40, 36, 40}, glm::dvec3(7.0));  // 280 x 252 x 280 mm
 
-bool glAvailable() {
-  try {
-    gl::Context::headless(0);
-    return true;
-  } catch (const gl::GlError&) {
-    return false;
-  }
-}
-
 TEST(Roi, FieldOfViewMatchesBruteForceCoverage) {
   const Geometry g = narrowScan(30);
   const RegionOfInterest fov = fieldOfView(g, kGrid);
@@ -154,7 +145,7 @@ TEST(Roi, CpuInsideIsBitIdenticalOutsideZero) {
 }
 
 TEST(GraphicsRoi, StencilInsideIsBitIdenticalOutsideZero) {
-  if (!glAvailable()) GTEST_SKIP() << "no OpenGL 4.5 device";
+  GLRECON_SKIP_WITHOUT_GL();
   for (const char* spec : kSpecs) {
     expectRegionExact("graphics", false, spec);
     expectRegionExact("graphics", true, spec);
@@ -235,7 +226,7 @@ TEST(Roi, DensityKillDepartsAsTheReadmeSays) {
 }
 
 TEST(GraphicsRoi, DensityKillDepartsAsTheReadmeSays) {
-  if (!glAvailable()) GTEST_SKIP() << "no OpenGL 4.5 device";
+  GLRECON_SKIP_WITHOUT_GL();
   for (const Stated& s : kStated) expectAsStated(densityKillDeparture("graphics", s.after, s.margin), s);
 }
 

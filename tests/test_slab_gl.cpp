@@ -24,15 +24,6 @@
 namespace glrecon {
 namespace {
 
-#define SKIP_WITHOUT_GL()                                   \
-  do {                                                      \
-    try {                                                   \
-      gl::Context::headless(0);                             \
-    } catch (const gl::GlError& e) {                        \
-      GTEST_SKIP() << "no OpenGL 4.5 device: " << e.what(); \
-    }                                                       \
-  } while (0)
-
 // A deterministic pseudo-random stack in [-1, 1) (every bit of a sample matters, unlike smooth data).
 std::vector<float> randomProjections(const Geometry& g, std::uint32_t seed = 12345) {
   std::vector<float> q(g.size() * g.detector.nu * g.detector.nv);
@@ -199,32 +190,32 @@ void checkSlabsAreBitIdentical(const std::string& backend, bool substacks = fals
 }
 
 TEST(GraphicsSlab, AgGpuSlabsAreBitIdenticalToOneBlock) {
-  SKIP_WITHOUT_GL();
+  GLRECON_SKIP_WITHOUT_GL();
   checkSlabsAreBitIdentical("graphics");
 }
 
 // The paper's sub-stack stencil updates some voxels outside the region (its bits are unions over slices): in
 // slabs the same ones, so even those are equal.
 TEST(GraphicsSlab, SubstackStencilSlabsAreBitIdentical) {
-  SKIP_WITHOUT_GL();
+  GLRECON_SKIP_WITHOUT_GL();
   checkSlabsAreBitIdentical("graphics", true);
   checkSlabsAreBitIdentical("graphics-mp", true);
 }
 
 TEST(GraphicsSlab, MpGpuSlabsAreBitIdenticalToOneBlock) {
-  SKIP_WITHOUT_GL();
+  GLRECON_SKIP_WITHOUT_GL();
   checkSlabsAreBitIdentical("graphics-mp");
 }
 
 TEST(GraphicsSlab, ComputeSlabsAreBitIdenticalToOneBlock) {
-  SKIP_WITHOUT_GL();
+  GLRECON_SKIP_WITHOUT_GL();
   checkSlabsAreBitIdentical("compute");
 }
 
 // Every backend counts whole projections outside slab mode, and exactly the row bands in it: less than the
 // slabs x whole projections a naive slab loop would send, for a circular scan whose slabs see narrow bands.
 TEST(GraphicsSlab, UploadsOnlyTheRowBands) {
-  SKIP_WITHOUT_GL();
+  GLRECON_SKIP_WITHOUT_GL();
   const Problem p = circularProblem(100, 120);
   const int slabRows = 16, ny = p.grid.size[1];
   const double projectionBytes = static_cast<double>(p.geometry.detector.nu) * p.geometry.detector.nv * sizeof(float);
@@ -258,45 +249,9 @@ TEST(GraphicsSlab, UploadsOnlyTheRowBands) {
   }
 }
 
-// By brute force: every detector row that a bilinear sample at a slab's voxel centre touches (rows floor(v) and
-// floor(v) + 1 inside the detector, v in double) lies in the slab's band, for every view of the tilted scan.
-TEST(SlabBands, CoverEveryRowTheSlabsVoxelsTouch) {
-  for (const int ny : {37, 100}) {
-    const Problem p = tiltedProblem(ny);
-    const int nv = p.geometry.detector.nv;
-    std::size_t touched = 0;
-    for (int first = 0; first < ny; first += kSlabGranule) {
-      const int rows = std::min(kSlabGranule, ny - first);
-      for (std::size_t view = 0; view < p.geometry.size(); ++view) {
-        const RowBand band = slabRowBand(p.geometry, view, p.grid, first, rows);
-        ASSERT_GE(band.first, 0);
-        ASSERT_GE(band.count, 0);
-        ASSERT_LE(band.first + band.count, nv);
-        const ProjectionMatrix m = p.geometry.matrix(view, p.grid);
-        std::size_t outside = 0;
-        for (int k = 0; k < p.grid.size[2]; ++k)
-          for (int j = first; j < first + rows; ++j)
-            for (int i = 0; i < p.grid.size[0]; ++i) {
-              const glm::dvec3 h = m.apply(glm::dvec4(i, j, k, 1.0));
-              const double v = h.y / h.z;
-              const double row = std::floor(v);
-              for (const double r : {row, row + 1})
-                if (r >= 0 && r < nv) {
-                  ++touched;
-                  if (r < band.first || r >= band.first + band.count) ++outside;
-                }
-            }
-        EXPECT_EQ(outside, 0u) << "ny " << ny << ", slab at " << first << ", view " << view << ": band [" << band.first << ", "
-                               << band.first + band.count << ")";
-      }
-    }
-    EXPECT_GT(touched, 0u);
-  }
-}
-
 // The automatic window search goes on across slabs (it does not restart at each), and the window it chose stays.
 TEST(GraphicsSlab, WindowSearchCarriesAcrossSlabs) {
-  SKIP_WITHOUT_GL();
+  GLRECON_SKIP_WITHOUT_GL();
   const Problem p = circularProblem(37);
   BackprojectorOptions o;
   o.slabRows = 16;  // window 0: automatic
@@ -314,7 +269,7 @@ TEST(GraphicsSlab, WindowSearchCarriesAcrossSlabs) {
 }
 
 TEST(GraphicsSlab, MisuseIsReported) {
-  SKIP_WITHOUT_GL();
+  GLRECON_SKIP_WITHOUT_GL();
   const Problem p = circularProblem(37);
   for (const std::string backend : {"graphics", "graphics-mp", "compute"}) {
     auto whole = makeBackprojector(backend, p.geometry, p.grid, options(0));

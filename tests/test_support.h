@@ -12,9 +12,28 @@
 #include <string>
 
 #include "glrecon/backprojector.h"
+#include "glrecon/gl/context.h"
 #include "test_config.h"
 
 namespace glrecon::test {
+
+/// Why no OpenGL 4.5 context can be made here ("" when one can): GL tests skip with it (CI has Mesa; a
+/// machine without EGL devices has none).
+inline std::string glUnavailableReason() {
+  try {
+    gl::Context::headless(0);
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+/// In a TEST body: skips it, saying why, where no OpenGL 4.5 device exists.
+#define GLRECON_SKIP_WITHOUT_GL()                                                                          \
+  do {                                                                                                     \
+    if (const std::string reason = ::glrecon::test::glUnavailableReason(); !reason.empty()) \
+      GTEST_SKIP() << "no OpenGL 4.5 device: " << reason;                                                  \
+  } while (0)
 
 /// float's unit roundoff (2^-24): the relative error of one correctly rounded float operation.
 inline constexpr double kFloatRoundoff = std::numeric_limits<float>::epsilon() / 2;
