@@ -96,6 +96,8 @@ class FdkFilter {
     std::vector<double> weights;  ///< nu x nv
   };
   std::shared_ptr<const CosineTable> cosineTable(std::size_t view) const;
+  /// What makes two views' cosine weights equal: the dot products of (pixel00 - source, uStep, vStep).
+  std::array<double, 6> cosineInvariants(std::size_t view) const;
   std::shared_ptr<const CosineTable> buildCosineTable(std::size_t view) const;
   mutable std::mutex cosineMutex_;
   mutable std::shared_ptr<const CosineTable> cosine_;

@@ -55,10 +55,12 @@ struct SlabPlan {
   std::uint64_t budgetBytes = 0;             ///< the memory the plan had per device
 };
 
-/// Splits the grid's rows into the fewest slabs whose cost fits `budgetBytes` (one slab when the whole
-/// volume fits). Throws InputError naming `what` (e.g. "--gpu-memory 64M") when even kSlabGranule rows (or
-/// the whole grid, if smaller) do not fit, with the figure needed and the budget.
-SlabPlan planSlabs(const VolumeGrid& grid, const SlabCost& cost, std::uint64_t budgetBytes, const std::string& what);
+/// Splits the grid's rows into the fewest slabs, at least `minimumSlabs` (one per device, so all of them work)
+/// where the rows allow, whose cost fits `budgetBytes` (one slab when the whole volume fits and one is asked
+/// for). Throws InputError naming `what` (e.g. "--gpu-memory 64M") when even kSlabGranule rows (or the whole
+/// grid, if smaller) do not fit, with the figure needed and the budget.
+SlabPlan planSlabs(const VolumeGrid& grid, const SlabCost& cost, std::uint64_t budgetBytes, const std::string& what,
+                   int minimumSlabs = 1);
 
 /// "2G", "512M", "1.5G", "800000000" (bytes; K, M, G, T powers of 1024, optional trailing B or iB) to bytes.
 /// Throws UsageError naming `option` for anything else or a value under 4 KiB.

@@ -518,50 +518,64 @@ struct FdkCommand {
     FdkReport report;
     if (!plan.slabs.empty()) {
       if (!quiet) std::cerr << describePlan(plan, options) << '\n';
-      runSlabs(geometry, projections, grid, options, plan, outputs, readSeconds);
+      runSlabs(geometry, projections, grid, options, plan, outputs, readSeconds, chosen.empty(), pngs, fixedRange);
       return;
     }
     const Image result = reconstructFdk(geometry, projections, grid, options, &report);
     checkResult(result);
-    // A region leaves zeros outside it: a side note says so beside the volume (viewers ignore it).
-    std::string noteText;
-    if (!report.region.empty() && options.roi.size())
-      noteText += "glrecon: voxels outside the region '" + report.region + "' are 0 (not reconstructed); " +
-                  std::to_string(report.regionVoxels) + " of " + std::to_string(grid.voxelCount()) + " voxels are inside.\n";
-    if (report.killedVoxels)
-      noteText += "glrecon: density-range kill: " + std::to_string(report.killedVoxels) + " voxels stopped after " +
-                  std::to_string(report.killedAfter) + " of " + std::to_string(geometry.size()) +
-                  " projections, their partial sums scaled to the whole scan (a heuristic: see README).\n";
+    const std::string noteText = sideNote(report, grid, geometry.size());
     outputs.track(output);
     if (extension == ".mhd") outputs.track(fs::path(outputPath).replace_extension(".raw").string());
     const auto writeStart = std::chrono::steady_clock::now();
     writeImage(output, result, overwrite);
     const double writeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - writeStart).count();
-    if (!noteText.empty()) {
-      outputs.track(note);
-      AtomicOutput out(note, overwrite);
-      writeFileBytes(note, out.temporaryPath(), noteText.data(), noteText.size());
-      out.commit();
-    }
+    writeSideNote(noteText, outputs);
     if (!quiet) {
       printReport(report, geometry.size());
       printFileSplit(report, readSeconds, writeSeconds, geometry.size());
       if (!noteText.empty()) std::cerr << noteText;
       std::cerr << "wrote " << output << (noteText.empty() ? "" : " and " + note) << '\n';
     }
-    if (!slices.empty()) {
-      if (!fs::exists(slices)) outputs.track(slices);
-      fs::create_directories(slices);
-      const auto range = sliceRange.empty() ? percentileRange(result, 0.5, 99.5) : fixedRange;
-      if (chosen.empty()) writeCentralSlices(result, slices, outputPath.stem().string() + "_", range, overwrite, {}, &outputs);
-      for (const auto& [png, spec] : pngs) {
-        const int index = spec.index.value_or(result.size[axisNumber(spec.axis)] / 2);
-        outputs.track(png.string());
-        writeSlicePng(png.string(), result, spec.axis, index, range.first, range.second, overwrite);
-        if (!quiet) std::cerr << "wrote " << png.string() << '\n';
-      }
-    }
+    if (!slices.empty()) writeSlices(result, chosen.empty(), pngs, fixedRange, outputs);
     outputs.keep();
+  }
+
+  // A region leaves zeros outside it, the density kill scales partial sums: a side note beside the volume says
+  // so (viewers ignore it). "" when there is nothing to say.
+  std::string sideNote(const FdkReport& report, const VolumeGrid& grid, std::size_t projections) const {
+    std::string text;
+    if (!report.region.empty() && !roi.empty())
+      text += "glrecon: voxels outside the region '" + report.region + "' are 0 (not reconstructed); " +
+              std::to_string(report.regionVoxels) + " of " + std::to_string(grid.voxelCount()) + " voxels are inside.\n";
+    if (report.killedVoxels)
+      text += "glrecon: density-range kill: " + std::to_string(report.killedVoxels) + " voxels stopped after " +
+              std::to_string(report.killedAfter) + " of " + std::to_string(projections) +
+              " projections, their partial sums scaled to the whole scan (a heuristic: see README).\n";
+    return text;
+  }
+
+  void writeSideNote(const std::string& text, RunOutputs& outputs) const {
+    if (text.empty()) return;
+    const std::string note = output + ".txt";
+    outputs.track(note);
+    AtomicOutput out(note, overwrite);
+    writeFileBytes(note, out.temporaryPath(), text.data(), text.size());
+    out.commit();
+  }
+
+  // --slices: the central three (`central`) or the chosen ones, in the grey range given or the percentiles.
+  void writeSlices(const Image& result, bool central, const std::vector<std::pair<fs::path, SliceSpec>>& pngs,
+                   std::pair<double, double> fixedRange, RunOutputs& outputs) const {
+    if (!fs::exists(slices)) outputs.track(slices);
+    fs::create_directories(slices);
+    const auto range = sliceRange.empty() ? percentileRange(result, 0.5, 99.5) : fixedRange;
+    if (central) writeCentralSlices(result, slices, fs::path(output).stem().string() + "_", range, overwrite, {}, &outputs);
+    for (const auto& [png, spec] : pngs) {
+      const int index = spec.index.value_or(result.size[axisNumber(spec.axis)] / 2);
+      outputs.track(png.string());
+      writeSlicePng(png.string(), result, spec.axis, index, range.first, range.second, overwrite);
+      if (!quiet) std::cerr << "wrote " << png.string() << '\n';
+    }
   }
 
   static std::string describePlan(const SlabPlan& plan, const FdkOptions& options) {
@@ -573,10 +587,11 @@ struct FdkCommand {
 
   // Slab by slab into the output file, which is never whole in memory; the note, then slices read back from it.
   void runSlabs(const Geometry& geometry, const Image& projections, const VolumeGrid& grid, const FdkOptions& options,
-                const SlabPlan& plan, RunOutputs& outputs, double readSeconds) const {
-    const fs::path outputPath(output);
+                const SlabPlan& plan, RunOutputs& outputs, double readSeconds, bool centralSlices,
+                const std::vector<std::pair<fs::path, SliceSpec>>& pngs, std::pair<double, double> fixedRange) const {
     outputs.track(output);
-    if (outputPath.extension() == ".mhd" || outputPath.extension() == ".MHD") outputs.track(fs::path(outputPath).replace_extension(".raw").string());
+    if (fs::path(output).extension() == ".mhd" || fs::path(output).extension() == ".MHD")
+      outputs.track(fs::path(output).replace_extension(".raw").string());
     VolumeFileWriter writer(output, grid, overwrite);
     FdkReport report;
     const std::size_t nx = grid.size[0], nz = grid.size[2];
@@ -591,15 +606,8 @@ struct FdkCommand {
     const auto writeStart = std::chrono::steady_clock::now();
     writer.commit();
     const double writeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - writeStart).count();
-    const std::string note = output + ".txt";
-    if (!report.region.empty()) {
-      const std::string text = "glrecon: voxels outside the region '" + report.region + "' are 0 (not reconstructed); " +
-                               std::to_string(report.regionVoxels) + " of " + std::to_string(grid.voxelCount()) + " voxels are inside.\n";
-      outputs.track(note);
-      AtomicOutput out(note, overwrite);
-      writeFileBytes(note, out.temporaryPath(), text.data(), text.size());
-      out.commit();
-    }
+    const std::string noteText = sideNote(report, grid, geometry.size());
+    writeSideNote(noteText, outputs);
     if (!quiet) {
       printReport(report, geometry.size());
       for (const DeviceShare& d : report.devices)
@@ -611,24 +619,13 @@ struct FdkCommand {
       std::fprintf(stderr, "file to file %.2f s (%.1f projections/s): read %.2f, slabs %.2f (written as they finished), final write %.2f s\n",
                    readSeconds + report.totalSeconds + writeSeconds,
                    geometry.size() / (readSeconds + report.totalSeconds + writeSeconds), readSeconds, report.totalSeconds, writeSeconds);
-      std::cerr << "wrote " << output << (report.region.empty() ? "" : " and " + note) << '\n';
+      if (!noteText.empty()) std::cerr << noteText;
+      std::cerr << "wrote " << output << (noteText.empty() ? "" : " and " + output + ".txt") << '\n';
     }
     if (!slices.empty()) {
-      // The volume is read back from the file (it was never whole in memory).
+      // Read back from the file: the volume was never whole in memory.
       checkJobMemory("fdk", "--slices (the volume read back)", std::uint64_t{4} * grid.voxelCount());
-      const Image result = readImage(output);
-      if (!fs::exists(slices)) outputs.track(slices);
-      fs::create_directories(slices);
-      const auto range = sliceRange.empty() ? percentileRange(result, 0.5, 99.5) : parseRange("--slice-range", sliceRange);
-      std::vector<SliceSpec> chosen;
-      for (const std::string& spec : sliceSpecs) chosen.push_back(parseSliceSpec(spec));
-      if (chosen.empty()) writeCentralSlices(result, slices, outputPath.stem().string() + "_", range, overwrite, {}, &outputs);
-      for (const SliceSpec& spec : chosen) {
-        const int index = spec.index.value_or(result.size[axisNumber(spec.axis)] / 2);
-        const fs::path png = fs::path(slices) / (outputPath.stem().string() + "_" + axisName(spec.axis) + std::to_string(index) + ".png");
-        outputs.track(png.string());
-        writeSlicePng(png.string(), result, spec.axis, index, range.first, range.second, overwrite);
-      }
+      writeSlices(readImage(output), centralSlices, pngs, fixedRange, outputs);
     }
     outputs.keep();
   }

@@ -222,12 +222,17 @@ void FdkFilter::apply(std::size_t view, float* projection) const {
   ramp_.filterRows(projection, nv);
 }
 
-std::shared_ptr<const FdkFilter::CosineTable> FdkFilter::buildCosineTable(std::size_t view) const {
+std::array<double, 6> FdkFilter::cosineInvariants(std::size_t view) const {
   const ProjectionVectors& v = geometry_.views[view];
   const glm::dvec3 e = v.pixel00 - v.source;
+  return {glm::dot(e, e), glm::dot(e, v.uStep), glm::dot(e, v.vStep), glm::dot(v.uStep, v.uStep), glm::dot(v.vStep, v.vStep),
+          glm::dot(v.uStep, v.vStep)};
+}
+
+std::shared_ptr<const FdkFilter::CosineTable> FdkFilter::buildCosineTable(std::size_t view) const {
+  const ProjectionVectors& v = geometry_.views[view];
   auto table = std::make_shared<CosineTable>();
-  table->invariants = {glm::dot(e, e), glm::dot(e, v.uStep), glm::dot(e, v.vStep),
-                       glm::dot(v.uStep, v.uStep), glm::dot(v.vStep, v.vStep), glm::dot(v.uStep, v.vStep)};
+  table->invariants = cosineInvariants(view);
   const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
   const double sdd = v.sourceToDetector();
   table->weights.resize(static_cast<std::size_t>(nu) * nv);
@@ -247,10 +252,7 @@ std::shared_ptr<const FdkFilter::CosineTable> FdkFilter::cosineTable(std::size_t
     shared = cosine_;
   }
   if (view == 0) return shared;
-  const ProjectionVectors& v = geometry_.views[view];
-  const glm::dvec3 e = v.pixel00 - v.source;
-  const std::array<double, 6> invariants = {glm::dot(e, e), glm::dot(e, v.uStep), glm::dot(e, v.vStep),
-                                            glm::dot(v.uStep, v.uStep), glm::dot(v.vStep, v.vStep), glm::dot(v.uStep, v.vStep)};
+  const std::array<double, 6> invariants = cosineInvariants(view);
   // Rotated copies of one detector agree to rounding (1e-12 relative); a weight changes by less than that.
   if (std::equal(invariants.begin(), invariants.end(), shared->invariants.begin(),
                  [&](double a, double b) { return std::abs(a - b) <= 1e-12 * std::max(invariants[0], 1.0); }))

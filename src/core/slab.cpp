@@ -73,27 +73,32 @@ SlabCost slabCost(const std::string& backend, const Geometry& geometry, const Vo
   return cost;
 }
 
-SlabPlan planSlabs(const VolumeGrid& grid, const SlabCost& cost, std::uint64_t budgetBytes, const std::string& what) {
+SlabPlan planSlabs(const VolumeGrid& grid, const SlabCost& cost, std::uint64_t budgetBytes, const std::string& what,
+                   int minimumSlabs) {
   const int ny = grid.size[1];
   SlabPlan plan;
   plan.budgetBytes = budgetBytes;
   const auto costOf = [&](int rows) { return cost.fixedBytes + cost.bytesPerRow * static_cast<std::uint64_t>(rows); };
-  if (costOf(ny) <= budgetBytes) {
-    plan.rowsPerSlab = ny;
-  } else {
+  int rows = ny;  // the most rows that fit
+  if (costOf(ny) > budgetBytes) {
     const std::uint64_t room = budgetBytes > cost.fixedBytes ? budgetBytes - cost.fixedBytes : 0;
     const std::uint64_t fit = cost.bytesPerRow ? room / cost.bytesPerRow : ny;
-    const int rows = static_cast<int>(std::min<std::uint64_t>(fit, ny) / kSlabGranule * kSlabGranule);
+    rows = static_cast<int>(std::min<std::uint64_t>(fit, ny) / kSlabGranule * kSlabGranule);
     if (rows < kSlabGranule)
       throwInputError(what, "GPU memory for one slab",
                       "room for " + std::to_string(std::min(ny, kSlabGranule)) + " rows of y: " +
                           formatBytes(costOf(std::min(ny, kSlabGranule))) + " (a slab of " + std::to_string(kSlabGranule) +
                           " rows plus the projection window of " + formatBytes(cost.fixedBytes) + ")",
                       formatBytes(budgetBytes));
-    // Even slabs: the fewest that fit, their height rounded up to the granule (the last one shorter).
-    const int count = (ny + rows - 1) / rows;
+  }
+  // Even slabs: the fewest that fit (and at least minimumSlabs), their height rounded up to the granule (the
+  // last one shorter); a volume that fits whole in one slab keeps its exact height.
+  const int count = std::max((ny + rows - 1) / rows, minimumSlabs);
+  if (count == 1) {
+    plan.rowsPerSlab = ny;
+  } else {
     const int even = (ny + count - 1) / count;
-    plan.rowsPerSlab = std::min(rows, (even + kSlabGranule - 1) / kSlabGranule * kSlabGranule);
+    plan.rowsPerSlab = std::min({rows, ny, std::max(kSlabGranule, (even + kSlabGranule - 1) / kSlabGranule * kSlabGranule)});
   }
   for (int first = 0; first < ny; first += plan.rowsPerSlab) plan.slabs.push_back({first, std::min(plan.rowsPerSlab, ny - first)});
   return plan;

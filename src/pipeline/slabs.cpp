@@ -94,17 +94,7 @@ SlabPlan planFdkSlabs(const Geometry& geometry, const VolumeGrid& grid, const Fd
     what = options.backend + " device " + std::to_string(gpus.front()) + " (free memory " + formatBytes(budget) + " usable)";
     if (gpus.size() == 1 && whole <= budget) return {};
   }
-  SlabPlan plan = planSlabs(grid, cost, budget, what);
-  // Several devices: at least one slab each, so all of them work.
-  if (gpus.size() > 1 && plan.slabs.size() < gpus.size()) {
-    const int even = (grid.size[1] + static_cast<int>(gpus.size()) - 1) / static_cast<int>(gpus.size());
-    plan.rowsPerSlab = std::max(kSlabGranule, (even + kSlabGranule - 1) / kSlabGranule * kSlabGranule);
-    plan.rowsPerSlab = std::min(plan.rowsPerSlab, grid.size[1]);
-    plan.slabs.clear();
-    for (int first = 0; first < grid.size[1]; first += plan.rowsPerSlab)
-      plan.slabs.push_back({first, std::min(plan.rowsPerSlab, grid.size[1] - first)});
-  }
-  return plan;
+  return planSlabs(grid, cost, budget, what, static_cast<int>(gpus.size()));
 }
 
 void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, const VolumeGrid& grid, const FdkOptions& options,
