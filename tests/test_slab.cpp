@@ -147,6 +147,9 @@ void slabsEqualOneBlock(const std::string& backend, int window) {
         options.window = window;
         options.threads = 2;
         options.roi = roi;
+        // Slabs filter every projection once on the CPU (FFTW) for all slabs; a one-block run on a hardware GPU would
+        // filter on the device (equal within rounding, test_device_filter.cpp). Same filter, same bits.
+        options.filterOn = FilterPlace::Cpu;
         const Image whole = reconstructFdk(g, projections, grid, options);
         const SlabCost cost = slabCost(backend, g, grid, window, !roi.empty());
         options.gpuMemory = cost.fixedBytes + cost.bytesPerRow * slabRows;
@@ -264,6 +267,23 @@ TEST(Cli, FdkInSlabsWritesTheOneBlockFile) {
     EXPECT_EQ(r.exitCode, 2) << bad << ": " << r.output;
     EXPECT_FALSE(fs::exists(dir / "bad.mha"));
   }
+}
+
+// Streaming needs the whole volume on one GPU: where it cannot be, the error names the limit and suggests the slab
+// path. A volume taller than the device's largest texture (16384 rows on llvmpipe and most GPUs) shows it on any
+// device; a GPU's free memory takes the same path where the driver reports it (NVX/ATI, CUDA).
+TEST(Cli, GpuBackendsSuggestSlabsWhenStreamingCannotHoldTheVolume) {
+  GLRECON_SKIP_WITHOUT_GL();
+  const fs::path dir = test::scratchDir() / "cli-stream-tall";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  ASSERT_EQ(test::runCli(dir, "phantom -o scan --projections 12 --detector 48 --detector-spacing 6 -q").exitCode, 0);
+  const test::CliRun r = test::runCli(
+      dir, "fdk -g scan/geometry.xml -p scan/projections.mha -o v.mha --backend compute --stream --size 2,40000,2 --spacing 1,0.005,1 -q");
+  EXPECT_NE(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(test::contains(r.output, "volume size y")) << r.output;
+  EXPECT_TRUE(test::contains(r.output, "glrecon fdk without --stream reconstructs a larger volume in slabs")) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "v.mha"));
 }
 
 }  // namespace

@@ -141,6 +141,7 @@ TEST(StreamGl, StreamedEqualsBatchOnTheGpuBackends) {
     FdkOptions fdk;
     fdk.backend = backend;
     fdk.window = 8;
+    fdk.filterOn = FilterPlace::Cpu;  // as the stream filters (on a hardware GPU the batch would filter on the device)
     const Image batch = reconstructFdk(g, projections, kGrid, fdk);
     auto source = simulatedScanner(phantom, g, 0);
     StreamOptions options;

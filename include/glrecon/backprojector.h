@@ -16,6 +16,8 @@
 
 namespace glrecon {
 
+struct DeviceFilter;
+
 /// Where a backend's time went (seconds), filled when BackprojectorOptions::profile is set: GPU backends then
 /// wait for the GPU after each step, so the split is honest at the price of some overlap.
 struct BackprojectorTimings {
@@ -52,6 +54,15 @@ class Backprojector {
   /// backproject() are still whole; a GPU backend uploads of each only the rows slabRowBand names. Throws
   /// UsageError for a backend without slabs or arguments outside those bounds.
   virtual void setSlab(int firstRow, int rows);
+  /// Filtering on the device: given a filter (FdkFilter::deviceFilter), backproject() takes raw projections from
+  /// now on and the backend weights and ramp-filters them itself before backprojecting, equal to FdkFilter::apply
+  /// within float rounding; nullptr: filtered projections again. Returns false, changing nothing, where this
+  /// backend (or its mode: slabs) cannot, or, unless `force`, where the device would be slower than the CPU's
+  /// filter pool (a software renderer): the caller then filters on the CPU.
+  virtual bool filterOnDevice(const DeviceFilter* filter, bool force = false) {
+    (void)force;
+    return filter == nullptr;
+  }
   /// Bytes of projection data sent to the device so far (all rows, or the slab's row bands), for the slab tests
   /// and bench; 0 where nothing is uploaded (cpu).
   virtual double uploadedBytes() const { return 0.0; }

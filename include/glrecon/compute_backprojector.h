@@ -27,6 +27,7 @@ class ComputeBackprojector final : public Backprojector {
   /// Slab mode (BackprojectorOptions::slabRows): the volume holds rows [firstRow, firstRow + rows) of y.
   void setSlab(int firstRow, int rows) override;
   double uploadedBytes() const override;
+  bool filterOnDevice(const DeviceFilter* filter, bool force) override;
   void setRegion(const RegionOfInterest& roi) override;
   void killOutsideRange(double low, double high, double scale) override;
   std::vector<std::uint8_t> activeMask() override;

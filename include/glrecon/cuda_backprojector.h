@@ -46,6 +46,7 @@ class CudaBackprojector final : public Backprojector {
   void reset() override;
   void setSlab(int firstRow, int rows) override;
   double uploadedBytes() const override;
+  bool filterOnDevice(const DeviceFilter* filter, bool force) override;
   void setRegion(const RegionOfInterest& roi) override;
   void killOutsideRange(double low, double high, double scale) override;
   std::vector<std::uint8_t> activeMask() override;

@@ -26,8 +26,14 @@ struct DensityKill {
   double after = 0.25;  ///< fraction of the projections applied before voxels are judged
 };
 
+/// Where FDK's filter runs: on the GPU where the backend can (cuda) and the views share one cosine table, else
+/// on the CPU's thread pool (auto); or always on the CPU; or on the GPU, an error where it cannot.
+enum class FilterPlace { Auto, Cpu, Gpu };
+FilterPlace parseFilterPlace(const std::string& text);
+
 struct FdkOptions {
   FilterOptions filter;
+  FilterPlace filterOn = FilterPlace::Auto;
   std::string backend = "auto";  ///< cpu, graphics, graphics-mp or auto (see makeBackprojector)
   int gpu = 0;              ///< EGL device for GPU backends
   int window = 0;           ///< projections per GPU pass (0 = measured automatically)
@@ -62,6 +68,7 @@ struct FdkReport {
   std::string autoNote;     ///< why --backend auto chose what it chose
   bool shortScan = false;
   double filterSeconds = 0.0;       ///< filter threads' busy time over their number (the filter's wall time alone)
+  bool filteredOnGpu = false;       ///< the backend filtered on the device (its time is in backprojectSeconds)
   double backprojectSeconds = 0.0;  ///< in the backprojector: uploads, passes, the last window and the readback
   double filterWaitSeconds = 0.0;   ///< the backprojector's thread waiting for filtered projections
   double readbackSeconds = 0.0;     ///< the volume to the host (part of backprojectSeconds)

@@ -11,6 +11,7 @@
 #include <array>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ class RampFilter {
 
   /// Filters `count` contiguous rows of width() floats in place.
   void filterRows(float* rows, int count) const;
+  /// The same filter as a direct convolution: filterRows(x)[i] = sum_j x[j] taps[|i - j|] for i, j < width (the
+  /// inverse transform of the response on the padded circle; even, and padding >= 2 width keeps the circle's
+  /// wrap away from every kept pixel). width() taps, computed in double.
+  std::vector<double> convolutionTaps() const;
 
  private:
   struct Plans;
@@ -69,6 +74,22 @@ double parkerWeight(double beta, double gamma, double delta);
 /// in Parker's sign convention (the conjugate of (beta, gamma) is (beta + pi + 2 gamma, -gamma)).
 double parkerFanAngle(const ProjectionVectors& view, double sourceAngle, double u);
 
+/// The FDK filter in the form a GPU applies it (Backprojector::filterOnDevice): each raw pixel times
+/// cosine[row][u] times viewWeights[view][u], then along each row the ramp as the direct sum
+/// y[i] = sum_j x[j] taps[|i - j|] (RampFilter::convolutionTaps). That is the CPU's padded FFT written out: the
+/// same result up to float rounding for any padded length (FFTW's sizes with primes up to 13, which a GPU FFT
+/// would all have to support), at nu^2 multiply-adds per row: at 512^2 and 1024^2 a few percent of the
+/// backprojection's work, and a dense product a GPU runs near its arithmetic peak.
+struct DeviceFilter {
+  int nu = 0, nv = 0;
+  std::vector<float> cosine;       ///< nv x nu: the cosine weight, one table for every view
+  std::vector<float> viewWeights;  ///< views x nu: angular gap (x Parker's weight) / isocentre spacing
+  std::vector<float> taps;         ///< nu taps of the even ramp kernel
+};
+
+/// DeviceFilter's arithmetic on the host, in the order the GPU kernels use (the tests hold both to it).
+void applyDeviceFilter(const DeviceFilter& filter, std::size_t view, float* projection);
+
 /// The FDK filter of a scan: weights and ramp, per projection.
 class FdkFilter {
  public:
@@ -76,6 +97,10 @@ class FdkFilter {
 
   /// Filters projection `view` (nv rows of nu floats) in place, ready for backprojection.
   void apply(std::size_t view, float* projection) const;
+  /// This filter for a GPU (made at the first call, then kept: runs that reuse the filter pay for it once), or
+  /// nullptr where views need different cosine tables (a trajectory whose detector moves relative to the source):
+  /// those are filtered on the CPU.
+  const DeviceFilter* deviceFilter() const;
 
   bool isShortScan() const { return shortScan_; }
   /// Angular range from the first to the last projection of a short scan (radians); 2 pi for a full scan.
@@ -96,10 +121,15 @@ class FdkFilter {
     std::vector<double> weights;  ///< nu x nv
   };
   std::shared_ptr<const CosineTable> cosineTable(std::size_t view) const;
+  /// Per detector column of `view`: the angular weight, Parker's weight and 1 / isocentre spacing, multiplied.
+  std::vector<double> columnWeights(std::size_t view) const;
+  bool sharesCosineTable(std::size_t view, const CosineTable& table) const;
   /// What makes two views' cosine weights equal: the dot products of (pixel00 - source, uStep, vStep).
   std::array<double, 6> cosineInvariants(std::size_t view) const;
   std::shared_ptr<const CosineTable> buildCosineTable(std::size_t view) const;
   mutable std::mutex cosineMutex_;
+  mutable std::once_flag deviceOnce_;
+  mutable std::optional<DeviceFilter> device_;
   mutable std::shared_ptr<const CosineTable> cosine_;
   std::vector<double> angles_;  ///< source angle of each view
   std::vector<double> gaps_;

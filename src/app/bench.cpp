@@ -80,6 +80,7 @@ struct Run {
   std::string backend, description, error;
   std::string windowAsked;  // "1", "auto", "max", "-" for the CPU
   int window = 0;           // used (the final choice for auto)
+  bool filteredOnGpu = false;  // the whole FDK's filter ran on the device (--filter-on)
   double setup = 0;         // making the backprojector the first time (context, programs, buffers)
   std::vector<Repetition> reps;
   Stat upload, compute, readback, gups, backprojectionPps, fdkSeconds, fdkPps;
@@ -153,6 +154,7 @@ void writeJson(const fs::path& path, const Setup& setup, const std::vector<Run>&
     const Run& r = runs[i];
     j << "    {\"backend\": " << jsonString(r.backend) << ", \"window_asked\": " << jsonString(r.windowAsked)
       << ", \"window\": " << r.window << ", \"description\": " << jsonString(r.description)
+      << ", \"filter_on\": " << jsonString(r.filteredOnGpu ? "gpu" : "cpu")
       << ", \"error\": " << (r.error.empty() ? "null" : jsonString(r.error)) << ",\n     \"seconds\": {\"setup\": " << jsonNumber(r.setup)
       << ", \"filter\": " << jsonNumber(setup.filterSeconds) << ", \"upload\": " << statJson(r.upload)
       << ", \"backprojection\": " << statJson(r.compute) << ", \"readback\": " << statJson(r.readback)
@@ -265,7 +267,8 @@ void writeChart(const fs::path& path, const Setup& setup, const std::vector<Run>
 struct BenchCommand {
   int size = 128, projections = 360, detector = 256, threads = 0, repeat = 3;
   double texturePeak = 0;
-  std::string backends = "cpu,graphics,graphics-mp,compute,cuda", windows = "1,8,16,auto", output, gpuList = "0", gpuMemory;
+  std::string backends = "cpu,graphics,graphics-mp,compute,cuda", windows = "1,8,16,auto", output, gpuList = "0", gpuMemory,
+              filterOn = "auto";
   bool quiet = false;
 
   void runSlabs(const std::vector<std::string>& backendList, const std::vector<std::string>& windowList, const std::vector<int>& gpus) const;
@@ -283,6 +286,9 @@ struct BenchCommand {
     c->add_option("--gpu-memory", gpuMemory,
                   "Measure slabs instead: the whole FDK with this cap per device (e.g. 8G) against one block, per backend");
     c->add_option("--threads", threads, "CPU threads (0: all)")->capture_default_str();
+    c->add_option("--filter-on", filterOn,
+                  "Whole FDK: where the filter runs, as fdk's option: auto (the GPU where the backend can), cpu or gpu")
+        ->capture_default_str();
     c->add_option("--repeat", repeat, "Timed runs of each configuration after one warm-up; the table gives medians")
         ->capture_default_str()
         ->check(CLI::Range(1, 1000));
@@ -297,6 +303,7 @@ struct BenchCommand {
     if (size < 4 || projections < 4 || detector < 4) throw UsageError("bench: --size, --projections and --detector: expected at least 4");
     const std::vector<std::string> backendList = splitList(backends), windowList = splitList(windows);
     if (backendList.empty() || windowList.empty()) throw UsageError("bench: expected at least one backend and one window");
+    const FilterPlace filterPlace = parseFilterPlace(filterOn);
     const std::vector<int> gpus = parseGpuList("--gpu", gpuList, backendList.back());
     const int gpu = gpus.front();
     if (!gpuMemory.empty() || gpus.size() > 1) return runSlabs(backendList, windowList, gpus);
@@ -369,6 +376,7 @@ struct BenchCommand {
         const double updates = static_cast<double>(grid.voxelCount()) * geometry.size();
         FdkOptions fdkOptions;
         fdkOptions.threads = threads;
+        fdkOptions.filterOn = backend == "cpu" ? FilterPlace::Cpu : filterPlace;  // the reference always filters with FFTW
         Progress progress("bench " + backend + (windowAsked == "-" ? "" : " W=" + windowAsked), repeat + 1, "runs", !quiet);
         for (int rep = 0; rep <= repeat; ++rep) {  // repetition 0 is the warm-up: first-use costs stay out of the figures
           Repetition x;
@@ -395,6 +403,7 @@ struct BenchCommand {
           x.fdkFilter = report.filterSeconds;
           x.fdkWait = report.filterWaitSeconds;
           x.fdkReadback = report.readbackSeconds;
+          r.filteredOnGpu = report.filteredOnGpu;
           if (rep > 0) r.reps.push_back(x);
           progress.update(rep + 1);
         }
@@ -441,8 +450,8 @@ struct BenchCommand {
     if (setup.texturePeak > 0) std::printf("texture units' peak: %.0f G bilinear fetches/s\n", setup.texturePeak);
     std::printf("\nbackprojection: a profiled pass of pre-filtered projections, each step waited for; whole FDK: raw projections to the\n"
                 "volume on the host, filtering overlapped with backprojection, backprojector made once (setup) and reset per run\n\n");
-    std::printf("%-12s %-9s %8s %8s %9s %8s %11s %7s %10s %10s %8s %10s %10s %8s %7s\n", "backend", "window", "setup s", "upload s", "backproj s",
-                "readbk s", "G upd/s", "spread", "FDK s", "FDK proj/s", "spread", "max|d|cpu", "rms d cpu", "RMSE", "PSNR");
+    std::printf("%-12s %-9s %8s %8s %9s %8s %11s %7s %6s %10s %10s %8s %10s %10s %8s %7s\n", "backend", "window", "setup s", "upload s",
+                "backproj s", "readbk s", "G upd/s", "spread", "filter", "FDK s", "FDK proj/s", "spread", "max|d|cpu", "rms d cpu", "RMSE", "PSNR");
     bool noisy = false;
     for (const Run& r : runs) {
       if (!r.error.empty()) {
@@ -450,9 +459,9 @@ struct BenchCommand {
         continue;
       }
       const std::string w = r.windowAsked == "-" ? "-" : r.windowAsked + (r.windowAsked == "auto" || r.windowAsked == "max" ? "=" + std::to_string(r.window) : "");
-      std::printf("%-12s %-9s %8.3f %8.3f %9.3f %8.3f %11.3f %6.1f%% %10.3f %10.1f %6.1f%% %10.2e %10.2e %8.4f %7.2f\n", r.backend.c_str(),
+      std::printf("%-12s %-9s %8.3f %8.3f %9.3f %8.3f %11.3f %6.1f%% %6s %10.3f %10.1f %6.1f%% %10.2e %10.2e %8.4f %7.2f\n", r.backend.c_str(),
                   w.c_str(), r.setup, r.upload.median, r.compute.median, r.readback.median, r.gups.median, 100 * r.gups.spread(),
-                  r.fdkSeconds.median, r.fdkPps.median, 100 * r.fdkPps.spread(), r.maxDiff, r.rmsDiff, r.rmse, r.psnr);
+                  r.filteredOnGpu ? "gpu" : "cpu", r.fdkSeconds.median, r.fdkPps.median, 100 * r.fdkPps.spread(), r.maxDiff, r.rmsDiff, r.rmse, r.psnr);
       noisy = noisy || r.gups.spread() > 0.1 || r.fdkPps.spread() > 0.1;
     }
     if (!cpuAsked) std::printf("(the cpu row is the reference the others are compared with)\n");
@@ -500,6 +509,9 @@ void BenchCommand::runSlabs(const std::vector<std::string>& backendList, const s
     FdkOptions options;
     options.backend = backend;
     options.threads = threads;
+    // Both runs filter on the CPU: slabs filter each projection once there for all slabs, and the bit comparison
+    // needs the same filter (the one-block run filtering on the GPU is faster still: bench without --gpu-memory).
+    options.filterOn = FilterPlace::Cpu;
     options.gpu = gpus.front();
     const std::string w = windowList.front();
     options.window = w == "auto" ? 0 : w == "max" ? kMaximumWindow : std::atoi(w.c_str());

@@ -187,10 +187,12 @@ void printReport(const FdkReport& r, std::size_t projections) {
                  "updates computed (rates below count culled updates as done)\n",
                  r.region.c_str(), r.regionVoxels, 100.0 * r.culledFraction,
                  r.culledFraction < 1 ? r.backprojectSeconds * r.culledFraction / (1 - r.culledFraction) : 0.0);
+  char filter[64];
+  std::snprintf(filter, sizeof filter, r.filteredOnGpu ? "filter on the GPU" : "filter %.2f s", r.filterSeconds);
   std::fprintf(stderr,
-               "backend %s%s: filter %.2f s, backprojection %.2f s (%.2f G voxel-updates/s, %.1f projections/s), total %.2f s "
+               "backend %s%s: %s, backprojection %.2f s (%.2f G voxel-updates/s, %.1f projections/s), total %.2f s "
                "(%.1f projections/s)\n",
-               r.backend.c_str(), r.shortScan ? " (short scan, Parker weights)" : "", r.filterSeconds, r.backprojectSeconds,
+               r.backend.c_str(), r.shortScan ? " (short scan, Parker weights)" : "", filter, r.backprojectSeconds,
                r.gigaUpdatesPerSecond(), r.backprojectSeconds > 0 ? projections / r.backprojectSeconds : 0.0, r.totalSeconds,
                r.totalSeconds > 0 ? projections / r.totalSeconds : 0.0);
 }
@@ -206,6 +208,14 @@ void printFileSplit(const FdkReport& r, double readSeconds, double writeSeconds,
                                                    {r.readbackSeconds, "readback"},
                                                    {writeSeconds, "writing"}};
   const auto bound = std::max_element(std::begin(stages), std::end(stages), [](auto& a, auto& b) { return a.first < b.first; });
+  if (r.filteredOnGpu) {
+    std::fprintf(stderr,
+                 "file to file %.2f s (%.1f projections/s): read %.2f, setup %.2f, upload, filter and backprojection on the GPU "
+                 "%.2f, readback %.2f, write %.2f s; bound by %s\n",
+                 total, projections / total, readSeconds, r.setupSeconds, upload, r.readbackSeconds, writeSeconds,
+                 bound->second == std::string("backprojection") ? "the GPU's filter and backprojection" : bound->second);
+    return;
+  }
   std::fprintf(stderr,
                "file to file %.2f s (%.1f projections/s): read %.2f, setup %.2f, filter %.2f (beside the GPU), upload and "
                "backprojection %.2f (of which waiting for filtered projections %.2f), readback %.2f, write %.2f s; bound by %s\n",
@@ -297,7 +307,7 @@ struct PhantomCommand {
 // ---- fdk ----
 struct FdkCommand {
   std::string geometryPath, projectionsPath, path, regexp, output, backend = "auto", filter = "ram-lak", flat, dark, slices,
-      sliceRange, window = "auto", roi, roiStencil = "slice", densityRange, gpu = "0", gpuMemory, scratch;
+      sliceRange, window = "auto", roi, roiStencil = "slice", densityRange, gpu = "0", gpuMemory, scratch, filterOn = "auto";
   double densityAfter = 0.25;
   bool stream = false;
   std::vector<std::string> sliceSpecs;
@@ -346,6 +356,10 @@ struct FdkCommand {
     c->add_option("--filter", filter, "Ramp window: ram-lak, shepp-logan, cosine, hamming, hann")->capture_default_str();
     c->add_option("--cutoff", cutoff, "Window cut-off as a fraction of the Nyquist frequency (0, 1]")->capture_default_str();
     c->add_option("--hann", hann, "rtkfdk's option: Hann window with this cut-off (same as --filter hann --cutoff F)");
+    c->add_option("--filter-on", filterOn,
+                  "Where the filter runs: auto (on the GPU for cuda, compute and graphics on a hardware GPU without slabs or "
+                  "--stream, else on a CPU thread pool with FFTW), cpu, or gpu (an error where it cannot)")
+        ->capture_default_str();
     c->add_flag("--no-short-scan", noShortScan, "Do not apply Parker weights to a scan shorter than 360 degrees");
     c->add_flag("--stream", stream,
                 "Run as a pipeline: read projections in order, filter on a thread pool, backproject as they come; reports the "
@@ -372,6 +386,7 @@ struct FdkCommand {
       options.filter.cutoff = hann;
     }
     options.filter.shortScan = !noShortScan;
+    options.filterOn = parseFilterPlace(filterOn);
     options.backend = backend;
     options.gpus = parseGpuList("--gpu", gpu, backend);
     options.gpu = options.gpus.front();
@@ -425,6 +440,8 @@ struct FdkCommand {
       throw UsageError("--stream: expected the whole volume on one GPU (the live pipeline adds each projection to every voxel as "
                        "it arrives); --gpu-memory and several --gpu reconstruct in slabs, which needs every projection first: "
                        "leave out --stream");
+    if (stream && options.filterOn == FilterPlace::Gpu)
+      throw UsageError("--filter-on gpu: expected without --stream (the live pipeline filters on a CPU thread pool)");
     if (stream && (!flat.empty() || !dark.empty() || i0 > 0 || !densityRange.empty()))
       throw UsageError("--stream: expected projections as line integrals, without --i0/--flat/--dark/--density-range (not "
                        "supported in the pipeline yet)");

@@ -121,6 +121,8 @@ void ComputeBackprojector::setSlab(int firstRow, int rows) {
 
 double ComputeBackprojector::uploadedBytes() const { return impl_->base.uploaded; }
 
+bool ComputeBackprojector::filterOnDevice(const DeviceFilter* filter, bool force) { return impl_->base.filterOnDevice(filter, force); }
+
 void ComputeBackprojector::setRegion(const RegionOfInterest& roi) {
   Impl& d = *impl_;
   const VolumeGrid held = d.base.heldGrid();  // in slab mode the slab's grid

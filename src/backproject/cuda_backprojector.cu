@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "glrecon/error.h"
+#include "glrecon/filter.h"
 #include "glrecon/parallel.h"
 #include "glrecon/slab.h"
 
@@ -109,6 +110,72 @@ __global__ void __launch_bounds__(kBlockX * kBlockY) backprojectRuns(float* __re
     if (store[r]) volume[(static_cast<size_t>(k) * ny + (j0 + r)) * nx + i] += sum[r];
 }
 
+// The FDK filter on the device (DeviceFilter): out[row][i] = sum_j x[row][j] taps[|i - j|] with x the raw pixel
+// times its cosine and column weights, for the rows of a window's projections (row r is layer r / nv, detector
+// row r % nv), written into the window's layered array through a surface. A dense product with a Toeplitz
+// matrix: a block computes a 64 x 64 tile of (rows, columns) in 16-column steps of j from shared memory,
+// each thread a 4 x 4 sub-tile strided by 16 (neighbouring threads read neighbouring taps: no bank conflicts).
+// Every output sums j in ascending order: the result is deterministic.
+constexpr int kFilterTile = 64, kFilterStep = 16, kFilterThreads = 256;
+struct WindowViews {
+  int view[kMaxWindow];
+};
+__global__ void __launch_bounds__(kFilterThreads) filterRows(const float* __restrict__ raw, int nu, int nv, int rows, WindowViews views,
+                                                             const float* __restrict__ cosine, const float* __restrict__ columnWeights,
+                                                             const float* __restrict__ taps, cudaSurfaceObject_t out) {
+  __shared__ float xs[kFilterTile][kFilterStep + 1];
+  __shared__ float ts[kFilterTile + kFilterStep];
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const int row0 = blockIdx.y * kFilterTile, col0 = blockIdx.x * kFilterTile;
+  float sum[4][4];
+#pragma unroll
+  for (int a = 0; a < 4; ++a)
+#pragma unroll
+    for (int b = 0; b < 4; ++b) sum[a][b] = 0.0f;
+  for (int j0 = 0; j0 < nu; j0 += kFilterStep) {
+    for (int e = threadIdx.x; e < kFilterTile * kFilterStep; e += kFilterThreads) {
+      const int r = e / kFilterStep, jj = e % kFilterStep, row = row0 + r, j = j0 + jj;
+      float x = 0.0f;
+      if (row < rows && j < nu) {
+        const int layer = row / nv, v = row - layer * nv;
+        x = raw[static_cast<size_t>(row) * nu + j] * cosine[static_cast<size_t>(v) * nu + j] *
+            columnWeights[static_cast<size_t>(views.view[layer]) * nu + j];
+      }
+      xs[r][jj] = x;
+    }
+    // ts[t] = taps[|i - j|] for i - j = col0 - j0 - (kFilterStep - 1) + t.
+    for (int t = threadIdx.x; t < kFilterTile + kFilterStep - 1; t += kFilterThreads) {
+      const int d = abs(col0 - j0 - (kFilterStep - 1) + t);
+      ts[t] = d < nu ? taps[d] : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int jj = 0; jj < kFilterStep; ++jj) {
+      float x[4], t[4];
+#pragma unroll
+      for (int a = 0; a < 4; ++a) x[a] = xs[ty + 16 * a][jj];
+#pragma unroll
+      for (int b = 0; b < 4; ++b) t[b] = ts[tx + 16 * b - jj + kFilterStep - 1];
+#pragma unroll
+      for (int a = 0; a < 4; ++a)
+#pragma unroll
+        for (int b = 0; b < 4; ++b) sum[a][b] = fmaf(x[a], t[b], sum[a][b]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    const int row = row0 + ty + 16 * a;
+    if (row >= rows) continue;
+    const int layer = row / nv, v = row - layer * nv;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      const int i = col0 + tx + 16 * b;
+      if (i < nu) surf2DLayeredwrite(sum[a][b], out, i * static_cast<int>(sizeof(float)), v, layer);
+    }
+  }
+}
+
 // Voxels per thread along y: 8 unless GLRECON_CUDA_RUN says 4 or 16 (for tuning on a new GPU).
 int runLength() {
   static const int length = [] {
@@ -178,6 +245,13 @@ struct CudaBackprojector::Impl {
   // kernel on computeStream once copied[b] has fired; the next copy into b waits for used[b].
   cudaArray_t arrays[2] = {nullptr, nullptr};
   cudaTextureObject_t textures[2] = {0, 0};
+  cudaSurfaceObject_t surfaces[2] = {0, 0};  // the same arrays, written by the device filter
+  // Device filter (filterOnDevice): raw windows land in raw[b] and are filtered into arrays[b] on copyStream.
+  bool deviceFilter = false;
+  float* raw[2] = {nullptr, nullptr};
+  float* filterCosine = nullptr;
+  float* filterColumns = nullptr;
+  float* filterTaps = nullptr;
   float* staging[2] = {nullptr, nullptr};
   std::size_t stagingFloats = 0;  // per buffer: one window of projections
   cudaEvent_t copied[2] = {nullptr, nullptr}, used[2] = {nullptr, nullptr};
@@ -207,11 +281,25 @@ struct CudaBackprojector::Impl {
     auto t = std::chrono::steady_clock::now();
     // The staging buffer of this window was filled by backproject(); copy it into the layered array.
     GLRECON_CUDA(cudaStreamWaitEvent(copyStream, used[buffer], 0));
+    if (deviceFilter) {
+      const std::size_t floats = static_cast<std::size_t>(nu) * nv * w;
+      GLRECON_CUDA(cudaMemcpyAsync(raw[buffer], staging[buffer], floats * sizeof(float), cudaMemcpyHostToDevice, copyStream));
+      uploaded += static_cast<double>(floats) * sizeof(float);
+      WindowViews list{};
+      for (int s = 0; s < w; ++s) list.view[s] = static_cast<int>(pending[s]);
+      const int rows = nv * w;
+      const dim3 blocks((nu + kFilterTile - 1) / kFilterTile, (rows + kFilterTile - 1) / kFilterTile);
+      filterRows<<<blocks, kFilterThreads, 0, copyStream>>>(raw[buffer], nu, nv, rows, list, filterCosine, filterColumns, filterTaps,
+                                                             surfaces[buffer]);
+      GLRECON_CUDA(cudaGetLastError());
+    }
     cudaMemcpy3DParms copy{};
     copy.srcPtr = make_cudaPitchedPtr(staging[buffer], nu * sizeof(float), nu, nv);
     copy.dstArray = arrays[buffer];
     copy.kind = cudaMemcpyHostToDevice;
-    if (options.slabRows > 0) {
+    if (deviceFilter) {
+      // Filtered into the array above.
+    } else if (options.slabRows > 0) {
       // Each projection's band of rows, at its own rows and layer: texture coordinates stay those of the
       // whole detector; rows outside the band hold stale data no voxel of the slab samples.
       for (int s = 0; s < w; ++s) {
@@ -296,7 +384,8 @@ CudaBackprojector::CudaBackprojector(const Geometry& geometry, const VolumeGrid&
   GLRECON_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
   const std::size_t projectionBytes = static_cast<std::size_t>(2) * geometry.detector.nu * geometry.detector.nv * d.window * sizeof(float);
   if (bytes + projectionBytes > freeBytes)
-    throwInputError("cuda backprojector on " + d.deviceName, "GPU memory (bytes)", "at most " + std::to_string(freeBytes),
+    throwInputError("cuda backprojector on " + d.deviceName, "GPU memory (bytes)",
+                    "at most " + std::to_string(freeBytes) + (options.slabRows > 0 ? std::string() : std::string(" (") + kSlabSuggestion + ")"),
                     std::to_string(bytes + projectionBytes));
   GLRECON_CUDA(cudaMalloc(&d.volume, bytes));
   GLRECON_CUDA(cudaMemset(d.volume, 0, bytes));
@@ -305,7 +394,7 @@ CudaBackprojector::CudaBackprojector(const Geometry& geometry, const VolumeGrid&
   const cudaChannelFormatDesc format = cudaCreateChannelDesc<float>();
   for (int b = 0; b < 2; ++b) {
     GLRECON_CUDA(cudaMalloc3DArray(&d.arrays[b], &format, make_cudaExtent(geometry.detector.nu, geometry.detector.nv, d.window),
-                                   cudaArrayLayered));
+                                   cudaArrayLayered | cudaArraySurfaceLoadStore));
     cudaResourceDesc resource{};
     resource.resType = cudaResourceTypeArray;
     resource.res.array.array = d.arrays[b];
@@ -315,6 +404,7 @@ CudaBackprojector::CudaBackprojector(const Geometry& geometry, const VolumeGrid&
     texture.readMode = cudaReadModeElementType;
     texture.normalizedCoords = 0;
     GLRECON_CUDA(cudaCreateTextureObject(&d.textures[b], &resource, &texture, nullptr));
+    GLRECON_CUDA(cudaCreateSurfaceObject(&d.surfaces[b], &resource));
     d.stagingFloats = static_cast<std::size_t>(geometry.detector.nu) * geometry.detector.nv * d.window;
     GLRECON_CUDA(cudaMallocHost(&d.staging[b], d.stagingFloats * sizeof(float)));
     GLRECON_CUDA(cudaEventCreateWithFlags(&d.copied[b], cudaEventDisableTiming));
@@ -329,6 +419,8 @@ CudaBackprojector::~CudaBackprojector() {
   cudaDeviceSynchronize();
   for (int b = 0; b < 2; ++b) {
     if (d.textures[b]) cudaDestroyTextureObject(d.textures[b]);
+    if (d.surfaces[b]) cudaDestroySurfaceObject(d.surfaces[b]);
+    if (d.raw[b]) cudaFree(d.raw[b]);
     if (d.arrays[b]) cudaFreeArray(d.arrays[b]);
     if (d.staging[b]) cudaFreeHost(d.staging[b]);
     if (d.copied[b]) cudaEventDestroy(d.copied[b]);
@@ -338,6 +430,9 @@ CudaBackprojector::~CudaBackprojector() {
   if (d.computeStream) cudaStreamDestroy(d.computeStream);
   if (d.volume) cudaFree(d.volume);
   if (d.zRange) cudaFree(d.zRange);
+  if (d.filterCosine) cudaFree(d.filterCosine);
+  if (d.filterColumns) cudaFree(d.filterColumns);
+  if (d.filterTaps) cudaFree(d.filterTaps);
 }
 
 std::string CudaBackprojector::description() const {
@@ -437,6 +532,41 @@ void CudaBackprojector::setSlab(int firstRow, int rows) {
 }
 
 double CudaBackprojector::uploadedBytes() const { return impl_->uploaded; }
+
+bool CudaBackprojector::filterOnDevice(const DeviceFilter* filter, bool) {
+  Impl& d = *impl_;
+  d.launch();  // what is staged was passed under the previous setting
+  GLRECON_CUDA(cudaDeviceSynchronize());
+  if (!filter) {
+    d.deviceFilter = false;
+    return true;
+  }
+  // Slabs stage only each projection's band of rows, and their projections were filtered once for all slabs.
+  if (d.options.slabRows > 0) return false;
+  const int nu = d.geometry.detector.nu, nv = d.geometry.detector.nv;
+  if (filter->nu != nu || filter->nv != nv || filter->viewWeights.size() != d.geometry.size() * nu ||
+      filter->cosine.size() != static_cast<std::size_t>(nu) * nv || filter->taps.size() != static_cast<std::size_t>(nu))
+    throw std::invalid_argument("filterOnDevice: the filter's detector or view count differs from the geometry's");
+  // The raw windows and tables need memory beside the volume: without it the CPU filters (auto), as before.
+  if (!d.raw[0]) {
+    std::size_t freeBytes = 0, totalBytes = 0;
+    GLRECON_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
+    const std::size_t need = (2 * d.stagingFloats + filter->cosine.size() + filter->viewWeights.size() + filter->taps.size()) * sizeof(float);
+    if (need > freeBytes) return false;
+  }
+  // Sizes follow from the geometry (checked above), so buffers allocated once serve every later run.
+  const auto upload = [](float*& to, const std::vector<float>& from) {
+    if (!to) GLRECON_CUDA(cudaMalloc(&to, from.size() * sizeof(float)));
+    GLRECON_CUDA(cudaMemcpy(to, from.data(), from.size() * sizeof(float), cudaMemcpyHostToDevice));
+  };
+  upload(d.filterCosine, filter->cosine);
+  upload(d.filterColumns, filter->viewWeights);
+  upload(d.filterTaps, filter->taps);
+  for (int b = 0; b < 2; ++b)
+    if (!d.raw[b]) GLRECON_CUDA(cudaMalloc(&d.raw[b], d.stagingFloats * sizeof(float)));
+  d.deviceFilter = true;
+  return true;
+}
 
 void CudaBackprojector::setRegion(const RegionOfInterest& roi) {
   Impl& d = *impl_;

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "glrecon/error.h"
+#include "glrecon/filter.h"
 #include "glrecon/parallel.h"
 #include "glrecon/slab.h"
 #include "glrecon/gl/shader.h"
@@ -58,9 +59,12 @@ GlVolumeBackend::GlVolumeBackend(gl::Context* borrowed, const Geometry& g, const
   const GLint maxTexture = glInteger(GL_MAX_TEXTURE_SIZE), maxLayers = glInteger(GL_MAX_ARRAY_TEXTURE_LAYERS);
   GLint viewport[2] = {0, 0};
   glGetIntegerv(GL_MAX_VIEWPORT_DIMS, viewport);
-  const auto limit = [&](const std::string& field, long long value, long long max) {
+  // Slabs split y only: the suggestion goes with the limits they lift (height, memory), not with width or slices.
+  const auto limit = [&](const std::string& field, long long value, long long max, bool slabsHelp = false) {
     if (value > max)
-      throwInputError(where_, field, "at most " + std::to_string(max) + " (this GPU's limit; larger volumes come with out-of-core reconstruction)",
+      throwInputError(where_, field,
+                      "at most " + std::to_string(max) + " (this GPU's limit" +
+                          (slabsHelp && slabCapacity == 0 ? std::string("; ") + kSlabSuggestion : std::string()) + ")",
                       std::to_string(value));
   };
   limit("volume size x", grid.size[0], std::min<GLint>(maxTexture, viewport[0]));
@@ -69,13 +73,13 @@ GlVolumeBackend::GlVolumeBackend(gl::Context* borrowed, const Geometry& g, const
     limit("volume size y", grid.size[1], viewport[1]);
     limit("volume size y (rows per slab)", allocatedRows, maxTexture);
   } else {
-    limit("volume size y", grid.size[1], std::min<GLint>(maxTexture, viewport[1]));
+    limit("volume size y", grid.size[1], std::min<GLint>(maxTexture, viewport[1]), true);
   }
   limit("volume size z (slices, texture array layers)", grid.size[2], maxLayers);
   limit("detector width", geometry.detector.nu, maxTexture);
   limit("detector height", geometry.detector.nv, maxTexture);
   if (const long long free = freeGpuMemory(); free >= 0)
-    limit("GPU memory for the volume (bytes)", static_cast<long long>(grid.size[0]) * allocatedRows * grid.size[2] * 4, free);
+    limit("GPU memory for the volume (bytes)", static_cast<long long>(grid.size[0]) * allocatedRows * grid.size[2] * 4, free, true);
 
   volume = gl::createTexture(GL_TEXTURE_2D_ARRAY);
   glTextureStorage3D(volume.id(), 1, GL_R32F, grid.size[0], allocatedRows, grid.size[2]);
@@ -93,6 +97,8 @@ GlVolumeBackend::~GlVolumeBackend() {
   if (readbackMemory_) glUnmapNamedBuffer(readback_.id());
   readback_.reset();
   staging_.reset();
+  for (gl::Buffer* b : {&filterRaw_, &filterCosine_, &filterColumns_, &filterTaps_, &filterViews_}) b->reset();
+  filterProgram_.reset();
   volume.reset();
   projections.reset();
   matrices.reset();
@@ -205,8 +211,11 @@ void GlVolumeBackend::add(const float* data, const std::size_t* views, std::size
     } else {
       parallelFor(n * pixels, std::size_t{1} << 18, threads,
                   [&](std::size_t b, std::size_t e) { std::copy(data + p * pixels + b, data + p * pixels + e, to + b); });
-      GLRECON_CHECK_GL(glTextureSubImage3D(projections.id(), 0, 0, 0, static_cast<GLint>(layer), nu, nv, static_cast<GLsizei>(n), GL_RED,
-                                           GL_FLOAT, reinterpret_cast<const void*>(layer * pixels * sizeof(float))));
+      if (deviceFilter_)
+        filterStaged(layer, views + p, n);
+      else
+        GLRECON_CHECK_GL(glTextureSubImage3D(projections.id(), 0, 0, 0, static_cast<GLint>(layer), nu, nv, static_cast<GLsizei>(n), GL_RED,
+                                             GL_FLOAT, reinterpret_cast<const void*>(layer * pixels * sizeof(float))));
       uploaded += static_cast<double>(n * pixels) * sizeof(float);
     }
     glBindBuffer(GL_PIXEL_UNPACK_BUFFER, 0);
@@ -219,6 +228,72 @@ void GlVolumeBackend::add(const float* data, const std::size_t* views, std::size
     if (static_cast<int>(pending.size()) == window) drawWindow(draw);
   }
   gl::checkError(where_.c_str());
+}
+
+bool GlVolumeBackend::filterOnDevice(const DeviceFilter* filter, bool force) {
+  context_->makeCurrent();
+  if (!filter) {
+    deviceFilter_ = false;
+    return true;
+  }
+  if (slabCapacity > 0 || (context_->info().software && !force)) return false;
+  const int nu = geometry.detector.nu, nv = geometry.detector.nv;
+  if (filter->nu != nu || filter->nv != nv || filter->viewWeights.size() != geometry.size() * nu ||
+      filter->cosine.size() != static_cast<std::size_t>(nu) * nv || filter->taps.size() != static_cast<std::size_t>(nu))
+    throw std::invalid_argument("filterOnDevice: the filter's detector or view count differs from the geometry's");
+  if (!filterProgram_) filterProgram_ = gl::buildProgram({{GL_COMPUTE_SHADER, "filter_rows.comp"}}, {});
+  const auto upload = [](gl::Buffer& buffer, const void* data, std::size_t bytes) {
+    buffer = gl::createBuffer();
+    glNamedBufferStorage(buffer.id(), static_cast<GLsizeiptr>(bytes), data, GL_DYNAMIC_STORAGE_BIT);
+  };
+  upload(filterCosine_, filter->cosine.data(), filter->cosine.size() * sizeof(float));
+  upload(filterColumns_, filter->viewWeights.data(), filter->viewWeights.size() * sizeof(float));
+  upload(filterTaps_, filter->taps.data(), filter->taps.size() * sizeof(float));
+  upload(filterViews_, nullptr, static_cast<std::size_t>(maxWindow) * sizeof(GLint));
+  // The raw projections of one dispatch in one storage block, which has a size limit (128 MiB on Mesa).
+  const std::size_t bytes = static_cast<std::size_t>(nu) * nv * sizeof(float);
+  const std::size_t blockLimit = static_cast<std::size_t>(std::max(glInteger(GL_MAX_SHADER_STORAGE_BLOCK_SIZE), 0));
+  if (bytes > blockLimit)
+    throwInputError(where_, "detector pixels for filtering on the GPU", "at most " + std::to_string(blockLimit / sizeof(float)) +
+                    " (one projection per storage block; --filter-on cpu filters any size)", std::to_string(bytes / sizeof(float)));
+  filterChunk_ = std::min<std::size_t>(maxWindow, blockLimit / bytes);
+  // Without room beside the volume the CPU filters (auto), as before.
+  const std::size_t need = filterChunk_ * bytes + (filter->cosine.size() + filter->viewWeights.size() + filter->taps.size()) * sizeof(float);
+  if (const long long free = freeGpuMemory(); free >= 0 && static_cast<long long>(need) > free) return false;
+  upload(filterRaw_, nullptr, filterChunk_ * bytes);
+  gl::checkError((where_ + ": the device filter's buffers").c_str());
+  deviceFilter_ = true;
+  return true;
+}
+
+void GlVolumeBackend::filterStaged(std::size_t layer, const std::size_t* views, std::size_t n) {
+  const int nu = geometry.detector.nu, nv = geometry.detector.nv;
+  const std::size_t bytes = static_cast<std::size_t>(nu) * nv * sizeof(float);
+  glUseProgram(filterProgram_.id());
+  glUniform1i(glGetUniformLocation(filterProgram_.id(), "nu"), nu);
+  glUniform1i(glGetUniformLocation(filterProgram_.id(), "nv"), nv);
+  glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 2, filterCosine_.id());
+  glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 3, filterColumns_.id());
+  glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 4, filterTaps_.id());
+  glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 5, filterViews_.id());
+  glBindImageTexture(2, projections.id(), 0, GL_TRUE, 0, GL_WRITE_ONLY, GL_R32F);
+  for (std::size_t first = 0; first < n; first += filterChunk_) {
+    const std::size_t count = std::min(filterChunk_, n - first);
+    // The staged projections to the device (a GPU-side copy out of the mapped staging buffer), then the filter.
+    glCopyNamedBufferSubData(staging_.id(), filterRaw_.id(), static_cast<GLintptr>((layer + first) * bytes), 0,
+                             static_cast<GLsizeiptr>(count * bytes));
+    std::vector<GLint> list(count);
+    for (std::size_t s = 0; s < count; ++s) list[s] = static_cast<GLint>(views[first + s]);
+    glNamedBufferSubData(filterViews_.id(), 0, static_cast<GLsizeiptr>(count * sizeof(GLint)), list.data());
+    glBindBufferRange(GL_SHADER_STORAGE_BUFFER, 1, filterRaw_.id(), 0, static_cast<GLsizeiptr>(count * bytes));
+    const int rowCount = static_cast<int>(count) * nv;
+    glUniform1i(glGetUniformLocation(filterProgram_.id(), "rows"), rowCount);
+    glUniform1i(glGetUniformLocation(filterProgram_.id(), "firstLayer"), static_cast<GLint>(layer + first));
+    GLRECON_CHECK_GL(glDispatchCompute((nu + 63) / 64, (rowCount + 63) / 64, 1));
+    // The backprojection samples the layers written; the next copy rewrites the raw buffer this one reads.
+    glMemoryBarrier(GL_TEXTURE_FETCH_BARRIER_BIT | GL_SHADER_IMAGE_ACCESS_BARRIER_BIT | GL_BUFFER_UPDATE_BARRIER_BIT);
+  }
+  glUseProgram(0);
 }
 
 void GlVolumeBackend::flush(const std::function<void()>& draw) {

@@ -40,6 +40,11 @@ class GlVolumeBackend {
 
   /// Uploads projections into the window; calls `draw` each time the window is full (timed while searching).
   void add(const float* projections, const std::size_t* views, std::size_t count, const std::function<void()>& draw);
+  /// Backprojector::filterOnDevice for both GL backends: from now on add() takes raw projections, copies them
+  /// into a device buffer and filters them into the window's layers (shaders/filter_rows.comp); nullptr: off.
+  /// False in slab mode (row bands are staged, and their projections come filtered once for all slabs), and,
+  /// unless `force`, on a software renderer (there the CPU's FFTs beat the shader's nu^2 products many times).
+  bool filterOnDevice(const DeviceFilter* filter, bool force);
   /// Draws what the window holds (a partial window) now.
   void flush(const std::function<void()>& draw);
   /// The pending views' matrices into the uniform buffer (binding 0), in float.
@@ -80,6 +85,12 @@ class GlVolumeBackend {
   int rememberedWindow() const;  // 0: none (or not asked to remember)
   void rememberWindow(int chosen) const;
   void finishWindow();  // fences the half just drawn from and switches to the other
+  /// Device filter: projections staged at `stagingLayer` (n of them, views[]) filtered into texture layers from `layer`.
+  void filterStaged(std::size_t stagingLayer, const std::size_t* views, std::size_t n);
+  bool deviceFilter_ = false;
+  gl::Program filterProgram_;
+  gl::Buffer filterRaw_, filterCosine_, filterColumns_, filterTaps_, filterViews_;
+  std::size_t filterChunk_ = 1;  // projections per filter dispatch: what one storage block may hold
   // Uploads go through a persistently mapped pixel buffer (two halves, like the texture), so the next window's
   // projections travel while the previous window is backprojected; a fence guards each half until its pass ends.
   gl::Buffer staging_;

@@ -289,6 +289,8 @@ void GraphicsBackprojector::setSlab(int firstRow, int rows) {
 
 double GraphicsBackprojector::uploadedBytes() const { return impl_->base.uploaded; }
 
+bool GraphicsBackprojector::filterOnDevice(const DeviceFilter* filter, bool force) { return impl_->base.filterOnDevice(filter, force); }
+
 void GraphicsBackprojector::setRegion(const RegionOfInterest& roi) {
   Impl& d = *impl_;
   d.base.context().makeCurrent();

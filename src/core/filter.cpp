@@ -138,6 +138,38 @@ void RampFilter::filterRows(float* rows, int count) const {
   }
 }
 
+std::vector<double> RampFilter::convolutionTaps() const {
+  // taps[m] = (1/n) sum over the whole circle of H[k] cos(2 pi k m / n), H even (H[n - k] = H[k]); the cosines
+  // from one table indexed by k m mod n, exact in the index where cos(2 pi k m / n) directly would not be.
+  const int n = padded_;
+  std::vector<double> cosines(n);
+  for (int t = 0; t < n; ++t) cosines[t] = std::cos(2 * kPi * t / n);
+  std::vector<double> taps(width_);
+  for (int m = 0; m < width_; ++m) {
+    double sum = response_[0];
+    for (long k = 1; 2 * k < n; ++k) sum += 2.0 * response_[k] * cosines[(k * m) % n];
+    if (n % 2 == 0) sum += response_[n / 2] * cosines[(static_cast<long>(n / 2) * m) % n];
+    taps[m] = sum / n;
+  }
+  return taps;
+}
+
+void applyDeviceFilter(const DeviceFilter& filter, std::size_t view, float* projection) {
+  const int nu = filter.nu;
+  const float* columns = filter.viewWeights.data() + view * nu;
+  std::vector<float> x(nu);
+  for (int row = 0; row < filter.nv; ++row) {
+    float* p = projection + static_cast<std::size_t>(row) * nu;
+    const float* cosine = filter.cosine.data() + static_cast<std::size_t>(row) * nu;
+    for (int j = 0; j < nu; ++j) x[j] = p[j] * cosine[j] * columns[j];
+    for (int i = 0; i < nu; ++i) {
+      float sum = 0.0f;
+      for (int j = 0; j < nu; ++j) sum += x[j] * filter.taps[std::abs(i - j)];
+      p[i] = sum;
+    }
+  }
+}
+
 FdkFilter::FdkFilter(const Geometry& geometry, const FilterOptions& options)
     : geometry_(geometry), ramp_(geometry.detector.nu, options.window, options.cutoff) {
   geometry.validate("FDK filter");
@@ -197,29 +229,54 @@ double parkerWeight(double beta, double gamma, double delta) {
   return 0.0;
 }
 
-void FdkFilter::apply(std::size_t view, float* projection) const {
+std::vector<double> FdkFilter::columnWeights(std::size_t view) const {
   const ProjectionVectors& v = geometry_.views[view];
-  const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
-  const double sdd = v.sourceToDetector();
+  const int nu = geometry_.detector.nu;
   // Ramp at the isocentre: pixel spacing demagnified to the isocentre plane; 1/spacing scales the unit kernel.
-  const double isoSpacing = glm::length(v.uStep) * v.sourceToIsocentre() / sdd;
+  const double isoSpacing = glm::length(v.uStep) * v.sourceToIsocentre() / v.sourceToDetector();
   // Full scan: every ray is measured twice, hence the 1/2; Parker's weights already sum to one per ray pair.
   const double angular = shortScan_ ? gaps_[view] : 0.5 * gaps_[view];
   const double scale = angular / isoSpacing;
-  std::vector<double> parker(nu, 1.0);
+  std::vector<double> weights(nu, scale);
   if (shortScan_)
     for (int u = 0; u < nu; ++u) {
       // A rounding hair past the last projection's angle still belongs to the scan.
       const double beta = std::min(wrapAngle(angles_[view] - start_), range_);
-      parker[u] = parkerWeight(beta, parkerFanAngle(v, angles_[view], u), delta_);
+      weights[u] = parkerWeight(beta, parkerFanAngle(v, angles_[view], u), delta_) * scale;
     }
+  return weights;
+}
+
+void FdkFilter::apply(std::size_t view, float* projection) const {
+  const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
+  const std::vector<double> columns = columnWeights(view);
   const std::shared_ptr<const CosineTable> cosine = cosineTable(view);
   for (int row = 0; row < nv; ++row) {
     float* p = projection + static_cast<std::size_t>(row) * nu;
     const double* w = cosine->weights.data() + static_cast<std::size_t>(row) * nu;
-    for (int u = 0; u < nu; ++u) p[u] = static_cast<float>(p[u] * w[u] * parker[u] * scale);
+    for (int u = 0; u < nu; ++u) p[u] = static_cast<float>(p[u] * w[u] * columns[u]);
   }
   ramp_.filterRows(projection, nv);
+}
+
+const DeviceFilter* FdkFilter::deviceFilter() const {
+  std::call_once(deviceOnce_, [this] {
+    const std::shared_ptr<const CosineTable> table = cosineTable(0);
+    for (std::size_t view = 1; view < geometry_.size(); ++view)
+      if (!sharesCosineTable(view, *table)) return;
+    DeviceFilter& filter = device_.emplace();
+    filter.nu = geometry_.detector.nu;
+    filter.nv = geometry_.detector.nv;
+    filter.cosine.assign(table->weights.begin(), table->weights.end());
+    filter.viewWeights.reserve(geometry_.size() * filter.nu);
+    for (std::size_t view = 0; view < geometry_.size(); ++view) {
+      const std::vector<double> columns = columnWeights(view);
+      filter.viewWeights.insert(filter.viewWeights.end(), columns.begin(), columns.end());
+    }
+    const std::vector<double> taps = ramp_.convolutionTaps();
+    filter.taps.assign(taps.begin(), taps.end());
+  });
+  return device_ ? &*device_ : nullptr;
 }
 
 std::array<double, 6> FdkFilter::cosineInvariants(std::size_t view) const {
@@ -242,6 +299,13 @@ std::shared_ptr<const FdkFilter::CosineTable> FdkFilter::buildCosineTable(std::s
   return table;
 }
 
+bool FdkFilter::sharesCosineTable(std::size_t view, const CosineTable& table) const {
+  const std::array<double, 6> invariants = cosineInvariants(view);
+  // Rotated copies of one detector agree to rounding (1e-12 relative); a weight changes by less than that.
+  return std::equal(invariants.begin(), invariants.end(), table.invariants.begin(),
+                    [&](double a, double b) { return std::abs(a - b) <= 1e-12 * std::max(invariants[0], 1.0); });
+}
+
 std::shared_ptr<const FdkFilter::CosineTable> FdkFilter::cosineTable(std::size_t view) const {
   std::shared_ptr<const CosineTable> shared;
   {
@@ -251,12 +315,7 @@ std::shared_ptr<const FdkFilter::CosineTable> FdkFilter::cosineTable(std::size_t
     if (!cosine_) cosine_ = buildCosineTable(0);
     shared = cosine_;
   }
-  if (view == 0) return shared;
-  const std::array<double, 6> invariants = cosineInvariants(view);
-  // Rotated copies of one detector agree to rounding (1e-12 relative); a weight changes by less than that.
-  if (std::equal(invariants.begin(), invariants.end(), shared->invariants.begin(),
-                 [&](double a, double b) { return std::abs(a - b) <= 1e-12 * std::max(invariants[0], 1.0); }))
-    return shared;
+  if (view == 0 || sharesCosineTable(view, *shared)) return shared;
   return buildCosineTable(view);  // a view of another shape: its own table
 }
 

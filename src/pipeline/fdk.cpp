@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 #include <numeric>
+#include <optional>
 
 #include "glrecon/backprojector.h"
 #include "glrecon/error.h"
@@ -36,6 +37,45 @@ void checkProjectionsMatch(const Geometry& geometry, const Image& projections, c
                     std::to_string(projections.size[2]));
 }
 
+FilterPlace parseFilterPlace(const std::string& text) {
+  if (text == "auto") return FilterPlace::Auto;
+  if (text == "cpu") return FilterPlace::Cpu;
+  if (text == "gpu") return FilterPlace::Gpu;
+  throw UsageError("--filter-on: expected auto, cpu or gpu, found '" + text + "'");
+}
+
+namespace {
+
+// Hands the filter to the backprojector for the length of one run (and takes it back, also on an exception: a
+// reused backprojector, as bench's, must not filter projections that come filtered).
+class DeviceFilterScope {
+ public:
+  DeviceFilterScope(const FdkFilter& filter, Backprojector& backprojector, FilterPlace place) : backprojector_(backprojector) {
+    if (place == FilterPlace::Cpu) return;
+    const DeviceFilter* device = backprojector.name() == "cpu" ? nullptr : filter.deviceFilter();
+    active_ = device && backprojector.filterOnDevice(device, place == FilterPlace::Gpu);
+    if (!active_ && place == FilterPlace::Gpu)
+      throw UsageError("--filter-on gpu: expected a backend that filters on the GPU (cuda, compute, graphics, graphics-mp) and a "
+                       "trajectory whose views share one cosine table; found " +
+                       (backprojector.name() == "cpu" ? std::string("the cpu backend")
+                        : device ? "the " + backprojector.name() + " backend"
+                                 : std::string("views whose detector differs in shape relative to the source")) +
+                       " (--filter-on auto or cpu filters on the CPU)");
+  }
+  ~DeviceFilterScope() {
+    if (active_) backprojector_.filterOnDevice(nullptr);
+  }
+  DeviceFilterScope(const DeviceFilterScope&) = delete;
+  DeviceFilterScope& operator=(const DeviceFilterScope&) = delete;
+  bool active() const { return active_; }
+
+ private:
+  Backprojector& backprojector_;
+  bool active_ = false;
+};
+
+}  // namespace
+
 void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter& filter, Backprojector& backprojector,
             float* destination, const FdkOptions& options, FdkReport& report) {
   const std::size_t count = geometry.size(), batch = std::max<std::size_t>(1, options.batch);
@@ -43,11 +83,13 @@ void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter&
   const DensityKill& kill = options.densityKill;
   if (kill.enabled && !(kill.high > kill.low && kill.margin >= 0 && kill.after > 0 && kill.after < 1))
     throw UsageError("--density-range: expected LOW < HIGH, MARGIN >= 0 and --density-after in (0, 1)");
+  const DeviceFilterScope deviceFilter(filter, backprojector, options.filterOn);
+  report.filteredOnGpu = deviceFilter.active();
 
   // Filtered projections wait in a ring of `slots` (a whole number of batches, so a batch is contiguous)
   // for the backprojector; filter threads take projections in order and never run more than the ring ahead.
   const std::size_t slots = batch * 4;
-  std::vector<float> ring(slots * pixels);
+  std::vector<float> ring(deviceFilter.active() ? 0 : slots * pixels);
   std::vector<std::size_t> filled(slots, SIZE_MAX);  // which projection each slot holds once filtered
   std::mutex mutex;
   std::condition_variable changed;
@@ -94,7 +136,9 @@ void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter&
     }
     pool.clear();  // joins
   };
-  for (int t = 0; t < filterThreads; ++t) pool.emplace_back(filterWorker);
+  // On the device the raw projections go straight to the backprojector: no pool, no ring.
+  if (!deviceFilter.active())
+    for (int t = 0; t < filterThreads; ++t) pool.emplace_back(filterWorker);
 
   std::vector<std::size_t> views(batch);
   bool killed = false;
@@ -104,19 +148,23 @@ void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter&
       const std::size_t n = std::min(batch, count - first);
       std::iota(views.begin(), views.begin() + n, first);
       auto t = std::chrono::steady_clock::now();
-      {
-        std::unique_lock lock(mutex);
-        changed.wait(lock, [&] {
-          if (stop) return true;
-          for (std::size_t p = first; p < first + n; ++p)
-            if (filled[p % slots] != p) return false;
-          return true;
-        });
-        if (failure) std::rethrow_exception(failure);
+      const float* batchData = projections.slice(static_cast<int>(first));  // raw: filtered on the device
+      if (!deviceFilter.active()) {
+        {
+          std::unique_lock lock(mutex);
+          changed.wait(lock, [&] {
+            if (stop) return true;
+            for (std::size_t p = first; p < first + n; ++p)
+              if (filled[p % slots] != p) return false;
+            return true;
+          });
+          if (failure) std::rethrow_exception(failure);
+        }
+        report.filterWaitSeconds += secondsSince(t);
+        t = std::chrono::steady_clock::now();
+        batchData = ring.data() + (first % slots) * pixels;
       }
-      report.filterWaitSeconds += secondsSince(t);
-      t = std::chrono::steady_clock::now();
-      backprojector.backproject(ring.data() + (first % slots) * pixels, views.data(), n);
+      backprojector.backproject(batchData, views.data(), n);
       if (kill.enabled && !killed && first + n >= kill.after * count && first + n < count) {
         // Judge voxels by their value so far scaled to the whole scan: a voxel k of N projections in holds
         // about k/N of its final value.
@@ -137,7 +185,7 @@ void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter&
     throw;
   }
   stopPool();
-  report.filterSeconds = filterBusy / filterThreads;
+  report.filterSeconds = deviceFilter.active() ? 0.0 : filterBusy / filterThreads;
   auto t = std::chrono::steady_clock::now();
   const double readbackBefore = backprojector.timings().readback;
   backprojector.readVolume(destination);  // GPU backends: the last partial window, then the readback

@@ -100,6 +100,9 @@ SlabPlan planFdkSlabs(const Geometry& geometry, const VolumeGrid& grid, const Fd
 void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, const VolumeGrid& grid, const FdkOptions& options,
                          const SlabPlan& plan, const SlabSink& sink, FdkReport* report) {
   const auto start = std::chrono::steady_clock::now();
+  if (options.filterOn == FilterPlace::Gpu)
+    throw UsageError("--filter-on gpu: expected the volume in one block; in " + std::to_string(plan.slabs.size()) +
+                     " slabs every projection is filtered once, on the CPU, for all of them (leave out --filter-on gpu)");
   geometry.validate("FDK");
   grid.validate("FDK");
   checkProjectionsMatch(geometry, projections, "projections");

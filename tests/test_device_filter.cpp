@@ -1,0 +1,265 @@
+// The FDK filter on the GPU (DeviceFilter, Backprojector::filterOnDevice): its host form equals the CPU's FFT
+// filter within a bound derived from float rounding; every GPU backend filtering raw projections gives the volume
+// the same backend gives from host-filtered projections, within that bound carried through the backprojection;
+// the whole FDK with --filter-on gpu against --filter-on cpu; and the options' errors. The GL backends run
+// headless on whatever OpenGL 4.5 device EGL offers (llvmpipe in CI); cuda where a device exists.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "glrecon/backprojector.h"
+#include "glrecon/cuda_backprojector.h"
+#include "glrecon/fdk.h"
+#include "glrecon/filter.h"
+#include "glrecon/gl/context.h"
+#include "test_support.h"
+
+namespace glrecon {
+namespace {
+
+constexpr double kU = test::kFloatRoundoff;  // unit roundoff of float, 2^-24
+
+// Projections in [-1, 1) from a fixed generator: every bit of a sample matters, unlike smooth data.
+std::vector<float> randomProjections(const Geometry& g, std::uint32_t seed) {
+  std::vector<float> q(g.size() * g.detector.nu * g.detector.nv);
+  std::uint32_t state = seed;
+  for (float& x : q) {
+    state = state * 1664525u + 1013904223u;
+    x = static_cast<float>(state >> 8) / static_cast<float>(1u << 23) - 1.0f;
+  }
+  return q;
+}
+
+// nu 130: three 64-column tiles, the last partial; nv 7 with 12 views: row tiles that straddle projections.
+// Offsets: the cosine table is not symmetric. Short: an arc of 180 degrees plus the fan, Parker weights per column.
+Geometry scan(bool shortScan, int nu = 130, int nv = 7, int projections = 12) {
+  CircularScanSpec spec;
+  spec.projections = projections;
+  spec.nu = nu;
+  spec.nv = nv;
+  spec.spacingU = spec.spacingV = 3.0;
+  spec.projectionOffsetX = 21.0;
+  spec.projectionOffsetY = -9.0;
+  if (shortScan) {
+    const Geometry full = makeCircularScan(spec);
+    spec.arc = shortScanArcDegrees(spec.sdd, full.detector, spec.projectionOffsetX) + 1.0;
+  }
+  return makeCircularScan(spec);
+}
+
+// Bound on |DeviceFilter's result - FdkFilter::apply's| for one projection, per pixel, derived from rounding:
+// - the device form: the weighted pixel x_j = p_j c_j w_j from float weights (each rounded once from double) and two
+//   float products: within 4u |x_j|; then nu ordered float (fused) multiply-adds: (nu + 1) u sum_j |x_j t_|i-j||;
+// - the CPU form: x_j rounded once from double (u |x_j|), then FFTW's forward and inverse transforms of length P and
+//   the float gains: Cooley-Tukey's error is at most about 5 u log2(P) of the 2-norm per transform (Higham 24.1,
+//   for the mixed radices FFTW uses as well), so 2-norm error <= (10 log2 P + 2) u max|H| ||x||_2 with H the
+//   response, and each pixel's error is at most the 2-norm's.
+// With `hostOnly` the first term alone: the GPU and applyDeviceFilter do the same sums in the same order, differing
+// only in where multiply-adds are fused.
+double filterBound(const DeviceFilter& f, const RampFilter& ramp, std::size_t view, const float* raw, bool hostOnly) {
+  const int nu = f.nu;
+  double worst = 0.0;
+  for (int row = 0; row < f.nv; ++row) {
+    std::vector<double> x(nu);
+    double norm2 = 0.0;
+    for (int j = 0; j < nu; ++j) {
+      x[j] = std::abs(static_cast<double>(raw[row * nu + j]) * f.cosine[row * nu + j] * f.viewWeights[view * nu + j]);
+      norm2 += x[j] * x[j];
+    }
+    double maxResponse = 0.0;
+    for (double h : ramp.response()) maxResponse = std::max(maxResponse, std::abs(h));
+    const double fft = (10.0 * std::log2(ramp.paddedLength()) + 2.0) * kU * maxResponse * std::sqrt(norm2);
+    for (int i = 0; i < nu; ++i) {
+      double sum = 0.0;
+      for (int j = 0; j < nu; ++j) sum += x[j] * std::abs(f.taps[std::abs(i - j)]);
+      const double direct = (nu + 5) * kU * sum;
+      worst = std::max(worst, hostOnly ? direct : direct + fft);
+    }
+  }
+  return worst;
+}
+
+TEST(DeviceFilter, HostFormEqualsTheFftFilterWithinRounding) {
+  for (const bool shortScan : {false, true})
+    for (const RampWindow window : {RampWindow::RamLak, RampWindow::Hann}) {
+      SCOPED_TRACE(std::string(shortScan ? "short scan, " : "full scan, ") + rampWindowName(window));
+      const Geometry g = scan(shortScan);
+      const FdkFilter filter(g, {window, window == RampWindow::Hann ? 0.8 : 1.0, true});
+      ASSERT_EQ(filter.isShortScan(), shortScan);
+      const DeviceFilter* device = filter.deviceFilter();
+      ASSERT_TRUE(device);
+      ASSERT_EQ(device->taps.size(), 130u);
+      const RampFilter ramp(g.detector.nu, window, window == RampWindow::Hann ? 0.8 : 1.0);
+      const std::vector<float> raw = randomProjections(g, 99);
+      const std::size_t pixels = static_cast<std::size_t>(g.detector.nu) * g.detector.nv;
+      double worstRatio = 0.0, largest = 0.0;
+      for (std::size_t view = 0; view < g.size(); ++view) {
+        std::vector<float> cpu(raw.begin() + view * pixels, raw.begin() + (view + 1) * pixels), host = cpu;
+        filter.apply(view, cpu.data());
+        applyDeviceFilter(*device, view, host.data());
+        const double bound = filterBound(*device, ramp, view, raw.data() + view * pixels, false);
+        for (std::size_t i = 0; i < pixels; ++i) {
+          ASSERT_LE(std::abs(cpu[i] - host[i]), bound) << "view " << view << " pixel " << i;
+          worstRatio = std::max(worstRatio, std::abs(cpu[i] - host[i]) / bound);
+          largest = std::max(largest, std::abs(static_cast<double>(cpu[i])));
+        }
+        // Not vacuous: the bound is far below the values (a wrong weight or tap by 1e-4 would exceed it).
+        EXPECT_LT(bound, 1e-4 * largest);
+      }
+      std::printf("device filter vs FFT: largest difference %.3g of the bound\n", worstRatio);
+    }
+}
+
+TEST(DeviceFilter, NoneWhereViewsNeedTheirOwnCosineTable) {
+  std::vector<CircularParams> params(4);
+  for (int p = 0; p < 4; ++p) {
+    params[p].gantryAngle = 90.0 * p;
+    params[p].projectionOffsetX = 10.0 * p;  // the detector moves relative to the source from view to view
+  }
+  const Geometry tilted = Geometry::fromCircular(std::move(params), DetectorLayout::centred(16, 8, 3.0, 3.0));
+  EXPECT_FALSE(FdkFilter(tilted, {}).deviceFilter());
+  const Geometry circular = scan(false);
+  const FdkFilter circularFilter(circular, {});
+  const DeviceFilter* device = circularFilter.deviceFilter();
+  EXPECT_EQ(circularFilter.deviceFilter(), device) << "made once";
+  ASSERT_TRUE(device);
+  EXPECT_EQ(device->cosine.size(), 130u * 7);
+  EXPECT_EQ(device->viewWeights.size(), 130u * 12);
+}
+
+// A backend filtering raw projections (filterOnDevice, forced: on a software renderer too) against the same backend
+// fed projections filtered by applyDeviceFilter on the host. Their difference is the backprojection of the filters'
+// difference (at most delta per pixel, the host-only bound) plus each backprojection's own rounding of its sum of
+// `count` terms (at most (count + 2) u sum |q| / w^2 each): per voxel at most
+// ones x (delta + 2 (count + 2) u max|q|), with `ones` the same backend's backprojection of all-ones projections
+// (the sum of 1/w^2 with the bilinear weights, which sum to at most 1; the GPU's 8-bit weights too).
+void expectDeviceFilterMatchesHost(const std::string& backend) {
+  const Geometry g = scan(true, 130, 7, 12);  // short: Parker weights differ per view and column
+  const VolumeGrid grid = VolumeGrid::centred({20, 9, 14}, glm::dvec3(6.0));
+  const FdkFilter filter(g, {RampWindow::Hann, 0.9, true});
+  const DeviceFilter device = *filter.deviceFilter();
+  const RampFilter ramp(g.detector.nu, RampWindow::Hann, 0.9);
+  const std::vector<float> raw = randomProjections(g, 4242);
+  const std::size_t pixels = static_cast<std::size_t>(g.detector.nu) * g.detector.nv;
+  std::vector<float> hostFiltered = raw;
+  double delta = 0.0, maxQ = 0.0;
+  for (std::size_t view = 0; view < g.size(); ++view) {
+    applyDeviceFilter(device, view, hostFiltered.data() + view * pixels);
+    delta = std::max(delta, filterBound(device, ramp, view, raw.data() + view * pixels, true));
+  }
+  for (float q : hostFiltered) maxQ = std::max(maxQ, std::abs(static_cast<double>(q)));
+  BackprojectorOptions o;
+  o.window = 5;  // fixed, and not dividing the batches of 4 below: windows straddle backproject() calls
+
+  auto onDevice = makeBackprojector(backend, g, grid, o);
+  ASSERT_TRUE(onDevice->filterOnDevice(&device, true));
+  const Image gpu = test::backprojectInBatches(*onDevice, g, raw, 4);
+  auto fromHost = makeBackprojector(backend, g, grid, o);
+  const Image host = test::backprojectInBatches(*fromHost, g, hostFiltered, 4);
+  // Off again: the same backprojector takes filtered projections (bench reuses one this way).
+  ASSERT_TRUE(onDevice->filterOnDevice(nullptr));
+  onDevice->reset();
+  const Image again = test::backprojectInBatches(*onDevice, g, hostFiltered, 4);
+  const std::vector<float> allOnes(raw.size(), 1.0f);
+  fromHost->reset();
+  const Image ones = test::backprojectInBatches(*fromHost, g, allOnes, 4);
+
+  double worst = 0.0, largest = 0.0;
+  for (std::size_t i = 0; i < gpu.data.size(); ++i) {
+    const double bound = ones.data[i] * (delta + 2.0 * (g.size() + 2) * kU * maxQ);
+    ASSERT_LE(std::abs(gpu.data[i] - host.data[i]), bound) << backend << " voxel " << i;
+    worst = std::max(worst, static_cast<double>(std::abs(gpu.data[i] - host.data[i])));
+    largest = std::max(largest, std::abs(static_cast<double>(host.data[i])));
+  }
+  EXPECT_GT(largest, 0.01) << "the volume is not vacuous (filtered random projections reach about 0.05 here)";
+  EXPECT_EQ(again.data, host.data) << backend << ": after filterOnDevice(nullptr) the backend must take filtered projections";
+  std::printf("%s: filtered on the device vs on the host: largest difference %.3g (values up to %.3g)\n", backend.c_str(), worst,
+              largest);
+}
+
+TEST(GraphicsDeviceFilter, EveryGlBackendFiltersLikeTheHost) {
+  GLRECON_SKIP_WITHOUT_GL();
+  for (const char* backend : {"compute", "graphics", "graphics-mp"}) expectDeviceFilterMatchesHost(backend);
+}
+
+TEST(CudaDeviceFilter, FiltersLikeTheHost) {
+  if (cudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  expectDeviceFilterMatchesHost("cuda");
+}
+
+// The whole FDK through runFdk's device path against its CPU pool, on compute (forced on a software renderer):
+// the filters differ by at most the full filterBound per pixel, carried through the backprojection as above.
+TEST(GraphicsDeviceFilter, WholeFdkFilteredOnTheGpuMatchesTheCpuPool) {
+  GLRECON_SKIP_WITHOUT_GL();
+  const Geometry g = scan(true, 70, 9, 24);  // short scan: Parker weights on the device too
+  const VolumeGrid grid = VolumeGrid::centred({16, 10, 16}, glm::dvec3(6.0));
+  const std::vector<float> raw = randomProjections(g, 7);
+  Image projections(VolumeGrid{{g.detector.nu, g.detector.nv, static_cast<int>(g.size())}, glm::dvec3(1.0), glm::dvec3(0.0)});
+  projections.data = raw;
+  FdkOptions options;
+  options.backend = "compute";
+  options.window = 8;
+  options.batch = 5;
+  options.filterOn = FilterPlace::Gpu;
+  FdkReport gpuReport, cpuReport;
+  const Image gpu = reconstructFdk(g, projections, grid, options, &gpuReport);
+  EXPECT_TRUE(gpuReport.filteredOnGpu);
+  options.filterOn = FilterPlace::Cpu;
+  const Image cpu = reconstructFdk(g, projections, grid, options, &cpuReport);
+  EXPECT_FALSE(cpuReport.filteredOnGpu);
+  // Auto leaves the filter on the CPU on a software renderer (the FFTs are far faster there).
+  options.filterOn = FilterPlace::Auto;
+  FdkReport autoReport;
+  reconstructFdk(g, projections, grid, options, &autoReport);
+  EXPECT_EQ(autoReport.filteredOnGpu, !gl::isSoftwareRenderer(gpuReport.backend)) << gpuReport.backend;
+
+  const FdkFilter filter(g, {});
+  const DeviceFilter device = *filter.deviceFilter();
+  const RampFilter ramp(g.detector.nu);
+  const std::size_t pixels = static_cast<std::size_t>(g.detector.nu) * g.detector.nv;
+  double delta = 0.0, maxQ = 0.0;
+  for (std::size_t view = 0; view < g.size(); ++view) {
+    delta = std::max(delta, filterBound(device, ramp, view, raw.data() + view * pixels, false));
+    std::vector<float> q(raw.begin() + view * pixels, raw.begin() + (view + 1) * pixels);
+    filter.apply(view, q.data());
+    for (float x : q) maxQ = std::max(maxQ, std::abs(static_cast<double>(x)));
+  }
+  BackprojectorOptions o;
+  o.window = 8;
+  auto b = makeBackprojector("compute", g, grid, o);
+  const Image ones = test::backprojectInBatches(*b, g, std::vector<float>(raw.size(), 1.0f), 5);
+  double largest = 0.0;
+  for (std::size_t i = 0; i < gpu.data.size(); ++i) {
+    ASSERT_LE(std::abs(gpu.data[i] - cpu.data[i]), ones.data[i] * (delta + 2.0 * (g.size() + 2) * kU * maxQ)) << "voxel " << i;
+    largest = std::max(largest, std::abs(static_cast<double>(cpu.data[i])));
+  }
+  EXPECT_GT(largest, 0.01);
+}
+
+TEST(Cli, FilterOnGpuRefusesWhatCannotFilterThere) {
+  const auto dir = test::scratchDir() / "filter_on";
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(test::runCli(dir, "phantom -o scan --projections 12 --detector 24 --detector-spacing 16 -q").exitCode, 0);
+  const std::string fdk = "fdk -g scan/geometry.xml -p scan/projections.mha -q --overwrite ";
+  const auto cpu = test::runCli(dir, fdk + "-o v.mha --size 8 --spacing 16 --backend cpu --filter-on gpu");
+  EXPECT_EQ(cpu.exitCode, 2) << cpu.output;
+  EXPECT_TRUE(test::contains(cpu.output, "--filter-on gpu")) << cpu.output;
+  EXPECT_TRUE(test::contains(cpu.output, "the cpu backend")) << cpu.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "v.mha"));
+  const auto stream = test::runCli(dir, fdk + "-o v.mha --size 8 --spacing 16 --backend cpu --filter-on gpu --stream");
+  EXPECT_EQ(stream.exitCode, 2) << stream.output;
+  EXPECT_TRUE(test::contains(stream.output, "without --stream")) << stream.output;
+  const auto slabs = test::runCli(dir, fdk + "-o v.mha --backend cpu --filter-on gpu --size 32 --spacing 4 --gpu-memory 100K");
+  EXPECT_NE(slabs.exitCode, 0) << slabs.output;
+  EXPECT_TRUE(test::contains(slabs.output, "--filter-on gpu")) << slabs.output;
+  const auto bad = test::runCli(dir, fdk + "-o v.mha --size 8 --spacing 16 --filter-on fpga");
+  EXPECT_EQ(bad.exitCode, 2) << bad.output;
+  EXPECT_TRUE(test::contains(bad.output, "expected auto, cpu or gpu, found 'fpga'")) << bad.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "v.mha"));
+}
+
+}  // namespace
+}  // namespace glrecon
