@@ -45,6 +45,28 @@ if [ "$step" = filter ]; then
     /usr/bin/time -f "$1 --filter-on $2 wall %e s" "$bin" fdk -g $scan/geometry.xml -p $scan/projections.mha -o /tmp/v.mha --overwrite --size 512 --spacing 0.5 --backend $1 --window 32 --filter-on $2 2>&1 | grep -E "file to file|backend|wall"
   done | tee "$out/fdk512_filter.txt"
 fi
+# 1024^3 from 720 x 1024^2 file to file: the filter on the GPU against the CPU's pool.
+if [ "$step" = fdk1024 ]; then
+  scan=/tmp/scan1k; "$bin" phantom -o $scan --projections 720 --detector 1024 --detector-spacing 0.5 --overwrite -q
+  for place in auto cpu; do
+    /usr/bin/time -f "1024 cuda --filter-on $place wall %e s" "$bin" fdk -g $scan/geometry.xml -p $scan/projections.mha -o /tmp/v.mha --overwrite --size 1024 --spacing 0.25 --backend cuda --window 32 --filter-on $place 2>&1 | grep -E "file to file|backend|wall"
+  done | tee "$out/fdk1024_filter.txt"
+  rm -f /tmp/v.mha
+fi
+# 2048^3 file to file: one block (filter on the CPU, as slabs filter) against 5 slabs, compared by md5 (two 32 GiB
+# files do not fit the disk together), then one block with the filter on the GPU.
+if [ "$step" = big2048 ]; then
+  scan=/tmp/scan1k; [ -f $scan/projections.mha ] || "$bin" phantom -o $scan --projections 720 --detector 1024 --detector-spacing 0.5 --overwrite -q
+  f="fdk -g $scan/geometry.xml -p $scan/projections.mha --size 2048 --spacing 0.125 --backend cuda --window 32 --overwrite"
+  {
+    /usr/bin/time -f "2048 one block, filter on the cpu: wall %e s" "$bin" $f -o /tmp/a.mha --filter-on cpu 2>&1 | grep -E "file to file|backend|wall"
+    md5sum /tmp/a.mha; rm -f /tmp/a.mha
+    /usr/bin/time -f "2048 --gpu-memory 8G: wall %e s" "$bin" $f -o /tmp/a.mha --gpu-memory 8G 2>&1 | grep -E "file to file|slabs|device|wall"
+    md5sum /tmp/a.mha; rm -f /tmp/a.mha
+    /usr/bin/time -f "2048 one block, filter on the gpu: wall %e s" "$bin" $f -o /tmp/a.mha 2>&1 | grep -E "file to file|backend|wall"
+    rm -f /tmp/a.mha
+  } | tee "$out/big2048.txt"
+fi
 # Issue 12: slabs forced by --gpu-memory against one block, and two GPUs (on nvidia-h200-x2).
 if [ "$step" = slabs1024 ]; then
   "$bin" bench --size 1024 --projections 720 --detector 1024 --backends cuda,compute --window 32 --gpu-memory 2G --repeat 2 -q 2>&1 | tee "$out/slabs1024.txt"

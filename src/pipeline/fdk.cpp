@@ -206,12 +206,23 @@ Image reconstructFdk(const Geometry& geometry, const Image& projections, const V
   geometry.checkVolumeInFront(grid, "FDK");
   const SlabPlan plan = planFdkSlabs(geometry, grid, options);
   if (!plan.slabs.empty()) {
-    Image volume(grid);
+    // The output is paged in (zeroed) meanwhile by another thread, as on the one-block path; the first slab waits
+    // for it, and each slab's slices go to their places on several threads.
+    Image volume;  // declared first: the future below (which waits for its task) goes before it
+    std::shared_future<Image*> output;
+    output = std::async(std::launch::async, [&] {
+      volume = Image(grid);
+      return &volume;
+    }).share();
     const std::size_t nx = grid.size[0], ny = grid.size[1];
+    const int threads = resolveThreadCount(options.threads);
     reconstructFdkSlabs(geometry, projections, grid, options, plan, [&](int first, int rows, const float* data) {
-      for (int k = 0; k < grid.size[2]; ++k)
-        std::copy_n(data + k * nx * rows, nx * rows, volume.data.data() + (k * ny + first) * nx);
+      float* to = output.get()->data.data();
+      parallelFor(static_cast<std::size_t>(grid.size[2]), 1, threads, [&](std::size_t k0, std::size_t k1) {
+        for (std::size_t k = k0; k < k1; ++k) std::copy_n(data + k * nx * rows, nx * rows, to + (k * ny + first) * nx);
+      });
     }, report);
+    output.wait();
     return volume;
   }
   // The output is paged in (zeroed) by another thread while the backprojector is made and the scan runs: at

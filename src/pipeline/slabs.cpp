@@ -46,8 +46,9 @@ class FilteredStore {
     const std::uint64_t bytes = static_cast<std::uint64_t>(floats) * sizeof(float);
     if (scratch.empty()) {
       checkHostMemory("fdk", "the filtered projections (use --scratch DIR to keep them in a file)", bytes);
-      memory_.resize(floats);
-      data_ = memory_.data();
+      // Not zeroed: the filter threads write every slot, and so page it in on many cores instead of this one.
+      memory_.reset(new float[floats]);
+      data_ = memory_.get();
       return;
     }
     fd_ = ::open(scratch.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
@@ -71,7 +72,7 @@ class FilteredStore {
 
  private:
   std::size_t floats_;
-  std::vector<float> memory_;
+  std::unique_ptr<float[]> memory_;
   float* data_ = nullptr;
   int fd_ = -1;
 };
@@ -198,7 +199,9 @@ void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, con
       shares[w].gpu = gpus[w];
       shares[w].description = backprojector->description();
       // Two slab buffers: one is written out (asynchronously) while the next slab is read back into the other.
-      std::vector<float> buffers[2];
+      // Not zeroed: readVolume writes every voxel of a slab, on several threads (which spreads the page faults too).
+      const std::size_t capacity = static_cast<std::size_t>(grid.size[0]) * plan.rowsPerSlab * grid.size[2];
+      std::unique_ptr<float[]> buffers[2] = {std::unique_ptr<float[]>(new float[capacity]), std::unique_ptr<float[]>(new float[capacity])};
       std::future<void> writing[2];
       int which = 0;
       std::vector<std::size_t> views(batch);
@@ -233,16 +236,16 @@ void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, con
           progress.update(projectionsDone);
         }
         if (writing[which].valid()) writing[which].get();  // this buffer's previous slab is out
-        std::vector<float>& buffer = buffers[which];
-        buffer.resize(static_cast<std::size_t>(grid.size[0]) * rows * grid.size[2]);
+        float* buffer = buffers[which].get();
+        const std::size_t voxels = static_cast<std::size_t>(grid.size[0]) * rows * grid.size[2];
         const auto tr = std::chrono::steady_clock::now();
-        backprojector->readVolume(buffer.data());
+        backprojector->readVolume(buffer);
         readbackSeconds[w] += secondsSince(tr);
         backprojectSeconds[w] += secondsSince(t);
         if (!slabRoi.mask.empty())
-          for (std::size_t i = 0; i < buffer.size(); ++i)
+          for (std::size_t i = 0; i < voxels; ++i)
             if (!slabRoi.mask[i]) buffer[i] = 0.0f;
-        writing[which] = std::async(std::launch::async, [&sink, &buffer, first = first, rows = rows] { sink(first, rows, buffer.data()); });
+        writing[which] = std::async(std::launch::async, [&sink, buffer, first = first, rows = rows] { sink(first, rows, buffer); });
         which = 1 - which;
         ++shares[w].slabs;
       }
