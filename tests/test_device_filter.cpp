@@ -161,7 +161,9 @@ void expectDeviceFilterMatchesHost(const std::string& backend) {
   const Image host = test::backprojectInBatches(*fromHost, g, hostFiltered, 4);
   // Off again: the same backprojector takes filtered projections (bench reuses one this way).
   ASSERT_TRUE(onDevice->filterOnDevice(nullptr));
+  EXPECT_EQ(onDevice->uploadedBytes(), static_cast<double>(raw.size() * sizeof(float))) << backend << ": raw projections sent once";
   onDevice->reset();
+  EXPECT_EQ(onDevice->uploadedBytes(), 0.0) << backend << ": reset() clears the counters";
   const Image again = test::backprojectInBatches(*onDevice, g, hostFiltered, 4);
   const std::vector<float> allOnes(raw.size(), 1.0f);
   fromHost->reset();

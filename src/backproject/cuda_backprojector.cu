@@ -513,6 +513,7 @@ void CudaBackprojector::reset() {
   GLRECON_CUDA(cudaMemset(d.volume, 0, d.voxels() * sizeof(float)));
   d.updatesDone = d.updatesTotal = 0;
   d.timings = {};
+  d.uploaded = 0;  // as the GL backends: reset() clears every counter
 }
 
 void CudaBackprojector::setSlab(int firstRow, int rows) {
