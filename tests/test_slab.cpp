@@ -147,8 +147,8 @@ void slabsEqualOneBlock(const std::string& backend, int window) {
         options.window = window;
         options.threads = 2;
         options.roi = roi;
-        // Slabs filter every projection once on the CPU (FFTW) for all slabs; a one-block run on a hardware GPU would
-        // filter on the device (equal within rounding, test_device_filter.cpp). Same filter, same bits.
+        // Both filter on the CPU (FFTW), whatever the device: the bits of the backprojection alone are compared here.
+        // With the filter on the GPU, slabs against one block: test_device_filter.cpp.
         options.filterOn = FilterPlace::Cpu;
         const Image whole = reconstructFdk(g, projections, grid, options);
         const SlabCost cost = slabCost(backend, g, grid, window, !roi.empty());

@@ -63,6 +63,15 @@ class Backprojector {
     (void)force;
     return filter == nullptr;
   }
+  /// Filters `count` raw projections (views[i] the i-th's geometry index) on the device into `filtered` (the same
+  /// layout) without backprojecting them, with filterOnDevice's kernels, so with the same bits: the slab path
+  /// keeps them for all slabs. Returns false, doing nothing, where filterOnDevice would (slab mode aside). Not
+  /// counted in uploadedBytes(); the volume is untouched; no projections may be waiting in a window.
+  virtual bool filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count,
+                                 float* filtered, bool force = false) {
+    (void)filter, (void)raw, (void)views, (void)count, (void)filtered, (void)force;
+    return false;
+  }
   /// Bytes of projection data sent to the device so far (all rows, or the slab's row bands), for the slab tests
   /// and bench; 0 where nothing is uploaded (cpu).
   virtual double uploadedBytes() const { return 0.0; }

@@ -47,6 +47,8 @@ class CudaBackprojector final : public Backprojector {
   void setSlab(int firstRow, int rows) override;
   double uploadedBytes() const override;
   bool filterOnDevice(const DeviceFilter* filter, bool force) override;
+  bool filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count, float* filtered,
+                         bool force) override;
   void setRegion(const RegionOfInterest& roi) override;
   void killOutsideRange(double low, double high, double scale) override;
   std::vector<std::uint8_t> activeMask() override;

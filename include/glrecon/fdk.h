@@ -26,8 +26,10 @@ struct DensityKill {
   double after = 0.25;  ///< fraction of the projections applied before voxels are judged
 };
 
-/// Where FDK's filter runs: on the GPU where the backend can (cuda) and the views share one cosine table, else
-/// on the CPU's thread pool (auto); or always on the CPU; or on the GPU, an error where it cannot.
+/// Where FDK's filter runs: on the GPU where the backend can (cuda, compute, graphics, graphics-mp on a hardware
+/// GPU) and the views share one cosine table, else on the CPU's thread pool (auto; --stream always filters on the
+/// CPU); or always on the CPU; or on the GPU, an error where it cannot. Slabs filter each projection once, on the
+/// GPU with the same kernels as one block (the same bits) or on the CPU.
 enum class FilterPlace { Auto, Cpu, Gpu };
 FilterPlace parseFilterPlace(const std::string& text);
 

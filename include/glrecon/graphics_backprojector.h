@@ -44,6 +44,8 @@ class GraphicsBackprojector final : public Backprojector {
   void setSlab(int firstRow, int rows) override;
   double uploadedBytes() const override;
   bool filterOnDevice(const DeviceFilter* filter, bool force) override;
+  bool filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count, float* filtered,
+                         bool force) override;
   /// The region goes into the stencil: per slice (a stencil texture array beside the volume, one draw for
   /// all slices: the default) or, with substackStencil, the paper's scheme: 8 sub-stacks of slices, each
   /// owning one bit of a single 8-bit stencil that holds the union of its slices' masks (slices drawn one

@@ -509,9 +509,8 @@ void BenchCommand::runSlabs(const std::vector<std::string>& backendList, const s
     FdkOptions options;
     options.backend = backend;
     options.threads = threads;
-    // Both runs filter on the CPU: slabs filter each projection once there for all slabs, and the bit comparison
-    // needs the same filter (the one-block run filtering on the GPU is faster still: bench without --gpu-memory).
-    options.filterOn = FilterPlace::Cpu;
+    // Both runs filter where --filter-on says (the same kernels in one block and in slabs: the same bits).
+    options.filterOn = parseFilterPlace(filterOn);
     options.gpu = gpus.front();
     const std::string w = windowList.front();
     options.window = w == "auto" ? 0 : w == "max" ? kMaximumWindow : std::atoi(w.c_str());

@@ -357,8 +357,8 @@ struct FdkCommand {
     c->add_option("--cutoff", cutoff, "Window cut-off as a fraction of the Nyquist frequency (0, 1]")->capture_default_str();
     c->add_option("--hann", hann, "rtkfdk's option: Hann window with this cut-off (same as --filter hann --cutoff F)");
     c->add_option("--filter-on", filterOn,
-                  "Where the filter runs: auto (on the GPU for cuda, compute and graphics on a hardware GPU without slabs or "
-                  "--stream, else on a CPU thread pool with FFTW), cpu, or gpu (an error where it cannot)")
+                  "Where the filter runs: auto (on the GPU for cuda, compute and graphics on a hardware GPU without --stream, "
+                  "else on a CPU thread pool with FFTW), cpu, or gpu (an error where it cannot)")
         ->capture_default_str();
     c->add_flag("--no-short-scan", noShortScan, "Do not apply Parker weights to a scan shorter than 360 degrees");
     c->add_flag("--stream", stream,

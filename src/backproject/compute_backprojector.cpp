@@ -122,6 +122,10 @@ void ComputeBackprojector::setSlab(int firstRow, int rows) {
 double ComputeBackprojector::uploadedBytes() const { return impl_->base.uploaded; }
 
 bool ComputeBackprojector::filterOnDevice(const DeviceFilter* filter, bool force) { return impl_->base.filterOnDevice(filter, force); }
+bool ComputeBackprojector::filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count, float* filtered,
+                           bool force) {
+  return impl_->base.filterProjections(filter, raw, views, count, filtered, force);
+}
 
 void ComputeBackprojector::setRegion(const RegionOfInterest& roi) {
   Impl& d = *impl_;

@@ -274,6 +274,44 @@ struct CudaBackprojector::Impl {
 
   Impl(const Geometry& g, const VolumeGrid& v, const BackprojectorOptions& o) : geometry(g), grid(v), options(o) {}
 
+  // The device filter's tables and raw buffers for `filter`; false, doing nothing, without the memory for them.
+  bool prepareFilter(const DeviceFilter& filter) {
+    const int nu = geometry.detector.nu, nv = geometry.detector.nv;
+    if (filter.nu != nu || filter.nv != nv || filter.viewWeights.size() != geometry.size() * nu ||
+        filter.cosine.size() != static_cast<std::size_t>(nu) * nv || filter.taps.size() != static_cast<std::size_t>(nu))
+      throw std::invalid_argument("device filter: the filter's detector or view count differs from the geometry's");
+    if (!raw[0]) {
+      std::size_t freeBytes = 0, totalBytes = 0;
+      GLRECON_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
+      const std::size_t need = (2 * stagingFloats + filter.cosine.size() + filter.viewWeights.size() + filter.taps.size()) * sizeof(float);
+      if (need > freeBytes) return false;
+    }
+    // Sizes follow from the geometry (checked above), so buffers allocated once serve every later run.
+    const auto upload = [](float*& to, const std::vector<float>& from) {
+      if (!to) GLRECON_CUDA(cudaMalloc(&to, from.size() * sizeof(float)));
+      GLRECON_CUDA(cudaMemcpy(to, from.data(), from.size() * sizeof(float), cudaMemcpyHostToDevice));
+    };
+    upload(filterCosine, filter.cosine);
+    upload(filterColumns, filter.viewWeights);
+    upload(filterTaps, filter.taps);
+    for (int b = 0; b < 2; ++b)
+      if (!raw[b]) GLRECON_CUDA(cudaMalloc(&raw[b], stagingFloats * sizeof(float)));
+    return true;
+  }
+
+  // Staging buffer b's `w` raw projections (views[]) to the device and filtered into array b, on the copy stream.
+  void filterWindow(int b, const std::size_t* views, int w) {
+    const int nu = geometry.detector.nu, nv = geometry.detector.nv;
+    const std::size_t floats = static_cast<std::size_t>(nu) * nv * w;
+    GLRECON_CUDA(cudaMemcpyAsync(raw[b], staging[b], floats * sizeof(float), cudaMemcpyHostToDevice, copyStream));
+    WindowViews list{};
+    for (int s = 0; s < w; ++s) list.view[s] = static_cast<int>(views[s]);
+    const int rows = nv * w;
+    const dim3 blocks((nu + kFilterTile - 1) / kFilterTile, (rows + kFilterTile - 1) / kFilterTile);
+    filterRows<<<blocks, kFilterThreads, 0, copyStream>>>(raw[b], nu, nv, rows, list, filterCosine, filterColumns, filterTaps, surfaces[b]);
+    GLRECON_CUDA(cudaGetLastError());
+  }
+
   void launch() {
     if (pending.empty()) return;
     const int w = static_cast<int>(pending.size());
@@ -282,16 +320,8 @@ struct CudaBackprojector::Impl {
     // The staging buffer of this window was filled by backproject(); copy it into the layered array.
     GLRECON_CUDA(cudaStreamWaitEvent(copyStream, used[buffer], 0));
     if (deviceFilter) {
-      const std::size_t floats = static_cast<std::size_t>(nu) * nv * w;
-      GLRECON_CUDA(cudaMemcpyAsync(raw[buffer], staging[buffer], floats * sizeof(float), cudaMemcpyHostToDevice, copyStream));
-      uploaded += static_cast<double>(floats) * sizeof(float);
-      WindowViews list{};
-      for (int s = 0; s < w; ++s) list.view[s] = static_cast<int>(pending[s]);
-      const int rows = nv * w;
-      const dim3 blocks((nu + kFilterTile - 1) / kFilterTile, (rows + kFilterTile - 1) / kFilterTile);
-      filterRows<<<blocks, kFilterThreads, 0, copyStream>>>(raw[buffer], nu, nv, rows, list, filterCosine, filterColumns, filterTaps,
-                                                             surfaces[buffer]);
-      GLRECON_CUDA(cudaGetLastError());
+      filterWindow(buffer, pending.data(), w);
+      uploaded += static_cast<double>(nu) * nv * w * sizeof(float);
     }
     cudaMemcpy3DParms copy{};
     copy.srcPtr = make_cudaPitchedPtr(staging[buffer], nu * sizeof(float), nu, nv);
@@ -542,30 +572,39 @@ bool CudaBackprojector::filterOnDevice(const DeviceFilter* filter, bool) {
     d.deviceFilter = false;
     return true;
   }
-  // Slabs stage only each projection's band of rows, and their projections were filtered once for all slabs.
-  if (d.options.slabRows > 0) return false;
-  const int nu = d.geometry.detector.nu, nv = d.geometry.detector.nv;
-  if (filter->nu != nu || filter->nv != nv || filter->viewWeights.size() != d.geometry.size() * nu ||
-      filter->cosine.size() != static_cast<std::size_t>(nu) * nv || filter->taps.size() != static_cast<std::size_t>(nu))
-    throw std::invalid_argument("filterOnDevice: the filter's detector or view count differs from the geometry's");
-  // The raw windows and tables need memory beside the volume: without it the CPU filters (auto), as before.
-  if (!d.raw[0]) {
-    std::size_t freeBytes = 0, totalBytes = 0;
-    GLRECON_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
-    const std::size_t need = (2 * d.stagingFloats + filter->cosine.size() + filter->viewWeights.size() + filter->taps.size()) * sizeof(float);
-    if (need > freeBytes) return false;
-  }
-  // Sizes follow from the geometry (checked above), so buffers allocated once serve every later run.
-  const auto upload = [](float*& to, const std::vector<float>& from) {
-    if (!to) GLRECON_CUDA(cudaMalloc(&to, from.size() * sizeof(float)));
-    GLRECON_CUDA(cudaMemcpy(to, from.data(), from.size() * sizeof(float), cudaMemcpyHostToDevice));
-  };
-  upload(d.filterCosine, filter->cosine);
-  upload(d.filterColumns, filter->viewWeights);
-  upload(d.filterTaps, filter->taps);
-  for (int b = 0; b < 2; ++b)
-    if (!d.raw[b]) GLRECON_CUDA(cudaMalloc(&d.raw[b], d.stagingFloats * sizeof(float)));
+  // Slabs stage only each projection's band of rows (their projections come filtered: filterProjections).
+  if (d.options.slabRows > 0 || !d.prepareFilter(*filter)) return false;
   d.deviceFilter = true;
+  return true;
+}
+
+bool CudaBackprojector::filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count,
+                                          float* filtered, bool) {
+  Impl& d = *impl_;
+  d.launch();
+  GLRECON_CUDA(cudaDeviceSynchronize());  // staging[0], raw[0] and arrays[0] are free
+  if (!d.prepareFilter(filter)) return false;
+  const int nu = d.geometry.detector.nu, nv = d.geometry.detector.nv;
+  const std::size_t pixels = static_cast<std::size_t>(nu) * nv;
+  const int threads = std::min(8, resolveThreadCount(d.options.threads));
+  for (std::size_t first = 0; first < count; first += d.window) {
+    const std::size_t n = std::min<std::size_t>(d.window, count - first);
+    for (std::size_t s = 0; s < n; ++s)
+      if (views[first + s] >= d.geometry.size()) throw std::out_of_range("filterProjections: view index beyond the geometry");
+    parallelFor(n * pixels, std::size_t{1} << 18, threads,
+                [&](std::size_t b, std::size_t e) { std::memcpy(d.staging[0] + b, raw + first * pixels + b, (e - b) * sizeof(float)); });
+    d.filterWindow(0, views + first, static_cast<int>(n));
+    // Back out of the layered array the backprojection would sample: the same bits it would see.
+    cudaMemcpy3DParms back{};
+    back.srcArray = d.arrays[0];
+    back.dstPtr = make_cudaPitchedPtr(d.staging[0], nu * sizeof(float), nu, nv);
+    back.extent = make_cudaExtent(nu, nv, n);
+    back.kind = cudaMemcpyDeviceToHost;
+    GLRECON_CUDA(cudaMemcpy3DAsync(&back, d.copyStream));
+    GLRECON_CUDA(cudaStreamSynchronize(d.copyStream));
+    parallelFor(n * pixels, std::size_t{1} << 18, threads,
+                [&](std::size_t b, std::size_t e) { std::memcpy(filtered + first * pixels + b, d.staging[0] + b, (e - b) * sizeof(float)); });
+  }
   return true;
 }
 

@@ -236,33 +236,59 @@ bool GlVolumeBackend::filterOnDevice(const DeviceFilter* filter, bool force) {
     deviceFilter_ = false;
     return true;
   }
-  if (slabCapacity > 0 || (context_->info().software && !force)) return false;
+  if (slabCapacity > 0 || (context_->info().software && !force) || !prepareFilter(*filter)) return false;
+  deviceFilter_ = true;
+  return true;
+}
+
+bool GlVolumeBackend::prepareFilter(const DeviceFilter& filter) {
   const int nu = geometry.detector.nu, nv = geometry.detector.nv;
-  if (filter->nu != nu || filter->nv != nv || filter->viewWeights.size() != geometry.size() * nu ||
-      filter->cosine.size() != static_cast<std::size_t>(nu) * nv || filter->taps.size() != static_cast<std::size_t>(nu))
-    throw std::invalid_argument("filterOnDevice: the filter's detector or view count differs from the geometry's");
-  if (!filterProgram_) filterProgram_ = gl::buildProgram({{GL_COMPUTE_SHADER, "filter_rows.comp"}}, {});
-  const auto upload = [](gl::Buffer& buffer, const void* data, std::size_t bytes) {
-    buffer = gl::createBuffer();
-    glNamedBufferStorage(buffer.id(), static_cast<GLsizeiptr>(bytes), data, GL_DYNAMIC_STORAGE_BIT);
-  };
-  upload(filterCosine_, filter->cosine.data(), filter->cosine.size() * sizeof(float));
-  upload(filterColumns_, filter->viewWeights.data(), filter->viewWeights.size() * sizeof(float));
-  upload(filterTaps_, filter->taps.data(), filter->taps.size() * sizeof(float));
-  upload(filterViews_, nullptr, static_cast<std::size_t>(maxWindow) * sizeof(GLint));
-  // The raw projections of one dispatch in one storage block, which has a size limit (128 MiB on Mesa).
+  if (filter.nu != nu || filter.nv != nv || filter.viewWeights.size() != geometry.size() * nu ||
+      filter.cosine.size() != static_cast<std::size_t>(nu) * nv || filter.taps.size() != static_cast<std::size_t>(nu))
+    throw std::invalid_argument("device filter: the filter's detector or view count differs from the geometry's");
+  // The raw projections of one dispatch in one storage block, which has a size limit (128 MiB on Mesa): a larger
+  // detector filters on the CPU.
   const std::size_t bytes = static_cast<std::size_t>(nu) * nv * sizeof(float);
   const std::size_t blockLimit = static_cast<std::size_t>(std::max(glInteger(GL_MAX_SHADER_STORAGE_BLOCK_SIZE), 0));
-  if (bytes > blockLimit)
-    throwInputError(where_, "detector pixels for filtering on the GPU", "at most " + std::to_string(blockLimit / sizeof(float)) +
-                    " (one projection per storage block; --filter-on cpu filters any size)", std::to_string(bytes / sizeof(float)));
+  if (bytes > blockLimit) return false;
   filterChunk_ = std::min<std::size_t>(maxWindow, blockLimit / bytes);
   // Without room beside the volume the CPU filters (auto), as before.
-  const std::size_t need = filterChunk_ * bytes + (filter->cosine.size() + filter->viewWeights.size() + filter->taps.size()) * sizeof(float);
+  const std::size_t need = filterChunk_ * bytes + (filter.cosine.size() + filter.viewWeights.size() + filter.taps.size()) * sizeof(float);
   if (const long long free = freeGpuMemory(); free >= 0 && static_cast<long long>(need) > free) return false;
+  if (!filterProgram_) filterProgram_ = gl::buildProgram({{GL_COMPUTE_SHADER, "filter_rows.comp"}}, {});
+  const auto upload = [](gl::Buffer& buffer, const void* data, std::size_t size) {
+    buffer = gl::createBuffer();
+    glNamedBufferStorage(buffer.id(), static_cast<GLsizeiptr>(size), data, GL_DYNAMIC_STORAGE_BIT);
+  };
+  upload(filterCosine_, filter.cosine.data(), filter.cosine.size() * sizeof(float));
+  upload(filterColumns_, filter.viewWeights.data(), filter.viewWeights.size() * sizeof(float));
+  upload(filterTaps_, filter.taps.data(), filter.taps.size() * sizeof(float));
+  upload(filterViews_, nullptr, static_cast<std::size_t>(maxWindow) * sizeof(GLint));
   upload(filterRaw_, nullptr, filterChunk_ * bytes);
   gl::checkError((where_ + ": the device filter's buffers").c_str());
-  deviceFilter_ = true;
+  return true;
+}
+
+bool GlVolumeBackend::filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count,
+                                        float* filtered, bool force) {
+  context_->makeCurrent();
+  if ((context_->info().software && !force)) return false;
+  if (!pending.empty()) throw std::logic_error("filterProjections: projections are waiting in the window; draw them first");
+  glFinish();  // both halves' passes done: their staging memory and layers are free
+  if (!prepareFilter(filter)) return false;
+  const int nu = geometry.detector.nu, nv = geometry.detector.nv;
+  const std::size_t pixels = static_cast<std::size_t>(nu) * nv;
+  const int threads = std::min(8, resolveThreadCount(options.threads));
+  for (std::size_t first = 0; first < count; first += maxWindow) {
+    const std::size_t n = std::min<std::size_t>(maxWindow, count - first);
+    parallelFor(n * pixels, std::size_t{1} << 18, threads,
+                [&](std::size_t b, std::size_t e) { std::copy(raw + first * pixels + b, raw + first * pixels + e, stagingMemory_ + b); });
+    filterStaged(0, views + first, n);  // into layers 0 .. n-1, as a window would be
+    glMemoryBarrier(GL_TEXTURE_UPDATE_BARRIER_BIT);
+    GLRECON_CHECK_GL(glGetTextureSubImage(projections.id(), 0, 0, 0, 0, nu, nv, static_cast<GLsizei>(n), GL_RED, GL_FLOAT,
+                                          static_cast<GLsizei>(n * pixels * sizeof(float)), filtered + first * pixels));
+  }
+  gl::checkError((where_ + ": filtering projections").c_str());
   return true;
 }
 

@@ -45,6 +45,10 @@ class GlVolumeBackend {
   /// False in slab mode (row bands are staged, and their projections come filtered once for all slabs), and,
   /// unless `force`, on a software renderer (there the CPU's FFTs beat the shader's nu^2 products many times).
   bool filterOnDevice(const DeviceFilter* filter, bool force);
+  /// Backprojector::filterProjections for both GL backends: through the window's first layers and back (no
+  /// projections may be pending).
+  bool filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count, float* filtered,
+                         bool force);
   /// Draws what the window holds (a partial window) now.
   void flush(const std::function<void()>& draw);
   /// The pending views' matrices into the uniform buffer (binding 0), in float.
@@ -87,6 +91,8 @@ class GlVolumeBackend {
   void finishWindow();  // fences the half just drawn from and switches to the other
   /// Device filter: projections staged at `stagingLayer` (n of them, views[]) filtered into texture layers from `layer`.
   void filterStaged(std::size_t stagingLayer, const std::size_t* views, std::size_t n);
+  /// The filter's program and buffers for `filter` (false, doing nothing, where the detector or memory is too large).
+  bool prepareFilter(const DeviceFilter& filter);
   bool deviceFilter_ = false;
   gl::Program filterProgram_;
   gl::Buffer filterRaw_, filterCosine_, filterColumns_, filterTaps_, filterViews_;

@@ -290,6 +290,10 @@ void GraphicsBackprojector::setSlab(int firstRow, int rows) {
 double GraphicsBackprojector::uploadedBytes() const { return impl_->base.uploaded; }
 
 bool GraphicsBackprojector::filterOnDevice(const DeviceFilter* filter, bool force) { return impl_->base.filterOnDevice(filter, force); }
+bool GraphicsBackprojector::filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count, float* filtered,
+                           bool force) {
+  return impl_->base.filterProjections(filter, raw, views, count, filtered, force);
+}
 
 void GraphicsBackprojector::setRegion(const RegionOfInterest& roi) {
   Impl& d = *impl_;

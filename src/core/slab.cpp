@@ -62,6 +62,13 @@ SlabCost slabCost(const std::string& backend, const Geometry& geometry, const Vo
   // The cpu backend uploads nothing: its "device" is host memory, where the slab is all it adds.
   cost.fixedBytes = backend == "cpu" ? 0 : 2 * static_cast<std::uint64_t>(std::max(1, window)) * projection;
   cost.bytesPerRow = nx * nz * 4;  // the float volume
+  if (backend != "cpu") {
+    // Room for the filter on the GPU (FdkOptions::filterOn): two windows of raw projections (one on GL) and its
+    // tables (the cosine weights, a row of weights per view, the taps).
+    const std::uint64_t rawWindows = backend == "cuda" ? 2 : 1;
+    cost.fixedBytes += rawWindows * static_cast<std::uint64_t>(std::max(1, window)) * projection +
+                       (static_cast<std::uint64_t>(geometry.detector.nu) * (geometry.detector.nv + geometry.size() + 1)) * 4;
+  }
   if (backend == "graphics" || backend == "graphics-mp") {
     // The window's upload buffer (two halves) and the readback buffer (a chunk of slices) beside the texture.
     cost.fixedBytes += 2 * static_cast<std::uint64_t>(std::max(1, window)) * projection;

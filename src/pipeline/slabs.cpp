@@ -101,9 +101,6 @@ SlabPlan planFdkSlabs(const Geometry& geometry, const VolumeGrid& grid, const Fd
 void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, const VolumeGrid& grid, const FdkOptions& options,
                          const SlabPlan& plan, const SlabSink& sink, FdkReport* report) {
   const auto start = std::chrono::steady_clock::now();
-  if (options.filterOn == FilterPlace::Gpu)
-    throw UsageError("--filter-on gpu: expected the volume in one block; in " + std::to_string(plan.slabs.size()) +
-                     " slabs every projection is filtered once, on the CPU, for all of them (leave out --filter-on gpu)");
   geometry.validate("FDK");
   grid.validate("FDK");
   checkProjectionsMatch(geometry, projections, "projections");
@@ -145,8 +142,21 @@ void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, con
     stop = true;
     changed.notify_all();
   };
+  // Where the GPU can filter (as the one-block path does, with the same kernels and so the same bits), the first
+  // worker filters every projection into the store before its first slab; else, or where it turns out it cannot,
+  // a pool of CPU threads does.
+  const DeviceFilter* device =
+      options.filterOn != FilterPlace::Cpu && options.backend != "cpu" ? filter.deviceFilter() : nullptr;
+  if (!device && options.filterOn == FilterPlace::Gpu)
+    throw UsageError(std::string("--filter-on gpu: expected a backend that filters on the GPU (cuda, compute, graphics, graphics-mp) and a "
+                                 "trajectory whose views share one cosine table; found ") +
+                     (options.backend == "cpu" ? "the cpu backend" : "views whose detector differs in shape relative to the source") +
+                     " (--filter-on auto or cpu filters on the CPU)");
+  bool filteredOnGpu = false;
+  double gpuFilterSeconds = 0;
   std::vector<std::jthread> filterPool;
-  for (int t = 0; t < filterThreads; ++t)
+  const auto startFilterPool = [&] {
+    for (int t = 0; t < filterThreads; ++t)
     filterPool.emplace_back([&] {
       for (;;) {
         const std::size_t p = nextToFilter++;
@@ -172,6 +182,8 @@ void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, con
         changed.notify_all();
       }
     });
+  };
+  if (!device) startFilterPool();
 
   // ---- the workers: one per device entry, slabs from a shared counter ----
   std::atomic<std::size_t> nextSlab{0};
@@ -196,6 +208,30 @@ void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, con
       bo.slabRows = plan.rowsPerSlab;
       std::unique_ptr<Backprojector> backprojector = makeBackprojector(options.backend, geometry, grid, bo);
       setupSeconds[w] = secondsSince(t0);
+      if (device && w == 0) {
+        const auto tf = std::chrono::steady_clock::now();
+        // A few large calls (each prepares the filter's tables on the device), enough for other workers to start early.
+        const std::size_t chunk = std::max(batch, (count + 15) / 16);
+        std::vector<std::size_t> views(chunk);
+        for (std::size_t p0 = 0; p0 < count; p0 += chunk) {
+          const std::size_t n = std::min(chunk, count - p0);
+          std::iota(views.begin(), views.begin() + n, p0);
+          if (!backprojector->filterProjections(*device, projections.slice(static_cast<int>(p0)), views.data(), n, store.data() + p0 * pixels,
+                                                options.filterOn == FilterPlace::Gpu)) {
+            if (options.filterOn == FilterPlace::Gpu)
+              throw UsageError("--filter-on gpu: the " + options.backend + " backend cannot filter on this device (GPU memory or detector "
+                               "size); expected --filter-on auto or cpu");
+            std::lock_guard lock(mutex);
+            startFilterPool();  // from the first projection: none was filtered here
+            break;
+          }
+          std::lock_guard lock(mutex);
+          filteredOnGpu = true;
+          readyPrefix = p0 + n;
+          changed.notify_all();
+        }
+        gpuFilterSeconds = secondsSince(tf);
+      }
       shares[w].gpu = gpus[w];
       shares[w].description = backprojector->description();
       // Two slab buffers: one is written out (asynchronously) while the next slab is read back into the other.
@@ -270,7 +306,8 @@ void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, con
   if (failure) std::rethrow_exception(failure);
   progress.finish();
 
-  local.filterSeconds = filterBusy / filterThreads;
+  local.filteredOnGpu = filteredOnGpu;
+  local.filterSeconds = filteredOnGpu ? gpuFilterSeconds : filterBusy / filterThreads;
   for (std::size_t w = 0; w < gpus.size(); ++w) {
     local.backprojectSeconds = std::max(local.backprojectSeconds, backprojectSeconds[w]);
     local.readbackSeconds = std::max(local.readbackSeconds, readbackSeconds[w]);
