@@ -96,6 +96,8 @@ class GlVolumeBackend {
   bool deviceFilter_ = false;
   gl::Program filterProgram_;
   gl::Buffer filterRaw_, filterCosine_, filterColumns_, filterTaps_, filterViews_;
+  gl::Buffer filterPack_;  // filterProjections' way back, persistently mapped
+  float* filterPackMemory_ = nullptr;
   std::size_t filterChunk_ = 1;  // projections per filter dispatch: what one storage block may hold
   // Uploads go through a persistently mapped pixel buffer (two halves, like the texture), so the next window's
   // projections travel while the previous window is backprojected; a fence guards each half until its pass ends.
