@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "glrecon/error.h"
 #include "glrecon/io.h"
@@ -142,6 +143,181 @@ TEST(ProjectionStack, NonFiniteValuesNameTheProjection) {
   s.at(1, 1, 2) = std::nanf("");
   writeMetaImage((dir / "p.mha").string(), s, false);
   expectError<InputError>([&] { readProjectionStack((dir / "p.mha").string()); }, {"p.mha", "projection 2 pixel (1, 1)", "NaN"});
+}
+
+// Chunks as small as `chunkBytes` on three threads (so a 2-core machine interleaves them too), restored after.
+class Chunking {
+ public:
+  explicit Chunking(std::size_t chunkBytes) { setFileChunking({chunkBytes, 3}); }
+  ~Chunking() { setFileChunking(saved_); }
+
+ private:
+  FileChunking saved_ = fileChunking();
+};
+
+std::string zlibPacked(const std::string& raw) {
+  std::string packed(compressBound(raw.size()), '\0');
+  uLongf packedSize = packed.size();
+  EXPECT_EQ(compress(reinterpret_cast<Bytef*>(packed.data()), &packedSize, reinterpret_cast<const Bytef*>(raw.data()), raw.size()), Z_OK);
+  packed.resize(packedSize);
+  return packed;
+}
+
+// 385 elements (7 x 11 x 5) spread over the type's range, its extremes included (for double, values that
+// float holds, and a float subnormal).
+template <typename T>
+std::vector<T> valuesOf() {
+  std::vector<T> v(385);
+  using limits = std::numeric_limits<T>;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if constexpr (std::is_floating_point_v<T>)
+      v[i] = static_cast<T>((static_cast<double>(i) - 190.0) * 0.3719);
+    else
+      v[i] = static_cast<T>(limits::min() + static_cast<T>((i * 2654435761u) % limits::max()));
+  }
+  if constexpr (std::is_same_v<T, double>) {
+    v[0] = -1e30;
+    v[1] = 3e38;
+    v[383] = 1e-40;
+  } else {
+    v[0] = limits::lowest();
+    v[1] = limits::max();
+    if constexpr (std::is_same_v<T, float>) v[383] = 1e-40f;
+  }
+  return v;
+}
+
+template <typename T>
+void readsEveryLayoutInChunks(const fs::path& dir, const std::string& type) {
+  const std::vector<T> values = valuesOf<T>();
+  std::vector<float> expected(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) expected[i] = static_cast<float>(values[i]);
+  for (const bool msb : {false, true}) {
+    const std::string order = std::string("BinaryDataByteOrderMSB = ") + (msb ? "True\n" : "False\n");
+    const std::string raw = bytesOf(values, msb);
+    test::writeText(dir / "local.mha", header("7 11 5", type, order) + raw);
+    // Detached data after a 13-byte preamble, and HeaderSize -1 (the data at the end of the file).
+    test::writeText(dir / "data.raw", std::string(13, 'x') + raw);
+    test::writeText(dir / "skip.mhd", "NDims = 3\nDimSize = 7 11 5\n" + order + "HeaderSize = 13\nElementType = " + type +
+                                          "\nElementDataFile = data.raw\n");
+    test::writeText(dir / "end.mhd", "NDims = 3\nDimSize = 7 11 5\n" + order + "HeaderSize = -1\nElementType = " + type +
+                                         "\nElementDataFile = data.raw\n");
+    const std::string packed = zlibPacked(raw);
+    test::writeText(dir / "z.mha", header("7 11 5", type, order + "CompressedData = True\nCompressedDataSize = " +
+                                                             std::to_string(packed.size()) + "\n") + packed);
+    // Chunks of whole elements, floor(bytes / element size) and at least one: 1 byte, one element each (never a
+    // part of one); 3 and 13, a few elements, 385 leaving a shorter last chunk; 401, a few chunks of the wider
+    // types; the default, one chunk.
+    for (const std::size_t chunkBytes : {std::size_t{1}, std::size_t{3}, std::size_t{13}, std::size_t{401}, fileChunking().chunkBytes}) {
+      const Chunking chunking(chunkBytes);
+      for (const char* name : {"local.mha", "skip.mhd", "end.mhd", "z.mha"}) {
+        std::string found;
+        const Image image = readMetaImage((dir / name).string(), &found);
+        EXPECT_EQ(found, type);
+        EXPECT_EQ(image.size, (std::array<int, 3>{7, 11, 5}));
+        EXPECT_EQ(image.data, expected) << type << (msb ? " big-endian " : " little-endian ") << name << ", chunks of " << chunkBytes << " bytes";
+      }
+    }
+  }
+}
+
+TEST(MetaImage, EveryTypeAndByteOrderReadInChunks) {
+  const auto dir = test::scratchDir();
+  readsEveryLayoutInChunks<float>(dir, "MET_FLOAT");
+  readsEveryLayoutInChunks<double>(dir, "MET_DOUBLE");
+  readsEveryLayoutInChunks<std::uint16_t>(dir, "MET_USHORT");
+  readsEveryLayoutInChunks<std::int16_t>(dir, "MET_SHORT");
+  readsEveryLayoutInChunks<std::uint8_t>(dir, "MET_UCHAR");
+  readsEveryLayoutInChunks<std::int8_t>(dir, "MET_CHAR");
+  readsEveryLayoutInChunks<std::uint32_t>(dir, "MET_UINT");
+  readsEveryLayoutInChunks<std::int32_t>(dir, "MET_INT");
+}
+
+TEST(MetaImage, LargeImageRoundTrip) {
+  // Above 64 MiB: the destination's pages are faulted in over threads before the read.
+  const auto dir = test::scratchDir();
+  Image big({4100, 4100, 1}, {1, 1, 1}, {0, 0, 0});
+  for (std::size_t i = 0; i < big.data.size(); ++i) big.data[i] = static_cast<float>(i % 100003) - 5e4f;
+  writeMetaImage((dir / "big.mha").string(), big, false);
+  EXPECT_TRUE(readMetaImage((dir / "big.mha").string()).data == big.data);
+}
+
+TEST(MetaImage, TruncatedDataRefusedWhateverTheChunks) {
+  const auto dir = test::scratchDir();
+  auto path = [&](const char* n) { return (dir / n).string(); };
+  const Chunking chunking(3);
+  test::writeText(dir / "short.mha", header("4 4", "MET_FLOAT") + std::string(40, '\0'));
+  expectError<InputError>([&] { readMetaImage(path("short.mha")); }, {"short.mha", "pixel data", "64 bytes", "40 bytes", "truncated"});
+  test::writeText(dir / "short.raw", std::string(30, '\0'));
+  test::writeText(dir / "short.mhd", "NDims = 2\nDimSize = 4 4\nElementType = MET_USHORT\nElementDataFile = short.raw\n");
+  expectError<InputError>([&] { readMetaImage(path("short.mhd")); }, {"short.raw", "pixel data", "32 bytes", "30 bytes", "truncated"});
+  test::writeText(dir / "long.mhd", "NDims = 2\nDimSize = 3 3\nElementType = MET_USHORT\nElementDataFile = short.raw\n");
+  expectError<InputError>([&] { readMetaImage(path("long.mhd")); }, {"short.raw", "18 bytes", "30 bytes", "disagrees"});
+  const std::string packed = zlibPacked(bytesOf<float>(std::vector<float>(64, 1.0f)));
+  test::writeText(dir / "z.mha", header("8 8", "MET_FLOAT", "CompressedData = True\n") + packed.substr(0, packed.size() / 2));
+  expectError<InputError>([&] { readMetaImage(path("z.mha")); }, {"z.mha", "256 bytes after decompression"});
+}
+
+std::string errorOf(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(ProjectionStack, FirstNonFiniteValueNamedWhicheverChunkFindsIt) {
+  const auto dir = test::scratchDir();
+  Image s({7, 5, 9}, {1, 1, 1}, {0, 0, 0});
+  for (std::size_t i = 0; i < s.data.size(); ++i) s.data[i] = static_cast<float>(i);
+  s.at(3, 2, 6) = std::nanf("");
+  s.at(5, 4, 7) = 1e21f;  // in later chunks: found too, perhaps first, but not the first in the stack
+  s.at(0, 0, 8) = std::numeric_limits<float>::infinity();
+  writeMetaImage((dir / "p.mha").string(), s, false);
+  // The same values big-endian: the conversion path.
+  std::vector<float> data = s.data;
+  test::writeText(dir / "be.mha", header("7 5 9", "MET_FLOAT", "BinaryDataByteOrderMSB = True\n") + bytesOf(data, true));
+  for (const std::size_t chunkBytes : {std::size_t{4}, std::size_t{24}, std::size_t{1000}, fileChunking().chunkBytes}) {
+    const Chunking chunking(chunkBytes);
+    for (int repeat = 0; repeat < 20; ++repeat)
+      for (const char* name : {"p.mha", "be.mha"})
+        expectError<InputError>([&] { readProjectionStack((dir / name).string()); }, {name, "projection 6 pixel (3, 2)", "NaN"});
+  }
+  // TIFF stacks are checked after reading, in chunks as well.
+  writeTiff((dir / "p.tif").string(), s, false);
+  for (const std::size_t chunkBytes : {std::size_t{4}, std::size_t{24}}) {
+    const Chunking chunking(chunkBytes);
+    expectError<InputError>([&] { readProjectionStack((dir / "p.tif").string()); }, {"p.tif", "projection 6 pixel (3, 2)", "NaN"});
+  }
+  // The bound is exact: the largest float within 1e20 passes, the next one (1e20f, above 1e20) does not.
+  Image edge({2, 1, 3}, {1, 1, 1}, {0, 0, 0});
+  edge.at(1, 0, 1) = -std::nextafter(1e20f, 0.0f);
+  writeMetaImage((dir / "edge.mha").string(), edge, false);
+  EXPECT_EQ(readProjectionStack((dir / "edge.mha").string()).at(1, 0, 1), -std::nextafter(1e20f, 0.0f));
+  edge.at(0, 0, 2) = 1e20f;
+  writeMetaImage((dir / "edge.mha").string(), edge, true);
+  expectError<InputError>([&] { readProjectionStack((dir / "edge.mha").string()); }, {"projection 2 pixel (0, 0)", "overflows"});
+  // A double beyond float: infinity once converted.
+  test::writeText(dir / "d.mha", header("2 1 2", "MET_DOUBLE") + bytesOf<double>({0, 1, 2, 1e300}));
+  expectError<InputError>([&] { readProjectionStack((dir / "d.mha").string()); }, {"d.mha", "projection 1 pixel (1, 0)", "infinity"});
+}
+
+TEST(ProjectionStack, NonFiniteValueInAFileOfSeveralProjectionsNamesThatFile) {
+  const auto dir = test::scratchDir();
+  fs::create_directories(dir / "scan");
+  for (int f = 1; f <= 3; ++f) {
+    Image part({4, 3, 3}, {1, 1, 1}, {0, 0, 0});
+    if (f == 2) part.at(2, 1, 1) = -std::numeric_limits<float>::infinity();  // projection 3 + 1 of the stack
+    if (f == 3) part.at(0, 0, 0) = std::nanf("");
+    writeMetaImage((dir / "scan" / ("p_" + std::to_string(f) + ".mha")).string(), part, false);
+  }
+  const Chunking chunking(8);
+  const std::string message = errorOf([&] { readProjectionStack((dir / "scan").string()); });
+  EXPECT_NE(message.find("p_2.mha"), std::string::npos) << message;
+  EXPECT_EQ(message.find("p_3.mha"), std::string::npos) << message;
+  EXPECT_NE(message.find("projection 4 pixel (2, 1)"), std::string::npos) << message;
+  EXPECT_NE(message.find("infinity"), std::string::npos) << message;
 }
 
 TEST(PngSlice, ValuesAndOrientation) {

@@ -21,6 +21,16 @@ Image readMetaImage(const std::string& path, std::string* elementType = nullptr)
 /// Writes float32 MetaImage; `.mha` holds header and data, `.mhd` writes a `.raw` beside it.
 void writeMetaImage(const std::string& path, const Image& image, bool overwrite);
 
+/// How MetaImage pixel data is split over threads when read: chunks of about `chunkBytes` bytes of the file
+/// (whole elements, at least one) on `threads` threads (0: all hardware threads). Process-wide; tests shrink
+/// the chunks to put chunk boundaries inside small files.
+struct FileChunking {
+  std::size_t chunkBytes = std::size_t{1} << 20;
+  int threads = 0;
+};
+FileChunking fileChunking();
+void setFileChunking(const FileChunking& chunking);
+
 /// Projections for reconstruction: one MetaImage or multi-page TIFF stack (3D: nu x nv x projections), a
 /// directory of single-projection MetaImage or TIFF files (taken in natural name order), or a glob pattern
 /// ("scan/p_*.mha", "scan/*.tif").

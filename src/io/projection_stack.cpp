@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <regex>
 
+#include "chunked_io.h"
 #include "glrecon/error.h"
 #include "glrecon/io.h"
 #include "glrecon/limits.h"
@@ -98,8 +100,22 @@ Image readProjectionStack(const std::string& spec) { return readProjectionFiles(
 
 Image readProjectionFiles(const std::vector<std::string>& files) {
   Image stack;
+  // The first value out of range: its index in the stack and its file. MetaImage files are checked chunk by
+  // chunk as they are read (while the values are in cache), TIFF files after reading.
+  std::size_t firstBad = SIZE_MAX, badFile = 0;
   for (std::size_t f = 0; f < files.size(); ++f) {
-    Image part = readImage(files[f]);
+    std::size_t outside = 0;
+    Image part;
+    if (isTiffPath(files[f])) {
+      part = readTiff(files[f]);
+      outside = firstValueOutsideParallel(part.data.data(), part.data.size(), kMaxProjectionValue);
+    } else {
+      part = readMetaImageChecked(files[f], kMaxProjectionValue, &outside);
+    }
+    if (outside < part.data.size() && firstBad == SIZE_MAX) {
+      firstBad = stack.data.size() + outside;
+      badFile = f;
+    }
     if (f == 0) {
       stack = std::move(part);
     } else {
@@ -117,19 +133,19 @@ Image readProjectionFiles(const std::vector<std::string>& files) {
     }
   }
   // A NaN or infinity would spread through the ramp filter over a whole detector row, and values near float's
-  // limit (3e38) overflow the filter's and the backprojection's sums into NaN: refuse both here.
-  const std::size_t perProjection = stack.sliceStride();
-  for (std::size_t i = 0; i < stack.data.size(); ++i)
-    if (!std::isfinite(stack.data[i]) || std::abs(stack.data[i]) > kMaxProjectionValue) {
-      const std::size_t p = i / perProjection, pixel = i % perProjection;
-      throwInputError(files.size() == 1 ? files[0] : files[std::min(p, files.size() - 1)],
-                      "projection " + std::to_string(p) + " pixel (" + std::to_string(pixel % stack.size[0]) + ", " +
-                          std::to_string(pixel / stack.size[0]) + ")",
-                      "a finite value within 1e20 in magnitude",
-                      std::isnan(stack.data[i])   ? std::string("NaN")
-                      : std::isinf(stack.data[i]) ? std::string("infinity")
-                                                  : std::to_string(stack.data[i]) + " (overflows float in the reconstruction)");
-    }
+  // limit (3e38) overflow the filter's and the backprojection's sums into NaN: refuse both here, once every
+  // file's layout is known good.
+  if (firstBad != SIZE_MAX) {
+    const float value = stack.data[firstBad];
+    const std::size_t perProjection = stack.sliceStride(), p = firstBad / perProjection, pixel = firstBad % perProjection;
+    throwInputError(files[badFile],
+                    "projection " + std::to_string(p) + " pixel (" + std::to_string(pixel % stack.size[0]) + ", " +
+                        std::to_string(pixel / stack.size[0]) + ")",
+                    "a finite value within 1e20 in magnitude",
+                    std::isnan(value)   ? std::string("NaN")
+                    : std::isinf(value) ? std::string("infinity")
+                                        : std::to_string(value) + " (overflows float in the reconstruction)");
+  }
   return stack;
 }
 
