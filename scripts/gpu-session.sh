@@ -33,14 +33,14 @@ if [ "$step" = all ] || [ "$step" = iterative ]; then
   timeout 100 "$bin" bench-iterative --size 256 --projections 360 --detector 256 --backends graphics,compute,cuda 2>&1 | tail -14 | tee "$out/iterative256.txt"
 fi
 # Issue 9: the filter on the GPU (--filter-on) against the CPU's FFTW pool, in bench's whole FDK and file to file.
-if [ "$step" = filter ]; then
-  (cd /tmp && timeout 200 "$OLDPWD/.gl/bin/glrecon-tests" --gtest_filter='*DeviceFilter*:Cuda*:*FdkBackends*' 2>&1 | grep -E "OK \]|FAILED|Failure|SKIPPED \]|largest" -A2 | tee "$out/tests_filter.txt")
-  for place in auto cpu; do
+if [ "$step" = filter ] || [ "$step" = fdk512 ]; then
+  [ "$step" = fdk512 ] || (cd /tmp && timeout 200 "$OLDPWD/.gl/bin/glrecon-tests" --gtest_filter='*DeviceFilter*:Cuda*:*FdkBackends*' 2>&1 | grep -E "OK \]|FAILED|Failure|SKIPPED \]|largest" -A2 | tee "$out/tests_filter.txt")
+  [ "$step" = fdk512 ] || for place in auto cpu; do
     "$bin" bench --size 512 --projections 360 --detector 512 --backends cpu,cuda,compute --window 32,64 --repeat 3 --filter-on $place -q 2>&1 | tee "$out/bench512_filter_$place.txt"
   done
-  "$bin" bench --size 256 --projections 360 --detector 512 --backends cuda,compute,graphics --window 32 --repeat 3 -q 2>&1 | tee "$out/bench256_filter.txt"
+  [ "$step" = fdk512 ] || "$bin" bench --size 256 --projections 360 --detector 512 --backends cuda,compute,graphics --window 32 --repeat 3 -q 2>&1 | tee "$out/bench256_filter.txt"
   scan=/tmp/scan; "$bin" phantom -o $scan --projections 360 --detector 512 --detector-spacing 1 --overwrite -q
-  for run in "cuda auto" "cuda auto" "cuda cpu" "compute auto" "compute auto" "compute cpu"; do
+  for run in "cuda auto" "cuda auto" "cuda auto" "cuda cpu" "compute auto" "compute auto" "compute cpu"; do
     set -- $run
     /usr/bin/time -f "$1 --filter-on $2 wall %e s" "$bin" fdk -g $scan/geometry.xml -p $scan/projections.mha -o /tmp/v.mha --overwrite --size 512 --spacing 0.5 --backend $1 --window 32 --filter-on $2 2>&1 | grep -E "file to file|backend|wall"
   done | tee "$out/fdk512_filter.txt"
