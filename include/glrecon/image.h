@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "glrecon/parallel.h"
+
 #include <glm/vec3.hpp>
 
 namespace glrecon {
@@ -37,8 +39,11 @@ struct Image {
   std::vector<float> data;
 
   Image() = default;
+  /// Zeroed voxels; a large image's memory is faulted in on all threads (resizeZeroed).
   Image(std::array<int, 3> size_, std::array<double, 3> spacing_, std::array<double, 3> origin_)
-      : size(size_), spacing(spacing_), origin(origin_), data(countOf(size_), 0.0f) {}
+      : size(size_), spacing(spacing_), origin(origin_) {
+    resizeZeroed(data, countOf(size_));
+  }
   explicit Image(const VolumeGrid& grid)
       : Image(grid.size, {grid.spacing.x, grid.spacing.y, grid.spacing.z},
               {grid.origin.x, grid.origin.y, grid.origin.z}) {}

@@ -3,6 +3,7 @@
 /// (detector rows that miss the phantom, slices outside the field of view) still balance.
 #include <cstddef>
 #include <functional>
+#include <vector>
 
 namespace glrecon {
 
@@ -13,5 +14,9 @@ int resolveThreadCount(int requested);
 /// (0 = all). The first exception thrown by any chunk is rethrown once all threads stop.
 void parallelFor(std::size_t count, std::size_t chunk, int threads,
                  const std::function<void(std::size_t begin, std::size_t end)>& body);
+
+/// `data` (empty) resized to `count` zeros, a large buffer's memory faulted in on `threads` threads (0 = all)
+/// first: a volume's page faults on one thread cost more than reading or reconstructing it.
+void resizeZeroed(std::vector<float>& data, std::size_t count, int threads = 0);
 
 }  // namespace glrecon

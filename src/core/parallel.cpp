@@ -1,5 +1,9 @@
 #include "glrecon/parallel.h"
 
+#include <sys/mman.h>
+
+#include <cstdint>
+
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -44,6 +48,29 @@ void parallelFor(std::size_t count, std::size_t chunk, int threads,
     work();
   }
   if (failure) std::rethrow_exception(failure);
+}
+
+void resizeZeroed(std::vector<float>& data, std::size_t count, int threads) {
+  data.reserve(count);
+  const std::size_t bytes = count * sizeof(float);
+  constexpr std::size_t kLarge = std::size_t{64} << 20, kHugePage = std::size_t{2} << 20;
+  if (bytes >= kLarge) {
+    // resize() zeroes the buffer on one thread, taking a page fault per 4 KiB of fresh memory: 1.5 s for
+    // 512 MiB on a 2-core virtual machine. Huge pages (where the system leaves them to madvise) faulted in on
+    // all threads first (MADV_POPULATE_WRITE, Linux 5.14; refused harmlessly before) leave resize() only
+    // memory to write: 0.05 s there. Neither changes what the memory holds.
+    const auto start = reinterpret_cast<std::uintptr_t>(data.data());
+    const std::uintptr_t first = (start + kHugePage - 1) / kHugePage * kHugePage, last = (start + bytes) / kHugePage * kHugePage;
+    if (last > first) {
+      ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+#ifdef MADV_POPULATE_WRITE
+      parallelFor((last - first) / kHugePage, 8, threads, [&](std::size_t b, std::size_t e) {
+        ::madvise(reinterpret_cast<void*>(first + b * kHugePage), (e - b) * kHugePage, MADV_POPULATE_WRITE);
+      });
+#endif
+    }
+  }
+  data.resize(count);
 }
 
 }  // namespace glrecon

@@ -194,31 +194,6 @@ std::size_t convertInChunks(const ElementType& type, bool swap, std::size_t coun
   return first;
 }
 
-// `data` (empty) resized to `count` zeros.
-void resizeFresh(std::vector<float>& data, std::size_t count) {
-  data.reserve(count);
-  const std::size_t bytes = count * sizeof(float);
-  constexpr std::size_t kLarge = std::size_t{64} << 20, kHugePage = std::size_t{2} << 20;
-  if (bytes >= kLarge) {
-    // resize() zeroes the buffer on one thread, taking a page fault per 4 KiB of fresh memory: 1.5 s for
-    // 512 MiB on a 2-core virtual machine. Huge pages (where the system leaves them to madvise) faulted in on
-    // all threads first (MADV_POPULATE_WRITE, Linux 5.14; refused harmlessly before) leave resize() only
-    // memory to write: 0.05 s there. Neither changes what the memory holds.
-    const auto start = reinterpret_cast<std::uintptr_t>(data.data());
-    const std::uintptr_t first = (start + kHugePage - 1) / kHugePage * kHugePage,
-                         last = (start + bytes) / kHugePage * kHugePage;
-    if (last > first) {
-      ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
-#ifdef MADV_POPULATE_WRITE
-      parallelFor((last - first) / kHugePage, 8, fileChunking().threads, [&](std::size_t b, std::size_t e) {
-        ::madvise(reinterpret_cast<void*>(first + b * kHugePage), (e - b) * kHugePage, MADV_POPULATE_WRITE);
-      });
-#endif
-    }
-  }
-  data.resize(count);
-}
-
 // Closes the data file however the read ends.
 struct FileDescriptor {
   int fd;
@@ -432,7 +407,7 @@ Image readMetaImageFile(const std::string& path, std::string* elementType, doubl
     // Read straight into the float image (through one chunk's buffer per thread for other types).
     checkHostMemory(path, "DimSize " + quoted(*dimText), count * sizeof(float));
   }
-  resizeFresh(image.data, count);
+  resizeZeroed(image.data, count, fileChunking().threads);
   const std::size_t outside = convertInChunks(type, bigEndian, count, image.data.data(), compressed ? raw.data() : nullptr,
                                               data.fd, static_cast<std::uint64_t>(offset), dataPath, limit);
   if (firstOutside) *firstOutside = outside;
