@@ -63,7 +63,11 @@ class DeviceFilterScope {
                        " (--filter-on auto or cpu filters on the CPU)");
   }
   ~DeviceFilterScope() {
-    if (active_) backprojector_.filterOnDevice(nullptr);
+    // Also while an exception unwinds: a failing device must not turn it into std::terminate.
+    try {
+      if (active_) backprojector_.filterOnDevice(nullptr);
+    } catch (...) {
+    }
   }
   DeviceFilterScope(const DeviceFilterScope&) = delete;
   DeviceFilterScope& operator=(const DeviceFilterScope&) = delete;
