@@ -273,7 +273,7 @@ bool GlVolumeBackend::prepareFilter(const DeviceFilter& filter) {
 bool GlVolumeBackend::filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count,
                                         float* filtered, bool force) {
   context_->makeCurrent();
-  if ((context_->info().software && !force)) return false;
+  if (context_->info().software && !force) return false;
   if (!pending.empty()) throw std::logic_error("filterProjections: projections are waiting in the window; draw them first");
   glFinish();  // both halves' passes done: their staging memory and layers are free
   if (!prepareFilter(filter)) return false;
