@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "glrecon/error.h"
 #include "glrecon/filter.h"
 #include "glrecon/geometry.h"
 #include "glrecon/image.h"
@@ -32,6 +33,9 @@ struct DensityKill {
 /// GPU with the same kernels as one block (the same bits) or on the CPU.
 enum class FilterPlace { Auto, Cpu, Gpu };
 FilterPlace parseFilterPlace(const std::string& text);
+/// The error of --filter-on gpu where the GPU cannot filter: the `backend` named, `trajectoryAllows` false where the
+/// views need their own cosine tables (FdkFilter::deviceFilter), true where the backend or device said no.
+UsageError filterOnGpuRefused(const std::string& backend, bool trajectoryAllows);
 
 struct FdkOptions {
   FilterOptions filter;

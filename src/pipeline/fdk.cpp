@@ -44,6 +44,15 @@ FilterPlace parseFilterPlace(const std::string& text) {
   throw UsageError("--filter-on: expected auto, cpu or gpu, found '" + text + "'");
 }
 
+UsageError filterOnGpuRefused(const std::string& backend, bool trajectoryAllows) {
+  const std::string found = backend == "cpu"       ? "the cpu backend"
+                            : !trajectoryAllows    ? "views whose detector differs in shape relative to the source"
+                                                   : "the " + backend + " backend on this device (a software renderer, or not "
+                                                     "enough GPU memory or storage-block size for the filter's buffers)";
+  return UsageError("--filter-on gpu: expected a backend that filters on the GPU (cuda, compute, graphics, graphics-mp) with room "
+                    "for it, and views that share one cosine table; found " + found + " (--filter-on auto or cpu filters on the CPU)");
+}
+
 namespace {
 
 // Hands the filter to the backprojector for the length of one run (and takes it back, also on an exception: a
@@ -54,13 +63,7 @@ class DeviceFilterScope {
     if (place == FilterPlace::Cpu) return;
     const DeviceFilter* device = backprojector.name() == "cpu" ? nullptr : filter.deviceFilter();
     active_ = device && backprojector.filterOnDevice(device, place == FilterPlace::Gpu);
-    if (!active_ && place == FilterPlace::Gpu)
-      throw UsageError("--filter-on gpu: expected a backend that filters on the GPU (cuda, compute, graphics, graphics-mp) and a "
-                       "trajectory whose views share one cosine table; found " +
-                       (backprojector.name() == "cpu" ? std::string("the cpu backend")
-                        : device ? "the " + backprojector.name() + " backend"
-                                 : std::string("views whose detector differs in shape relative to the source")) +
-                       " (--filter-on auto or cpu filters on the CPU)");
+    if (!active_ && place == FilterPlace::Gpu) throw filterOnGpuRefused(backprojector.name(), device != nullptr);
   }
   ~DeviceFilterScope() {
     // Also while an exception unwinds: a failing device must not turn it into std::terminate.

@@ -147,11 +147,7 @@ void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, con
   // a pool of CPU threads does.
   const DeviceFilter* device =
       options.filterOn != FilterPlace::Cpu && options.backend != "cpu" ? filter.deviceFilter() : nullptr;
-  if (!device && options.filterOn == FilterPlace::Gpu)
-    throw UsageError(std::string("--filter-on gpu: expected a backend that filters on the GPU (cuda, compute, graphics, graphics-mp) and a "
-                                 "trajectory whose views share one cosine table; found ") +
-                     (options.backend == "cpu" ? "the cpu backend" : "views whose detector differs in shape relative to the source") +
-                     " (--filter-on auto or cpu filters on the CPU)");
+  if (!device && options.filterOn == FilterPlace::Gpu) throw filterOnGpuRefused(options.backend, false);
   bool filteredOnGpu = false;
   double gpuFilterSeconds = 0;
   std::vector<std::jthread> filterPool;
@@ -219,8 +215,7 @@ void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, con
           if (!backprojector->filterProjections(*device, projections.slice(static_cast<int>(p0)), views.data(), n, store.data() + p0 * pixels,
                                                 options.filterOn == FilterPlace::Gpu)) {
             if (options.filterOn == FilterPlace::Gpu)
-              throw UsageError("--filter-on gpu: the " + options.backend + " backend cannot filter on this device (GPU memory or detector "
-                               "size); expected --filter-on auto or cpu");
+              throw filterOnGpuRefused(options.backend, true);
             std::lock_guard lock(mutex);
             startFilterPool();  // from the first projection: none was filtered here
             break;
