@@ -583,7 +583,7 @@ void BenchCommand::runSlabs(const std::vector<std::string>& backendList, const s
                   blockTimes.empty() ? "-" : (std::to_string(static_cast<int>(std::lround(100.0 * (slabSeconds / blockSeconds - 1)))) + "%").c_str(),
                   report.wholeUploadBytes > 0 ? 100.0 * report.uploadedBytes / report.wholeUploadBytes : 0.0, bits.c_str());
       for (const DeviceShare& d : report.devices)
-        std::printf("    device %d: %d slabs, %.3f s (%s)\n", d.gpu, d.slabs, d.seconds, d.description.c_str());
+        std::printf("    device %d: %d %s, %.3f s (%s)\n", d.gpu, d.slabs, d.slabs == 1 ? "slab" : "slabs", d.seconds, d.description.c_str());
       if (!blockNote.empty()) std::printf("    one block: %s\n", blockNote.c_str());
       std::printf("%s", differences.c_str());
       std::printf("    slab plan: %d rows per slab, %s per device; filter %.3f s (busy), readback %.3f s, setup %.3f s\n", report.rowsPerSlab,

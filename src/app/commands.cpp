@@ -628,7 +628,8 @@ struct FdkCommand {
     if (!quiet) {
       printReport(report, geometry.size());
       for (const DeviceShare& d : report.devices)
-        std::fprintf(stderr, "  device %d (%s): %d slabs in %.2f s\n", d.gpu, d.description.c_str(), d.slabs, d.seconds);
+        std::fprintf(stderr, "  device %d (%s): %d %s in %.2f s\n", d.gpu, d.description.c_str(), d.slabs, d.slabs == 1 ? "slab" : "slabs",
+                     d.seconds);
       if (report.wholeUploadBytes > 0 && report.uploadedBytes > 0)
         std::fprintf(stderr, "  uploaded %s of projection rows (%.0f%% of whole projections for every slab)%s\n",
                      formatBytes(static_cast<std::uint64_t>(report.uploadedBytes)).c_str(), 100.0 * report.uploadedBytes / report.wholeUploadBytes,

@@ -188,7 +188,7 @@ void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, con
   std::vector<double> uploaded(gpus.size(), 0.0), backprojectSeconds(gpus.size(), 0.0), readbackSeconds(gpus.size(), 0.0);
   std::vector<double> setupSeconds(gpus.size(), 0.0), waitSeconds(gpus.size(), 0.0);
   std::mutex progressMutex;
-  const std::string label = "fdk (" + options.backend + ", " + std::to_string(plan.slabs.size()) + " slabs" +
+  const std::string label = "fdk (" + options.backend + ", " + std::to_string(plan.slabs.size()) + (plan.slabs.size() == 1 ? " slab" : " slabs") +
                             (gpus.size() > 1 ? " on " + std::to_string(gpus.size()) + " devices" : "") + ")";
   Progress progress(label, count * plan.slabs.size(), "proj", options.progress);
   const auto worker = [&](std::size_t w) {
