@@ -30,6 +30,8 @@ std::uint64_t cudaFreeMemory(int) { return 0; }
 void CudaBackprojector::reset() {}
 void CudaBackprojector::setSlab(int, int) {}
 double CudaBackprojector::uploadedBytes() const { return 0.0; }
+bool CudaBackprojector::filterOnDevice(const DeviceFilter* filter, bool) { return filter == nullptr; }
+bool CudaBackprojector::filterProjections(const DeviceFilter&, const float*, const std::size_t*, std::size_t, float*, bool) { return false; }
 void CudaBackprojector::setRegion(const RegionOfInterest&) {}
 void CudaBackprojector::killOutsideRange(double, double, double) {}
 std::vector<std::uint8_t> CudaBackprojector::activeMask() { return {}; }
