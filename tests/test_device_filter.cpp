@@ -23,17 +23,6 @@ namespace {
 
 constexpr double kU = test::kFloatRoundoff;  // unit roundoff of float, 2^-24
 
-// Projections in [-1, 1) from a fixed generator: every bit of a sample matters, unlike smooth data.
-std::vector<float> randomProjections(const Geometry& g, std::uint32_t seed) {
-  std::vector<float> q(g.size() * g.detector.nu * g.detector.nv);
-  std::uint32_t state = seed;
-  for (float& x : q) {
-    state = state * 1664525u + 1013904223u;
-    x = static_cast<float>(state >> 8) / static_cast<float>(1u << 23) - 1.0f;
-  }
-  return q;
-}
-
 // nu 130: three 64-column tiles, the last partial; nv 7 with 12 views: row tiles that straddle projections.
 // Offsets: the cosine table is not symmetric. Short: an arc of 180 degrees plus the fan, Parker weights per column.
 Geometry scan(bool shortScan, int nu = 130, int nv = 7, int projections = 12) {
@@ -94,7 +83,7 @@ TEST(DeviceFilter, HostFormEqualsTheFftFilterWithinRounding) {
       ASSERT_TRUE(device);
       ASSERT_EQ(device->taps.size(), 130u);
       const RampFilter ramp(g.detector.nu, window, window == RampWindow::Hann ? 0.8 : 1.0);
-      const std::vector<float> raw = randomProjections(g, 99);
+      const std::vector<float> raw = test::randomProjections(g, 99);
       const std::size_t pixels = static_cast<std::size_t>(g.detector.nu) * g.detector.nv;
       double worstRatio = 0.0, largest = 0.0;
       for (std::size_t view = 0; view < g.size(); ++view) {
@@ -143,7 +132,7 @@ void expectDeviceFilterMatchesHost(const std::string& backend) {
   const FdkFilter filter(g, {RampWindow::Hann, 0.9, true});
   const DeviceFilter device = *filter.deviceFilter();
   const RampFilter ramp(g.detector.nu, RampWindow::Hann, 0.9);
-  const std::vector<float> raw = randomProjections(g, 4242);
+  const std::vector<float> raw = test::randomProjections(g, 4242);
   const std::size_t pixels = static_cast<std::size_t>(g.detector.nu) * g.detector.nv;
   std::vector<float> hostFiltered = raw;
   double delta = 0.0, maxQ = 0.0;
@@ -199,7 +188,7 @@ TEST(GraphicsDeviceFilter, WholeFdkFilteredOnTheGpuMatchesTheCpuPool) {
   GLRECON_SKIP_WITHOUT_GL();
   const Geometry g = scan(true, 70, 9, 24);  // short scan: Parker weights on the device too
   const VolumeGrid grid = VolumeGrid::centred({16, 10, 16}, glm::dvec3(6.0));
-  const std::vector<float> raw = randomProjections(g, 7);
+  const std::vector<float> raw = test::randomProjections(g, 7);
   Image projections(VolumeGrid{{g.detector.nu, g.detector.nv, static_cast<int>(g.size())}, glm::dvec3(1.0), glm::dvec3(0.0)});
   projections.data = raw;
   FdkOptions options;
@@ -248,7 +237,7 @@ void slabsFilterLikeOneBlock(const std::string& backend) {
   const Geometry g = scan(true, 70, 9, 24);
   const VolumeGrid grid = VolumeGrid::centred({16, 40, 16}, glm::dvec3(6.0));
   Image projections(VolumeGrid{{g.detector.nu, g.detector.nv, static_cast<int>(g.size())}, glm::dvec3(1.0), glm::dvec3(0.0)});
-  projections.data = randomProjections(g, 11);
+  projections.data = test::randomProjections(g, 11);
   FdkOptions options;
   options.backend = backend;
   options.window = 8;

@@ -24,17 +24,6 @@
 namespace glrecon {
 namespace {
 
-// A deterministic pseudo-random stack in [-1, 1) (every bit of a sample matters, unlike smooth data).
-std::vector<float> randomProjections(const Geometry& g, std::uint32_t seed = 12345) {
-  std::vector<float> q(g.size() * g.detector.nu * g.detector.nv);
-  std::uint32_t state = seed;
-  for (float& x : q) {
-    state = state * 1664525u + 1013904223u;
-    x = static_cast<float>(state >> 8) / static_cast<float>(1u << 23) - 1.0f;
-  }
-  return q;
-}
-
 // An untilted circular scan: u and w do not change along y (the compute shader's Y_INVARIANT path).
 Geometry circularScan(int projections, int nu, int nv) {
   CircularScanSpec spec;
@@ -75,14 +64,14 @@ struct Problem {
 
 Problem circularProblem(int ny = 37, int nv = 40) {
   Problem p{"circular", circularScan(24, 48, nv), VolumeGrid::centred({40, ny, 24}, glm::dvec3(4.0)), {}};
-  p.q = randomProjections(p.geometry);
+  p.q = test::randomProjections(p.geometry);
   return p;
 }
 
 Problem tiltedProblem(int ny = 37) {
   Problem p{"tilted", tiltedScan(24, 48, 40), VolumeGrid::centred({40, ny, 24}, glm::dvec3(4.0)), {}};
   p.grid.origin += glm::dvec3(6.0, -10.0, 3.0);  // off centre too
-  p.q = randomProjections(p.geometry, 777);
+  p.q = test::randomProjections(p.geometry, 777);
   return p;
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <sys/wait.h>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "glrecon/backprojector.h"
 #include "glrecon/gl/context.h"
@@ -101,6 +103,18 @@ inline std::vector<float> smoothProjections(const Geometry& g) {
     for (int v = 0; v < g.detector.nv; ++v)
       for (int u = 0; u < g.detector.nu; ++u)
         q[(p * g.detector.nv + v) * g.detector.nu + u] = static_cast<float>(1.0 + 0.5 * std::sin(0.3 * u + p) * std::cos(0.2 * v));
+  return q;
+}
+
+/// A deterministic pseudo-random stack in [-1, 1) (a linear congruential generator): every bit of a sample matters,
+/// unlike smooth data, so bit-for-bit comparisons and rounding bounds are tested where they bite.
+inline std::vector<float> randomProjections(const Geometry& g, std::uint32_t seed = 12345) {
+  std::vector<float> q(g.size() * g.detector.nu * g.detector.nv);
+  std::uint32_t state = seed;
+  for (float& x : q) {
+    state = state * 1664525u + 1013904223u;
+    x = static_cast<float>(state >> 8) / static_cast<float>(1u << 23) - 1.0f;
+  }
   return q;
 }
 

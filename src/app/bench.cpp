@@ -271,7 +271,8 @@ struct BenchCommand {
               filterOn = "auto";
   bool quiet = false;
 
-  void runSlabs(const std::vector<std::string>& backendList, const std::vector<std::string>& windowList, const std::vector<int>& gpus) const;
+  void runSlabs(const std::vector<std::string>& backendList, const std::vector<std::string>& windowList, const std::vector<int>& gpus,
+                FilterPlace filterPlace) const;
 
   void add(CLI::App& app) {
     CLI::App* c = app.add_subcommand("bench", "Run the same reconstruction through every backend and window; compare speed and accuracy");
@@ -306,7 +307,7 @@ struct BenchCommand {
     const FilterPlace filterPlace = parseFilterPlace(filterOn);
     const std::vector<int> gpus = parseGpuList("--gpu", gpuList, backendList.back());
     const int gpu = gpus.front();
-    if (!gpuMemory.empty() || gpus.size() > 1) return runSlabs(backendList, windowList, gpus);
+    if (!gpuMemory.empty() || gpus.size() > 1) return runSlabs(backendList, windowList, gpus, filterPlace);
     Setup setup;
     setup.size = size;
     setup.projections = projections;
@@ -486,7 +487,7 @@ struct BenchCommand {
 // included, as reconstructFdk runs it) in one block and in slabs (--gpu-memory, --gpu list), median of --repeat
 // runs each, the slab result compared with the one-block result bit for bit.
 void BenchCommand::runSlabs(const std::vector<std::string>& backendList, const std::vector<std::string>& windowList,
-                            const std::vector<int>& gpus) const {
+                            const std::vector<int>& gpus, FilterPlace filterPlace) const {
   const Geometry geometry = sampleScan(projections, detector);
   const VolumeGrid grid = VolumeGrid::centred({size, size, size}, glm::dvec3(256.0 / size));
   if (!quiet) std::fprintf(stderr, "bench: simulating %d projections of %d^2\n", projections, detector);
@@ -510,7 +511,7 @@ void BenchCommand::runSlabs(const std::vector<std::string>& backendList, const s
     options.backend = backend;
     options.threads = threads;
     // Both runs filter where --filter-on says (the same kernels in one block and in slabs: the same bits).
-    options.filterOn = parseFilterPlace(filterOn);
+    options.filterOn = filterPlace;
     options.gpu = gpus.front();
     const std::string w = windowList.front();
     options.window = w == "auto" ? 0 : w == "max" ? kMaximumWindow : std::atoi(w.c_str());

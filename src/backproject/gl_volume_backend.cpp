@@ -247,25 +247,37 @@ bool GlVolumeBackend::prepareFilter(const DeviceFilter& filter) {
   if (filter.nu != nu || filter.nv != nv || filter.viewWeights.size() != geometry.size() * nu ||
       filter.cosine.size() != static_cast<std::size_t>(nu) * nv || filter.taps.size() != static_cast<std::size_t>(nu))
     throw std::invalid_argument("device filter: the filter's detector or view count differs from the geometry's");
-  // The raw projections of one dispatch in one storage block, which has a size limit (128 MiB on Mesa): a larger
-  // detector filters on the CPU.
-  const std::size_t bytes = static_cast<std::size_t>(nu) * nv * sizeof(float);
-  const std::size_t blockLimit = static_cast<std::size_t>(std::max(glInteger(GL_MAX_SHADER_STORAGE_BLOCK_SIZE), 0));
-  if (bytes > blockLimit) return false;
-  filterChunk_ = std::min<std::size_t>(maxWindow, blockLimit / bytes);
-  // Without room beside the volume the CPU filters (auto), as before.
-  const std::size_t need = filterChunk_ * bytes + (filter.cosine.size() + filter.viewWeights.size() + filter.taps.size()) * sizeof(float);
-  if (const long long free = freeGpuMemory(); free >= 0 && static_cast<long long>(need) > free) return false;
-  if (!filterProgram_) filterProgram_ = gl::buildProgram({{GL_COMPUTE_SHADER, "filter_rows.comp"}}, {});
-  const auto upload = [](gl::Buffer& buffer, const void* data, std::size_t size) {
-    buffer = gl::createBuffer();
-    glNamedBufferStorage(buffer.id(), static_cast<GLsizeiptr>(size), data, GL_DYNAMIC_STORAGE_BIT);
+  const auto upload = [](gl::Buffer& buffer, const std::vector<float>& data) {
+    glNamedBufferSubData(buffer.id(), 0, static_cast<GLsizeiptr>(data.size() * sizeof(float)), data.data());
   };
-  upload(filterCosine_, filter.cosine.data(), filter.cosine.size() * sizeof(float));
-  upload(filterColumns_, filter.viewWeights.data(), filter.viewWeights.size() * sizeof(float));
-  upload(filterTaps_, filter.taps.data(), filter.taps.size() * sizeof(float));
-  upload(filterViews_, nullptr, static_cast<std::size_t>(maxWindow) * sizeof(GLint));
-  upload(filterRaw_, nullptr, filterChunk_ * bytes);
+  if (!filterRaw_) {
+    // The raw projections of one dispatch in one storage block, which has a size limit (128 MiB on Mesa): a larger
+    // detector filters on the CPU.
+    const std::size_t bytes = static_cast<std::size_t>(nu) * nv * sizeof(float);
+    const std::size_t blockLimit = static_cast<std::size_t>(std::max(glInteger(GL_MAX_SHADER_STORAGE_BLOCK_SIZE), 0));
+    if (bytes > blockLimit) return false;
+    const std::size_t chunk = std::min<std::size_t>(maxWindow, blockLimit / bytes);
+    // Without room beside the volume the CPU filters (auto), as before.
+    const std::size_t tables = filter.cosine.size() + filter.viewWeights.size() + filter.taps.size();
+    if (const long long free = freeGpuMemory(); free >= 0 && static_cast<long long>(chunk * bytes + tables * sizeof(float)) > free)
+      return false;
+    filterProgram_ = gl::buildProgram({{GL_COMPUTE_SHADER, "filter_rows.comp"}}, {});
+    // Sizes follow from the geometry (checked above): made once, the buffers serve every later call (the slab
+    // path calls per chunk, bench per run), and a later call cannot fail for memory the first one had.
+    const auto allocate = [](gl::Buffer& buffer, std::size_t size) {
+      buffer = gl::createBuffer();
+      glNamedBufferStorage(buffer.id(), static_cast<GLsizeiptr>(size), nullptr, GL_DYNAMIC_STORAGE_BIT);
+    };
+    allocate(filterCosine_, filter.cosine.size() * sizeof(float));
+    allocate(filterColumns_, filter.viewWeights.size() * sizeof(float));
+    allocate(filterTaps_, filter.taps.size() * sizeof(float));
+    allocate(filterViews_, static_cast<std::size_t>(maxWindow) * sizeof(GLint));
+    allocate(filterRaw_, chunk * bytes);
+    filterChunk_ = chunk;
+  }
+  upload(filterCosine_, filter.cosine);
+  upload(filterColumns_, filter.viewWeights);
+  upload(filterTaps_, filter.taps);
   gl::checkError((where_ + ": the device filter's buffers").c_str());
   return true;
 }

@@ -7,7 +7,6 @@
 #include <mutex>
 #include <thread>
 #include <numeric>
-#include <optional>
 
 #include "glrecon/backprojector.h"
 #include "glrecon/error.h"

@@ -214,10 +214,12 @@ void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, con
           std::iota(views.begin(), views.begin() + n, p0);
           if (!backprojector->filterProjections(*device, projections.slice(static_cast<int>(p0)), views.data(), n, store.data() + p0 * pixels,
                                                 options.filterOn == FilterPlace::Gpu)) {
-            if (options.filterOn == FilterPlace::Gpu)
-              throw filterOnGpuRefused(options.backend, true);
+            if (options.filterOn == FilterPlace::Gpu) throw filterOnGpuRefused(options.backend, true);
+            // Only the first call can say no (the device's buffers are made once, then kept): the pool starts from
+            // projection 0, which no worker has read yet.
+            if (p0 > 0) throw std::logic_error("reconstructFdkSlabs: the device stopped filtering after projection " + std::to_string(p0));
             std::lock_guard lock(mutex);
-            startFilterPool();  // from the first projection: none was filtered here
+            startFilterPool();
             break;
           }
           std::lock_guard lock(mutex);
