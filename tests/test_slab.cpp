@@ -235,6 +235,52 @@ TEST(Slab, VolumeFileWriterWritesWhatWriteImageWrites) {
                           {"v.mha"});
 }
 
+// The one-block fdk path: the file's pages prepared by background threads, then the whole volume copied in through
+// the mapping. Same bytes as writeImage for every format, the header untouched by the page-touching threads
+// (it shares the first data page), whatever the thread split; released to pwrite for slabs.
+TEST(Slab, PreparedWholeVolumeWriteWritesWhatWriteImageWrites) {
+  const fs::path dir = test::scratchDir() / "prepared-writer";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "ref");
+  const VolumeGrid grid{{64, 37, 50}, {0.5, 0.25, 2.0}, {-1.0, 3.5, 7.0}};  // 473,600 bytes: 116 pages, uneven shares
+  Image volume(grid);
+  for (std::size_t i = 0; i < volume.data.size(); ++i) volume.data[i] = std::sin(0.37 * i) * 1e3f + 1.0f;  // few zeros
+  for (const std::string name : {"v.mha", "v.mhd", "v.tif"}) {
+    writeImage((dir / "ref" / name).string(), volume, false);
+    for (const int threads : {1, 3, 7}) {
+      fs::remove(dir / name);
+      fs::remove(dir / "v.raw");
+      VolumeFileWriter writer((dir / name).string(), grid, false);
+      writer.preparePages(threads);
+      writer.writeVolume(volume.data.data(), threads);
+      EXPECT_FALSE(fs::exists(dir / name)) << "visible before commit";
+      writer.commit();
+      EXPECT_EQ(test::readText(dir / name), test::readText(dir / "ref" / name)) << name << ", " << threads << " threads";
+      if (name == "v.mhd") EXPECT_EQ(test::readText(dir / "v.raw"), test::readText(dir / "ref" / "v.raw")) << threads << " threads";
+    }
+  }
+  // Prepared, then released (the plan turned out to need slabs): rows written with pwrite land in the same file.
+  fs::remove(dir / "v.mha");
+  {
+    VolumeFileWriter writer((dir / "v.mha").string(), grid, false);
+    writer.preparePages(2);
+    writer.releasePages();
+    for (const auto& [first, rows] : {std::pair{0, 20}, std::pair{20, 17}}) {
+      std::vector<float> slab(64 * rows * 50);
+      for (int k = 0; k < 50; ++k) std::copy_n(volume.data.begin() + (k * 37 + first) * 64, 64 * rows, slab.begin() + k * 64 * rows);
+      writer.writeRows(first, rows, slab.data());
+    }
+    writer.commit();
+  }
+  EXPECT_EQ(test::readText(dir / "v.mha"), test::readText(dir / "ref" / "v.mha")) << "released, then written in rows";
+  // Abandoned while its pages are being prepared: nothing left, no thread left running.
+  {
+    VolumeFileWriter abandoned((dir / "gone.mha").string(), grid, false);
+    abandoned.preparePages(4);
+  }
+  for (const auto& entry : fs::directory_iterator(dir)) EXPECT_EQ(entry.path().filename().string().find("gone"), std::string::npos);
+}
+
 TEST(Cli, FdkInSlabsWritesTheOneBlockFile) {
   const fs::path dir = test::scratchDir() / "cli-slabs";
   fs::remove_all(dir);

@@ -117,6 +117,18 @@ class VolumeFileWriter {
   VolumeFileWriter& operator=(const VolumeFileWriter&) = delete;
   /// Rows [firstRow, firstRow + rows) of y: nx x rows x nz floats, x fastest, then y, then z.
   void writeRows(int firstRow, int rows, const float* data);
+  /// For a volume written whole at the end (writeVolume): reserves the file's blocks, maps it, and has
+  /// `threads` background threads fault its pages into the page cache while the caller reconstructs. Writing
+  /// 512 MiB into new page-cache pages runs at ~2.4 GB/s on one thread (page allocation, not copying); into
+  /// pages already there it is a parallel memcpy, ~30 GB/s. Where the file system cannot reserve blocks
+  /// (no fallocate) nothing happens and writeVolume writes as writeRows does: a mapped write to a full disk
+  /// would be a SIGBUS, not an error message. A full disk is reported here, before the reconstruction.
+  void preparePages(int threads = 4);
+  /// The whole volume (nx x ny x nz floats): through the prepared mapping on `threads` threads (0 = all), or
+  /// with pwrite when preparePages did not map the file. Then commit().
+  void writeVolume(const float* data, int threads = 0);
+  /// Stops the page preparation (when the volume will come in slabs after all) and unmaps the file.
+  void releasePages();
   void commit();
 
  private:
@@ -125,6 +137,8 @@ class VolumeFileWriter {
   std::unique_ptr<AtomicOutput> header_, data_;
   std::uint64_t dataOffset_ = 0;
   int fd_ = -1;
+  struct Mapping;
+  std::unique_ptr<Mapping> mapping_;
 };
 
 /// Throws InputError when `path` exists and overwriting was not asked for, or names a directory.

@@ -199,10 +199,13 @@ void printReport(const FdkReport& r, std::size_t projections) {
 
 // From files to file: where the time went, and the stage that bounds it. The filter pool runs beside the
 // backprojection, so the larger of the two bounds the reconstruction; reading and writing come before and after.
-void printFileSplit(const FdkReport& r, double readSeconds, double writeSeconds, std::size_t projections) {
+// `total` is the wall time from the first read to the renamed output; `gpuStartSeconds` what was left of making the
+// GPU context (begun beside the reading) when the reading ended.
+void printFileSplit(const FdkReport& r, double readSeconds, double gpuStartSeconds, double writeSeconds, double total,
+                    std::size_t projections) {
   const double upload = r.backprojectSeconds - r.readbackSeconds;
-  const double total = readSeconds + r.totalSeconds + writeSeconds;
   const std::pair<double, const char*> stages[] = {{readSeconds, "reading"},
+                                                   {gpuStartSeconds, "the GPU's start"},
                                                    {r.setupSeconds, "setup"},
                                                    {std::max(r.filterSeconds, upload), r.filterWaitSeconds > 0.25 * upload ? "filtering" : "backprojection"},
                                                    {r.readbackSeconds, "readback"},
@@ -210,16 +213,17 @@ void printFileSplit(const FdkReport& r, double readSeconds, double writeSeconds,
   const auto bound = std::max_element(std::begin(stages), std::end(stages), [](auto& a, auto& b) { return a.first < b.first; });
   if (r.filteredOnGpu) {
     std::fprintf(stderr,
-                 "file to file %.2f s (%.1f projections/s): read %.2f, setup %.2f, upload, filter and backprojection on the GPU "
-                 "%.2f, readback %.2f, write %.2f s; bound by %s\n",
-                 total, projections / total, readSeconds, r.setupSeconds, upload, r.readbackSeconds, writeSeconds,
+                 "file to file %.2f s (%.1f projections/s): read %.2f, GPU start %.2f, setup %.2f, upload, filter and backprojection "
+                 "on the GPU %.2f, readback %.2f, write %.2f s; bound by %s\n",
+                 total, projections / total, readSeconds, gpuStartSeconds, r.setupSeconds, upload, r.readbackSeconds, writeSeconds,
                  bound->second == std::string("backprojection") ? "the GPU's filter and backprojection" : bound->second);
     return;
   }
   std::fprintf(stderr,
-               "file to file %.2f s (%.1f projections/s): read %.2f, setup %.2f, filter %.2f (beside the GPU), upload and "
-               "backprojection %.2f (of which waiting for filtered projections %.2f), readback %.2f, write %.2f s; bound by %s\n",
-               total, projections / total, readSeconds, r.setupSeconds, r.filterSeconds, upload, r.filterWaitSeconds, r.readbackSeconds,
+               "file to file %.2f s (%.1f projections/s): read %.2f, GPU start %.2f, setup %.2f, filter %.2f (beside the GPU), upload "
+               "and backprojection %.2f (of which waiting for filtered projections %.2f), readback %.2f, write %.2f s; bound by %s\n",
+               total, projections / total, readSeconds, gpuStartSeconds, r.setupSeconds, r.filterSeconds, upload, r.filterWaitSeconds,
+               r.readbackSeconds,
                writeSeconds, bound->second);
 }
 
@@ -502,11 +506,25 @@ struct FdkCommand {
     // CUDA's context takes a few hundred milliseconds to create: made while the projections are read.
     std::thread cudaWarmUp;
     if (backend == "cuda") cudaWarmUp = std::thread([device = options.gpu] { warmUpCuda(device); });
+    struct JoinOnExit {
+      std::thread& t;
+      ~JoinOnExit() {
+        if (t.joinable()) t.join();
+      }
+    } joinWarmUp{cudaWarmUp};
     const auto readStart = std::chrono::steady_clock::now();
+    // The output file is made now, and unless slabs are asked for, its pages are put into the page cache by
+    // background threads while the projections are read and reconstructed: the final write is then a parallel
+    // copy (VolumeFileWriter::preparePages says why).
+    outputs.track(output);
+    if (extension == ".mhd") outputs.track(fs::path(outputPath).replace_extension(".raw").string());
+    VolumeFileWriter writer(output, grid, overwrite);
+    if (!slabsAsked) writer.preparePages();
     Image projections = projectionsPath.empty() ? readProjectionFiles(listProjectionFiles(path, regexp))
                                                 : readProjectionStack(projectionsPath);
     const double readSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - readStart).count();
     if (cudaWarmUp.joinable()) cudaWarmUp.join();
+    const double gpuStartSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - readStart).count() - readSeconds;
     const Geometry geometry = Geometry::fromCircular(params, detectorLayoutOf(projections));
     checkProjectionsMatch(geometry, projections, projectionsName);
     checkScanBounds(geometry, projectionsName);
@@ -535,21 +553,23 @@ struct FdkCommand {
     FdkReport report;
     if (!plan.slabs.empty()) {
       if (!quiet) std::cerr << describePlan(plan, options) << '\n';
-      runSlabs(geometry, projections, grid, options, plan, outputs, readSeconds, chosen.empty(), pngs, fixedRange);
+      writer.releasePages();
+      runSlabs(geometry, projections, grid, options, plan, writer, outputs, readSeconds, chosen.empty(), pngs, fixedRange);
       return;
     }
     const Image result = reconstructFdk(geometry, projections, grid, options, &report);
     checkResult(result);
     const std::string noteText = sideNote(report, grid, geometry.size());
-    outputs.track(output);
-    if (extension == ".mhd") outputs.track(fs::path(outputPath).replace_extension(".raw").string());
     const auto writeStart = std::chrono::steady_clock::now();
-    writeImage(output, result, overwrite);
-    const double writeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - writeStart).count();
+    writer.writeVolume(result.data.data(), options.threads);
+    writer.commit();
+    const auto written = std::chrono::steady_clock::now();
+    const double writeSeconds = std::chrono::duration<double>(written - writeStart).count();
+    const double fileToFileSeconds = std::chrono::duration<double>(written - readStart).count();
     writeSideNote(noteText, outputs);
     if (!quiet) {
       printReport(report, geometry.size());
-      printFileSplit(report, readSeconds, writeSeconds, geometry.size());
+      printFileSplit(report, readSeconds, gpuStartSeconds, writeSeconds, fileToFileSeconds, geometry.size());
       if (!noteText.empty()) std::cerr << noteText;
       std::cerr << "wrote " << output << (noteText.empty() ? "" : " and " + note) << '\n';
     }
@@ -604,12 +624,8 @@ struct FdkCommand {
 
   // Slab by slab into the output file, which is never whole in memory; the note, then slices read back from it.
   void runSlabs(const Geometry& geometry, const Image& projections, const VolumeGrid& grid, const FdkOptions& options,
-                const SlabPlan& plan, RunOutputs& outputs, double readSeconds, bool centralSlices,
+                const SlabPlan& plan, VolumeFileWriter& writer, RunOutputs& outputs, double readSeconds, bool centralSlices,
                 const std::vector<std::pair<fs::path, SliceSpec>>& pngs, std::pair<double, double> fixedRange) const {
-    outputs.track(output);
-    if (fs::path(output).extension() == ".mhd" || fs::path(output).extension() == ".MHD")
-      outputs.track(fs::path(output).replace_extension(".raw").string());
-    VolumeFileWriter writer(output, grid, overwrite);
     FdkReport report;
     const std::size_t nx = grid.size[0], nz = grid.size[2];
     reconstructFdkSlabs(geometry, projections, grid, options, plan, [&](int first, int rows, const float* data) {

@@ -2,14 +2,20 @@
 // writer both store a header, then the voxels contiguous with x fastest, then y, then z: a slab of y rows is
 // nz runs of nx * rows floats, each written with pwrite at its own offset (threads may write slabs at once).
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <thread>
+#include <vector>
 
 #include "glrecon/error.h"
 #include "glrecon/io.h"
+#include "glrecon/parallel.h"
 #include "headers.h"
 
 namespace fs = std::filesystem;
@@ -58,7 +64,8 @@ VolumeFileWriter::VolumeFileWriter(const std::string& path, const VolumeGrid& gr
     data_ = std::make_unique<AtomicOutput>(path, overwrite);
     dataOffset_ = header.size();
   }
-  fd_ = ::open(data_->temporaryPath().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // Read and write: preparePages maps it.
+  fd_ = ::open(data_->temporaryPath().c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throwInputError(path, "output", "a writable file", std::strerror(errno));
   if (dataOffset_ > 0) writeAll(fd_, header.data(), header.size(), 0, path);
   // Sized now: a full disk shows before the reconstruction rather than after it where the file system
@@ -72,8 +79,70 @@ VolumeFileWriter::VolumeFileWriter(const std::string& path, const VolumeGrid& gr
   }
 }
 
+struct VolumeFileWriter::Mapping {
+  char* base = nullptr;
+  std::size_t bytes = 0;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  void join() {
+    for (std::thread& t : threads) t.join();
+    threads.clear();
+  }
+  ~Mapping() {
+    stop = true;
+    join();
+    ::munmap(base, bytes);
+  }
+};
+
 VolumeFileWriter::~VolumeFileWriter() {
+  mapping_.reset();
   if (fd_ >= 0) ::close(fd_);
+}
+
+void VolumeFileWriter::preparePages(int threads) {
+  if (mapping_ || fd_ < 0) return;
+  const std::uint64_t total = dataOffset_ + std::uint64_t{4} * size_[0] * size_[1] * size_[2];
+  if (::fallocate(fd_, 0, 0, static_cast<off_t>(total)) != 0) {
+    const int error = errno;
+    if (error == ENOSPC || error == EDQUOT || error == EFBIG)
+      throwInputError(path_, "output", "a writable file with room for " + std::to_string(total) + " bytes", std::strerror(error));
+    return;  // no fallocate here (EOPNOTSUPP): writeVolume falls back to pwrite
+  }
+  void* base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (base == MAP_FAILED) return;
+  mapping_ = std::make_unique<Mapping>();
+  mapping_->base = static_cast<char*>(base);
+  mapping_->bytes = total;
+  // Each thread touches one byte per page of its share of the voxels (never the header's bytes): a zero the
+  // volume overwrites later, but the page is in the page cache by then.
+  const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  const int n = std::max(1, threads);
+  const std::uint64_t share = ((total - dataOffset_) / n + page - 1) / page * page;
+  for (int t = 0; t < n; ++t) {
+    const std::uint64_t begin = dataOffset_ + t * share, end = std::min(total, begin + share);
+    if (begin >= end) break;
+    mapping_->threads.emplace_back([m = mapping_.get(), begin, end, page] {
+      volatile char* bytes = m->base;
+      for (std::uint64_t at = begin; at < end && !m->stop.load(std::memory_order_relaxed); at = (at / page + 1) * page) bytes[at] = 0;
+    });
+  }
+}
+
+void VolumeFileWriter::releasePages() { mapping_.reset(); }
+
+void VolumeFileWriter::writeVolume(const float* data, int threads) {
+  if (!mapping_) {
+    writeRows(0, size_[1], data);
+    return;
+  }
+  mapping_->join();
+  char* to = mapping_->base + dataOffset_;
+  const std::size_t bytes = mapping_->bytes - dataOffset_, block = std::size_t{16} << 20;
+  parallelFor((bytes + block - 1) / block, 1, threads, [&](std::size_t b0, std::size_t b1) {
+    const std::size_t begin = b0 * block, end = std::min(bytes, b1 * block);
+    std::memcpy(to + begin, reinterpret_cast<const char*>(data) + begin, end - begin);
+  });
 }
 
 void VolumeFileWriter::writeRows(int firstRow, int rows, const float* data) {
@@ -86,6 +155,7 @@ void VolumeFileWriter::writeRows(int firstRow, int rows, const float* data) {
 }
 
 void VolumeFileWriter::commit() {
+  mapping_.reset();  // the pages stay in the page cache, written back by the kernel as write() would leave them
   if (::close(fd_) != 0) {
     fd_ = -1;
     throwInputError(path_, "output", "a writable file with enough space", std::strerror(errno));
