@@ -16,6 +16,8 @@ namespace glrecon {
 class ComputeBackprojector final : public Backprojector {
  public:
   ComputeBackprojector(const Geometry& geometry, const VolumeGrid& grid, const BackprojectorOptions& options);
+  /// The same in an existing context (a viewer's window or offscreen frame), which must outlive the backprojector.
+  ComputeBackprojector(gl::Context& context, const Geometry& geometry, const VolumeGrid& grid, const BackprojectorOptions& options);
   ~ComputeBackprojector() override;
 
   std::string name() const override { return "compute"; }
@@ -37,6 +39,9 @@ class ComputeBackprojector final : public Backprojector {
   BackprojectorTimings timings() const override;
 
   const gl::DeviceInfo& device() const;
+  /// The GL name of the volume texture (R32F 2D array, layer = z slice), written by image stores: a viewer
+  /// sharing the context samples it after glMemoryBarrier(GL_TEXTURE_FETCH_BARRIER_BIT).
+  unsigned volumeTexture() const;
   int maxWindow() const;
   int window() const;
 

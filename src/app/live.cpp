@@ -201,7 +201,7 @@ struct ViewCommand {
   LiveOptions live;
   std::string geometryPath, projectionsPath;
   double simulate = -1;
-  bool headless = false;
+  bool headless = false, offscreen = false;
   std::string screenshot;
   std::size_t closeAfter = 0, screenshotAt = 0;
   std::string method = "fdk";
@@ -216,6 +216,9 @@ struct ViewCommand {
     c->add_option("--projections,-p", projectionsPath, "Projections: a MetaImage stack, a directory, or a glob");
     c->add_option("--simulate", simulate, "Instead of files: a simulated scanner at this many projections per second");
     c->add_flag("--headless", headless, "No window even where there is a display (use with --snapshots)");
+    c->add_flag("--offscreen", offscreen,
+                "Draw the window's frames into an offscreen framebuffer on the GPU (--gpu) instead of a window: the frames/s a "
+                "window would get, measured where there is no display; --screenshot saves the last frame");
     c->add_option("--screenshot", screenshot, "Window: save a screenshot here when the reconstruction ends, then close (scripts)");
     c->add_option("--screenshot-at", screenshotAt, "Window: also save a screenshot (glrecon-view-N.png) once N projections are in");
     c->add_option("--close-after", closeAfter, "Window: close after this many projections, as a user closing it would (scripts)");
@@ -273,6 +276,9 @@ struct ViewCommand {
   }
 
   void run() const {
+    if (offscreen && (headless || !live.snapshots.empty()))
+      throw UsageError("--offscreen: expected without --headless and --snapshots (it draws the window's frames, offscreen)");
+    if (offscreen && method != "fdk") throw UsageError("--offscreen: expected with --method fdk, found '" + method + "'");
     if (method != "fdk") {
       runIterative();
       return;
@@ -290,7 +296,7 @@ struct ViewCommand {
     ProjectionSource& source = *scan.source;
     const Geometry& geometry = scan.geometry;
     const bool display = std::getenv("DISPLAY") != nullptr || std::getenv("WAYLAND_DISPLAY") != nullptr;
-    if (headless || !display || !live.snapshots.empty()) {
+    if (!offscreen && (headless || !display || !live.snapshots.empty())) {
       if (!display && !headless && live.snapshots.empty() && !live.quiet)
         std::fprintf(stderr, "view: no display: reconstructing headless (add --snapshots DIR to see slices)\n");
       live.runHeadless(source, geometry);
@@ -301,6 +307,7 @@ struct ViewCommand {
     script.closeAfter = closeAfter;
     script.screenshotAt = screenshotAt;
     script.range = live.range;
+    script.offscreen = offscreen;
     live.checkOutputs();
     if (!screenshot.empty()) checkOutputFile(screenshot, {".png"}, live.overwrite, "--screenshot");
     const VolumeGrid grid = parseVolumeGrid(live.size, live.spacing, live.origin);

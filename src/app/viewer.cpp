@@ -1,6 +1,8 @@
-// The live viewer: a GLFW window whose context also runs the graphics backprojector, so the slices are drawn
-// straight from the volume texture being reconstructed (no copy to the host while running). Frames are drawn
-// between batches of projections on the same thread, at most 60 per second, so the window stays responsive.
+// The live viewer: a GLFW window whose context also runs the graphics or compute backprojector, so the slices
+// are drawn straight from the volume texture being reconstructed (no copy to the host while running). Frames are
+// drawn between batches of projections on the same thread, at most 60 per second, so the window stays responsive.
+// Offscreen (ViewerScript::offscreen), the same frames go to a framebuffer object on a headless context, paced
+// as a swap chain two frames deep would pace them, so frames/s can be measured where there is no display.
 // The overlay (projections done, rate, time left, grey range, keys) is text cairo renders into a texture,
 // drawn in a band above the panels; a progress bar runs along the bottom.
 #include "viewer.h"
@@ -16,6 +18,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "glrecon/compute_backprojector.h"
 #include "glrecon/error.h"
 #include "glrecon/gl/shader.h"
 #include "glrecon/graphics_backprojector.h"
@@ -56,6 +59,51 @@ int zoomOf(const ViewerState& s, const Panel& p) { return std::max(1, s.cell / s
 
 int panelAt(const ViewerState& s, double x) { return std::clamp(static_cast<int>(x) / s.cell, 0, 2); }
 
+// Keys, wheel and mouse of a window (offscreen frames take none).
+void setUpWindowInput(ViewerState& state, GLFWwindow* window) {
+  state.window = window;
+  glfwSetWindowUserPointer(window, &state);
+  glfwSwapInterval(0);  // frames are paced by the reconstruction, not the display
+  glfwSetScrollCallback(window, [](GLFWwindow* w, double, double dy) {
+    ViewerState& s = *stateOf(w);
+    double x, y;
+    glfwGetCursorPos(w, &x, &y);
+    s.active = panelAt(s, x);
+    s.panels[s.active].index += dy > 0 ? 1 : -1;
+  });
+  glfwSetKeyCallback(window, [](GLFWwindow* w, int key, int, int action, int) {
+    if (action == GLFW_RELEASE) return;
+    ViewerState& s = *stateOf(w);
+    if (key == GLFW_KEY_UP || key == GLFW_KEY_RIGHT) s.panels[s.active].index += 1;
+    if (key == GLFW_KEY_DOWN || key == GLFW_KEY_LEFT) s.panels[s.active].index -= 1;
+    if (key == GLFW_KEY_TAB) s.active = (s.active + 1) % 3;
+    if (key == GLFW_KEY_C) s.colourMap = 1 - s.colourMap;
+    if (key == GLFW_KEY_SPACE) s.paused = !s.paused;
+    if (key == GLFW_KEY_S) s.screenshotRequested = true;
+    if (key == GLFW_KEY_V) s.saveVolumeRequested = true;
+    if (key == GLFW_KEY_ESCAPE || key == GLFW_KEY_Q) glfwSetWindowShouldClose(w, GLFW_TRUE);
+  });
+  glfwSetMouseButtonCallback(window, [](GLFWwindow* w, int button, int action, int) {
+    ViewerState& s = *stateOf(w);
+    if (button != GLFW_MOUSE_BUTTON_LEFT) return;
+    s.dragging = action == GLFW_PRESS;
+    glfwGetCursorPos(w, &s.dragX, &s.dragY);
+    s.active = panelAt(s, s.dragX);
+  });
+  glfwSetCursorPosCallback(window, [](GLFWwindow* w, double x, double y) {
+    ViewerState& s = *stateOf(w);
+    if (!s.dragging) return;
+    // Drag right: wider window; drag up: higher level (as in radiology viewers).
+    const double width = s.high - s.low, level = 0.5 * (s.high + s.low);
+    const double newWidth = std::max(1e-6, width * std::exp((x - s.dragX) * 0.005));
+    const double newLevel = level - (y - s.dragY) * width * 0.002;
+    s.low = newLevel - 0.5 * newWidth;
+    s.high = newLevel + 0.5 * newWidth;
+    s.dragX = x;
+    s.dragY = y;
+  });
+}
+
 }  // namespace
 
 void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeGrid& grid, StreamOptions options, const std::string& output,
@@ -77,70 +125,59 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
     state.rangeSet = true;
   }
 
-  auto context = gl::Context::window(3 * state.cell, state.cell + kBarHeight + kTextHeight, "glrecon view", script.screenshot.empty());
-  state.window = context->glfwWindow();
-  glfwSetWindowUserPointer(state.window, &state);
-  glfwSwapInterval(0);  // frames are paced by the reconstruction, not the display
-  glfwSetScrollCallback(state.window, [](GLFWwindow* w, double, double dy) {
-    ViewerState& s = *stateOf(w);
-    double x, y;
-    glfwGetCursorPos(w, &x, &y);
-    s.active = panelAt(s, x);
-    s.panels[s.active].index += dy > 0 ? 1 : -1;
-  });
-  glfwSetKeyCallback(state.window, [](GLFWwindow* w, int key, int, int action, int) {
-    if (action == GLFW_RELEASE) return;
-    ViewerState& s = *stateOf(w);
-    if (key == GLFW_KEY_UP || key == GLFW_KEY_RIGHT) s.panels[s.active].index += 1;
-    if (key == GLFW_KEY_DOWN || key == GLFW_KEY_LEFT) s.panels[s.active].index -= 1;
-    if (key == GLFW_KEY_TAB) s.active = (s.active + 1) % 3;
-    if (key == GLFW_KEY_C) s.colourMap = 1 - s.colourMap;
-    if (key == GLFW_KEY_SPACE) s.paused = !s.paused;
-    if (key == GLFW_KEY_S) s.screenshotRequested = true;
-    if (key == GLFW_KEY_V) s.saveVolumeRequested = true;
-    if (key == GLFW_KEY_ESCAPE || key == GLFW_KEY_Q) glfwSetWindowShouldClose(w, GLFW_TRUE);
-  });
-  glfwSetMouseButtonCallback(state.window, [](GLFWwindow* w, int button, int action, int) {
-    ViewerState& s = *stateOf(w);
-    if (button != GLFW_MOUSE_BUTTON_LEFT) return;
-    s.dragging = action == GLFW_PRESS;
-    glfwGetCursorPos(w, &s.dragX, &s.dragY);
-    s.active = panelAt(s, s.dragX);
-  });
-  glfwSetCursorPosCallback(state.window, [](GLFWwindow* w, double x, double y) {
-    ViewerState& s = *stateOf(w);
-    if (!s.dragging) return;
-    // Drag right: wider window; drag up: higher level (as in radiology viewers).
-    const double width = s.high - s.low, level = 0.5 * (s.high + s.low);
-    const double newWidth = std::max(1e-6, width * std::exp((x - s.dragX) * 0.005));
-    const double newLevel = level - (y - s.dragY) * width * 0.002;
-    s.low = newLevel - 0.5 * newWidth;
-    s.high = newLevel + 0.5 * newWidth;
-    s.dragX = x;
-    s.dragY = y;
-  });
+  const int frameWidth = 3 * state.cell, frameHeight = state.cell + kBarHeight + kTextHeight;
+  auto context = script.offscreen ? gl::Context::headless(options.fdk.gpu)
+                                  : gl::Context::window(frameWidth, frameHeight, "glrecon view", script.screenshot.empty());
+  // Offscreen: the frame's colour buffer, and a fence per frame for the pacing.
+  gl::Framebuffer offscreenFrame;
+  GLuint offscreenColour = 0;
+  GLsync previousFrameDone = nullptr;
+  struct OffscreenGuard {
+    GLuint& colour;
+    GLsync& fence;
+    ~OffscreenGuard() {
+      if (fence) glDeleteSync(fence);
+      if (colour) glDeleteRenderbuffers(1, &colour);
+    }
+  } offscreenGuard{offscreenColour, previousFrameDone};
+  if (script.offscreen) {
+    offscreenFrame = gl::createFramebuffer();
+    glCreateRenderbuffers(1, &offscreenColour);
+    glNamedRenderbufferStorage(offscreenColour, GL_RGBA8, frameWidth, frameHeight);
+    glNamedFramebufferRenderbuffer(offscreenFrame.id(), GL_COLOR_ATTACHMENT0, GL_RENDERBUFFER, offscreenColour);
+    if (glCheckNamedFramebufferStatus(offscreenFrame.id(), GL_FRAMEBUFFER) != GL_FRAMEBUFFER_COMPLETE)
+      throw gl::GlError("view --offscreen: the offscreen framebuffer is incomplete");
+  } else {
+    setUpWindowInput(state, context->glfwWindow());
+  }
 
   // The backprojector draws in this window's context; the viewer samples its volume texture.
-  std::unique_ptr<Backprojector> cpuFallback;
-  std::unique_ptr<GraphicsBackprojector> graphics;
+  std::unique_ptr<Backprojector> owned;
   Backprojector* backprojector = nullptr;
+  unsigned liveTexture = 0;  // the GL backprojector's volume; 0 with the cpu backend
   BackprojectorOptions bo;
   bo.window = options.fdk.window;
   bo.threads = options.fdk.threads;
   const std::string backend = options.fdk.backend == "auto" ? "graphics" : options.fdk.backend;
   if (backend == "graphics" || backend == "graphics-mp") {
-    graphics = std::make_unique<GraphicsBackprojector>(*context, geometry, grid, bo, backend == "graphics-mp");
-    backprojector = graphics.get();
+    auto graphics = std::make_unique<GraphicsBackprojector>(*context, geometry, grid, bo, backend == "graphics-mp");
+    liveTexture = graphics->volumeTexture();
+    owned = std::move(graphics);
+  } else if (backend == "compute") {
+    auto compute = std::make_unique<ComputeBackprojector>(*context, geometry, grid, bo);
+    liveTexture = compute->volumeTexture();
+    owned = std::move(compute);
   } else if (backend == "cpu") {
-    cpuFallback = std::make_unique<CpuBackprojector>(geometry, grid, bo);
-    backprojector = cpuFallback.get();
+    owned = std::make_unique<CpuBackprojector>(geometry, grid, bo);
   } else {
-    throw UsageError("view: --backend: expected graphics, graphics-mp, cpu or auto in a window (the slices are drawn from the "
-                     "graphics backprojector's texture; cpu uploads them), found '" + options.fdk.backend + "'");
+    throw UsageError("view: --backend: expected graphics, graphics-mp, compute, cpu or auto in a window (the slices are drawn from the "
+                     "OpenGL backprojector's texture; cpu uploads them), found '" + options.fdk.backend + "'");
   }
+  backprojector = owned.get();
+  const bool live = liveTexture != 0;
   // With the CPU backend the viewer keeps its own texture, refreshed from the host volume.
   gl::Texture hostVolume;
-  if (!graphics) {
+  if (!live) {
     hostVolume = gl::createTexture(GL_TEXTURE_2D_ARRAY);
     glTextureStorage3D(hostVolume.id(), 1, GL_R32F, n[0], n[1], n[2]);
   }
@@ -195,10 +232,12 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
   };
 
   const auto drawFrame = [&] {
-    int width, height;
-    glfwGetFramebufferSize(state.window, &width, &height);
-    // Leave GL state as the backprojector expects it afterwards: default framebuffer bound only here.
-    glBindFramebuffer(GL_FRAMEBUFFER, 0);
+    int width = frameWidth, height = frameHeight;
+    if (!script.offscreen) glfwGetFramebufferSize(state.window, &width, &height);
+    // Leave GL state as the backprojector expects it afterwards: the frame's framebuffer bound only here.
+    glBindFramebuffer(GL_FRAMEBUFFER, script.offscreen ? offscreenFrame.id() : 0);
+    // The compute backprojector writes the volume by image stores, which texture fetches see only after this.
+    glMemoryBarrier(GL_TEXTURE_FETCH_BARRIER_BIT);
     glDisable(GL_BLEND);
     glDisable(GL_STENCIL_TEST);
     glDisable(GL_DEPTH_TEST);
@@ -207,7 +246,7 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
     glClear(GL_COLOR_BUFFER_BIT);
     glUseProgram(program.id());
     glBindVertexArray(quad.id());
-    glBindTextureUnit(0, graphics ? graphics->volumeTexture() : hostVolume.id());
+    glBindTextureUnit(0, live ? liveTexture : hostVolume.id());
     glUniform3i(glGetUniformLocation(program.id(), "size"), n[0], n[1], n[2]);
     glUniform1f(glGetUniformLocation(program.id(), "scale"), done ? static_cast<float>(static_cast<double>(total) / done) : 0.0f);
     glUniform1f(glGetUniformLocation(program.id(), "low"), static_cast<float>(state.low));
@@ -263,7 +302,17 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
         std::fprintf(stderr, "view: screenshot not saved: %s\n", e.what());
       }
     }
-    glfwSwapBuffers(state.window);
+    if (script.offscreen) {
+      // As a swap chain two frames deep: this frame is queued once the one before it has been drawn.
+      if (previousFrameDone) {
+        glClientWaitSync(previousFrameDone, GL_SYNC_FLUSH_COMMANDS_BIT, GLuint64{10'000'000'000});
+        glDeleteSync(previousFrameDone);
+      }
+      previousFrameDone = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
+      glFlush();
+    } else {
+      glfwSwapBuffers(state.window);
+    }
     ++frames;
   };
 
@@ -280,13 +329,13 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
       lastFrame = start - std::chrono::seconds(1);  // draw (and save) at once
     }
     if (!state.rangeSet && done >= std::max<std::size_t>(1, total / 10)) readRange();
-    if (!graphics && frameDue()) {  // cpu backend: refresh the viewer's copy of the volume
+    if (!live && frameDue()) {  // cpu backend: refresh the viewer's copy of the volume
       const Image v = b.volume();
       glTextureSubImage3D(hostVolume.id(), 0, 0, 0, 0, n[0], n[1], n[2], GL_RED, GL_FLOAT, v.data.data());
     }
     do {
-      glfwPollEvents();
-      if (glfwWindowShouldClose(state.window) || (script.closeAfter && done >= script.closeAfter)) {
+      if (!script.offscreen) glfwPollEvents();
+      if ((!script.offscreen && glfwWindowShouldClose(state.window)) || (script.closeAfter && done >= script.closeAfter)) {
         cancel = true;
         return;
       }
@@ -302,13 +351,14 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
   try {
     volume = reconstructStreaming(source, geometry, grid, options, &report, backprojector);
   } catch (const StreamCancelled&) {
-    std::fprintf(stderr, "view: window closed after %zu of %zu projections: reconstruction cancelled, nothing written\n", done, total);
+    std::fprintf(stderr, "view: %s closed after %zu of %zu projections: reconstruction cancelled, nothing written\n",
+                 script.offscreen ? "offscreen frames" : "window", done, total);
     return;
   }
   reconstructionSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   reconstructionFrames = frames;
   done = total;
-  if (!graphics) glTextureSubImage3D(hostVolume.id(), 0, 0, 0, 0, n[0], n[1], n[2], GL_RED, GL_FLOAT, volume.data.data());
+  if (!live) glTextureSubImage3D(hostVolume.id(), 0, 0, 0, 0, n[0], n[1], n[2], GL_RED, GL_FLOAT, volume.data.data());
   if (!state.rangeSet) readRange();
   std::fprintf(stderr,
                "view: %s: %zu projections in %.2f s (%.1f projections/s), %zu frames while reconstructing (%.1f frames/s); volume ready "
@@ -325,6 +375,7 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
     drawFrame();
     return;
   }
+  if (script.offscreen) return;
   // The scan is in: keep the window for looking until it is closed; V saves the volume.
   while (!glfwWindowShouldClose(state.window)) {
     glfwWaitEventsTimeout(0.05);

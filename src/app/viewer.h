@@ -11,6 +11,9 @@ struct ViewerScript {
   std::size_t screenshotAt = 0;  ///< also save a screenshot once this many projections are in (mid-scan)
   std::string range;           ///< grey range LOW:HIGH (default: percentiles once a tenth of the scan is in)
   int cell = 360;              ///< panel size in pixels
+  /// Draw the frames into an offscreen framebuffer of the window's size on a headless context instead of a window:
+  /// what a window would show and at what rate, on machines without a display (GPU servers).
+  bool offscreen = false;
 };
 
 /// Opens a window with axial, coronal and sagittal slices and reconstructs `source` into it (see `glrecon view`).

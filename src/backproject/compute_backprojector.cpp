@@ -25,7 +25,8 @@ struct ComputeBackprojector::Impl {
   std::vector<std::uint8_t> regionMask;
   double updatesPerPass = 0, updatesDone = 0, updatesTotal = 0;
 
-  Impl(const Geometry& g, const VolumeGrid& v, const BackprojectorOptions& o) : base(nullptr, g, v, o, "compute backprojector") {}
+  Impl(gl::Context* borrowed, const Geometry& g, const VolumeGrid& v, const BackprojectorOptions& o)
+      : base(borrowed, g, v, o, "compute backprojector") {}
 
   gl::Program& program(int w, bool yInvariant) {
     auto it = programs.find({w, yInvariant});
@@ -72,9 +73,17 @@ struct ComputeBackprojector::Impl {
 };
 
 ComputeBackprojector::ComputeBackprojector(const Geometry& geometry, const VolumeGrid& grid, const BackprojectorOptions& options)
-    : impl_(std::make_unique<Impl>(geometry, grid, options)) {
+    : impl_(std::make_unique<Impl>(nullptr, geometry, grid, options)) {
   impl_->base.setWindowLimit(std::min(kComputeWindowLimit, detail::uniformWindowLimit()));
 }
+
+ComputeBackprojector::ComputeBackprojector(gl::Context& context, const Geometry& geometry, const VolumeGrid& grid,
+                                           const BackprojectorOptions& options)
+    : impl_(std::make_unique<Impl>(&context, geometry, grid, options)) {
+  impl_->base.setWindowLimit(std::min(kComputeWindowLimit, detail::uniformWindowLimit()));
+}
+
+unsigned ComputeBackprojector::volumeTexture() const { return impl_->base.volume.id(); }
 
 ComputeBackprojector::~ComputeBackprojector() {
   if (impl_) {
