@@ -8,11 +8,15 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <cstdlib>
 #include <map>
 #include <thread>
 
+#include "glrecon/error.h"
 #include "glrecon/io.h"
+#include "glrecon/validate.h"
 #include "test_support.h"
 
 namespace glrecon {
@@ -21,6 +25,19 @@ namespace fs = std::filesystem;
 using test::CliRun;
 using test::contains;
 using test::runCli;
+
+// The volume check runs in chunks on all threads; it must still name the first offending voxel in memory order,
+// however the chunks fall (bad values in the last chunk, in the first, and two in different chunks).
+TEST(Validate, NonFiniteVolumeNamesTheFirstBadVoxelWhateverTheThreads) {
+  Image v(VolumeGrid{{64, 128, 300}, {1, 1, 1}, {0, 0, 0}});  // 2.4 M values: three chunks of 2^20
+  for (std::size_t i = 0; i < v.data.size(); ++i) v.data[i] = static_cast<float>(i % 97);
+  EXPECT_NO_THROW(checkFiniteValues(v, "v.mha", "reconstructed volume", 3.0e38));
+  v.at(5, 3, 299) = std::numeric_limits<float>::infinity();
+  test::expectError<InputError>([&] { checkFiniteValues(v, "v.mha", "reconstructed volume", 3.0e38); }, {"v.mha", "(5, 3, 299)", "inf"});
+  v.at(7, 100, 200) = std::nanf("");
+  v.at(1, 2, 3) = 3.1e38f;  // beyond the limit, first in memory
+  test::expectError<InputError>([&] { checkFiniteValues(v, "v.mha", "reconstructed volume", 3.0e38); }, {"(1, 2, 3)", "3.1e+38"});
+}
 
 
 

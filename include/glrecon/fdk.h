@@ -79,6 +79,7 @@ struct FdkReport {
   double filterWaitSeconds = 0.0;   ///< the backprojector's thread waiting for filtered projections
   double readbackSeconds = 0.0;     ///< the volume to the host (part of backprojectSeconds)
   double setupSeconds = 0.0;        ///< making the backprojector (context, programs, buffers)
+  double pageInWaitSeconds = 0.0;   ///< after setup, waiting for the output's memory (paged in by another thread)
   double totalSeconds = 0.0;
   double voxelUpdates = 0.0;  ///< voxels x projections
   std::string region;         ///< the region's description; empty: the whole volume

@@ -204,8 +204,12 @@ void printReport(const FdkReport& r, std::size_t projections) {
 void printFileSplit(const FdkReport& r, double readSeconds, double gpuStartSeconds, double writeSeconds, double total,
                     std::size_t projections) {
   const double upload = r.backprojectSeconds - r.readbackSeconds;
+  // What the stages below leave of the wall time: checks, paging in the output, the side note.
+  const double other = std::max(0.0, total - readSeconds - gpuStartSeconds - r.setupSeconds - std::max(r.filterSeconds, upload) -
+                                         r.readbackSeconds - writeSeconds);
   const std::pair<double, const char*> stages[] = {{readSeconds, "reading"},
                                                    {gpuStartSeconds, "the GPU's start"},
+                                                   {other, "checks and paging in the output"},
                                                    {r.setupSeconds, "setup"},
                                                    {std::max(r.filterSeconds, upload), r.filterWaitSeconds > 0.25 * upload ? "filtering" : "backprojection"},
                                                    {r.readbackSeconds, "readback"},
@@ -214,17 +218,18 @@ void printFileSplit(const FdkReport& r, double readSeconds, double gpuStartSecon
   if (r.filteredOnGpu) {
     std::fprintf(stderr,
                  "file to file %.2f s (%.1f projections/s): read %.2f, GPU start %.2f, setup %.2f, upload, filter and backprojection "
-                 "on the GPU %.2f, readback %.2f, write %.2f s; bound by %s\n",
+                 "on the GPU %.2f, readback %.2f, write %.2f, other %.2f (of which waiting for the output's memory %.2f) s; bound by %s\n",
                  total, projections / total, readSeconds, gpuStartSeconds, r.setupSeconds, upload, r.readbackSeconds, writeSeconds,
+                 other, r.pageInWaitSeconds,
                  bound->second == std::string("backprojection") ? "the GPU's filter and backprojection" : bound->second);
     return;
   }
   std::fprintf(stderr,
                "file to file %.2f s (%.1f projections/s): read %.2f, GPU start %.2f, setup %.2f, filter %.2f (beside the GPU), upload "
-               "and backprojection %.2f (of which waiting for filtered projections %.2f), readback %.2f, write %.2f s; bound by %s\n",
+               "and backprojection %.2f (of which waiting for filtered projections %.2f), readback %.2f, write %.2f, other %.2f (of which "
+               "waiting for the output's memory %.2f) s; bound by %s\n",
                total, projections / total, readSeconds, gpuStartSeconds, r.setupSeconds, r.filterSeconds, upload, r.filterWaitSeconds,
-               r.readbackSeconds,
-               writeSeconds, bound->second);
+               r.readbackSeconds, writeSeconds, other, r.pageInWaitSeconds, bound->second);
 }
 
 // ---- phantom ----

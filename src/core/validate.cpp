@@ -1,12 +1,15 @@
 #include "glrecon/validate.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cmath>
 #include <glm/geometric.hpp>
 #include <sstream>
 
 #include "glrecon/error.h"
 #include "glrecon/limits.h"
+#include "glrecon/parallel.h"
 
 namespace glrecon {
 namespace {
@@ -90,16 +93,25 @@ void checkVolumeInBeam(const Geometry& geometry, const VolumeGrid& grid, const s
 }
 
 void checkFiniteValues(const Image& image, const std::string& where, const std::string& what, double limit) {
-  for (std::size_t n = 0; n < image.data.size(); ++n) {
-    const float value = image.data[n];
-    if (std::isfinite(value) && std::abs(value) <= limit) continue;
-    const std::size_t stride = image.sliceStride();
-    const std::size_t k = n / stride, j = (n % stride) / image.size[0], i = n % image.size[0];
-    throwInputError(
-        where,
-        what + " value at (" + std::to_string(i) + ", " + std::to_string(j) + ", " + std::to_string(k) + ")",
-        "finite values within " + str(limit) + " in magnitude", str(value));
-  }
+  // On all threads (a 512^3 volume is 134 M values, 0.1 s on one); the first offending value in memory order is
+  // reported whatever the thread split.
+  std::atomic<std::size_t> first{SIZE_MAX};
+  const float* data = image.data.data();
+  parallelFor(image.data.size(), std::size_t{1} << 20, 0, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t n = begin; n < end && n < first.load(std::memory_order_relaxed); ++n) {
+      if (std::isfinite(data[n]) && std::abs(data[n]) <= limit) continue;
+      std::size_t seen = first.load();
+      while (n < seen && !first.compare_exchange_weak(seen, n)) {
+      }
+      return;
+    }
+  });
+  const std::size_t n = first.load();
+  if (n == SIZE_MAX) return;
+  const std::size_t stride = image.sliceStride();
+  const std::size_t k = n / stride, j = (n % stride) / image.size[0], i = n % image.size[0];
+  throwInputError(where, what + " value at (" + std::to_string(i) + ", " + std::to_string(j) + ", " + std::to_string(k) + ")",
+                  "finite values within " + str(limit) + " in magnitude", str(data[n]));
 }
 
 }  // namespace glrecon

@@ -260,6 +260,7 @@ Image reconstructFdk(const Geometry& geometry, const Image& projections, const V
   }
   local.setupSeconds = secondsSince(start);
   Image volume = output.get();
+  local.pageInWaitSeconds = secondsSince(start) - local.setupSeconds;
   runFdk(geometry, projections, filter, *backprojector, volume.data.data(), options, local);
   if (local.killedAfter > 0) {
     // Stopped voxels hold the partial sum of the projections before the kill: scale it to the whole scan.
