@@ -11,7 +11,7 @@ bin=$PWD/.gl/bin/glrecon
 # The test binary finds the CLI and its scratch folder at the build machine's paths.
 mkdir -p /work/main/build/tests/scratch && cp "$bin" /work/main/build/glrecon
 step=${1:-all}
-if [ "$step" = all ] || [ "$step" = tests ]; then
+if [ "$step" = all ] || [ "$step" = tests ] || [ "$step" = session17 ]; then
   (cd /tmp && timeout 330 "$OLDPWD/.gl/bin/glrecon-tests" > "$out/tests_full.txt" 2>&1; echo "exit $?" >> "$out/tests_full.txt")
   grep -E "^\[  FAILED|^\[  PASSED|^\[  SKIPPED|tests from .* ran|Failure|^exit" "$out/tests_full.txt" | tail -40
 fi
@@ -72,4 +72,23 @@ fi
 if [ "$step" = slabs2048 ]; then
   "$bin" bench --size 2048 --projections 720 --detector 1024 --backends cuda --window 32 --gpu-memory 8G --repeat 1 -q 2>&1 | tee "$out/slabs2048.txt"
   "$bin" bench --size 2048 --projections 720 --detector 1024 --backends cuda --window 32 --gpu ${SLAB_GPUS:-0,1} --gpu-memory 8G --repeat 1 -q 2>&1 | tee "$out/slabs2048_gpus.txt"
+fi
+# Issue 9 goal 4: file to file with the output's pages prepared beside the reconstruction (new output, then replacing one).
+if [ "$step" = fdkwrite ] || [ "$step" = session17 ]; then
+  scan=/tmp/scan; [ -f $scan/projections.mha ] || "$bin" phantom -o $scan --projections 360 --detector 512 --detector-spacing 1 --overwrite -q
+  for run in "cuda new" "cuda new" "cuda new" "cuda overwrite" "compute new" "compute new" "compute overwrite"; do
+    set -- $run; [ $2 = new ] && rm -f /tmp/v.mha
+    /usr/bin/time -f "$1 $2 output: wall %e s" "$bin" fdk -g $scan/geometry.xml -p $scan/projections.mha -o /tmp/v.mha --overwrite --size 512 --spacing 0.5 --backend $1 --window 32 2>&1 | grep -E "file to file|wall"
+  done | tee "$out/fdkwrite.txt"
+fi
+# Issue 9 goal 7: the viewer's frames drawn offscreen while reconstructing 512^3, against fdk --stream and fdk.
+if [ "$step" = viewer ] || [ "$step" = session17 ]; then
+  scan=/tmp/scan; [ -f $scan/projections.mha ] || "$bin" phantom -o $scan --projections 360 --detector 512 --detector-spacing 1 --overwrite -q
+  f="-g $scan/geometry.xml -p $scan/projections.mha --size 512 --spacing 0.5"
+  for run in "compute 32" "compute 16" "graphics 8" "graphics 16"; do
+    set -- $run
+    "$bin" view $f --backend $1 --window $2 --offscreen --slice-range 0.9:1.1 2>&1 | grep "frames/s"
+    "$bin" fdk $f --backend $1 --window $2 --stream -o /tmp/s.mha --overwrite 2>&1 | grep -E "end to end"
+  done 2>&1 | tee "$out/viewer.txt"
+  "$bin" view $f --backend compute --window 32 --offscreen --slice-range 0.9:1.1 --screenshot "$out/view512_compute.png" --overwrite 2>&1 | grep "frames/s"
 fi

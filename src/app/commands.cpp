@@ -508,15 +508,19 @@ struct FdkCommand {
       }
       return;
     }
-    // CUDA's context takes a few hundred milliseconds to create: made while the projections are read.
-    std::thread cudaWarmUp;
-    if (backend == "cuda") cudaWarmUp = std::thread([device = options.gpu] { warmUpCuda(device); });
+    // The driver's first context takes a tenth of a second (OpenGL) to a quarter (CUDA) to create: made once while
+    // the projections are read.
+    std::thread gpuWarmUp;
+    if (backend == "cuda")
+      gpuWarmUp = std::thread([device = options.gpu] { warmUpCuda(device); });
+    else if (backend != "cpu" && !slabsAsked)
+      gpuWarmUp = std::thread([device = options.gpu] { gl::warmUpHeadless(device); });
     struct JoinOnExit {
       std::thread& t;
       ~JoinOnExit() {
         if (t.joinable()) t.join();
       }
-    } joinWarmUp{cudaWarmUp};
+    } joinWarmUp{gpuWarmUp};
     const auto readStart = std::chrono::steady_clock::now();
     // The output file is made now, and unless slabs are asked for, its pages are put into the page cache by
     // background threads while the projections are read and reconstructed: the final write is then a parallel
@@ -528,7 +532,7 @@ struct FdkCommand {
     Image projections = projectionsPath.empty() ? readProjectionFiles(listProjectionFiles(path, regexp))
                                                 : readProjectionStack(projectionsPath);
     const double readSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - readStart).count();
-    if (cudaWarmUp.joinable()) cudaWarmUp.join();
+    if (gpuWarmUp.joinable()) gpuWarmUp.join();
     const double gpuStartSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - readStart).count() - readSeconds;
     const Geometry geometry = Geometry::fromCircular(params, detectorLayoutOf(projections));
     checkProjectionsMatch(geometry, projections, projectionsName);

@@ -168,6 +168,13 @@ void Context::makeCurrent() {
     throw GlError("OpenGL: cannot make the context current (" + eglErrorName(eglGetError()) + ")");
 }
 
+void warmUpHeadless(int device) {
+  try {
+    Context::headless(device);
+  } catch (const std::exception&) {
+  }
+}
+
 Context::~Context() {
   if (window_) glfwDestroyWindow(window_);
   if (egl_ && egl_->display != EGL_NO_DISPLAY) {

@@ -56,6 +56,11 @@ class Context {
   DeviceInfo info_;
 };
 
+/// Creates and drops a headless context on `device`, ignoring failures (the real creation reports them): the
+/// driver's first context in a process costs a tenth of a second or more, which a thread can pay while the
+/// caller reads its input. Join it before creating another context.
+void warmUpHeadless(int device);
+
 /// True for renderer strings of CPU rasterizers.
 bool isSoftwareRenderer(const std::string& renderer);
 
