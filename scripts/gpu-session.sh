@@ -81,14 +81,23 @@ if [ "$step" = fdkwrite ] || [ "$step" = session17 ]; then
     /usr/bin/time -f "$1 $2 output: wall %e s" "$bin" fdk -g $scan/geometry.xml -p $scan/projections.mha -o /tmp/v.mha --overwrite --size 512 --spacing 0.5 --backend $1 --window 32 2>&1 | grep -E "file to file|wall"
   done | tee "$out/fdkwrite.txt"
 fi
-# Issue 9 goal 7: the viewer's frames drawn offscreen while reconstructing 512^3, against fdk --stream and fdk.
+# Issue 9 goal 7: the viewer's frames drawn offscreen while reconstructing 512^3, against fdk --stream and fdk: 360 and
+# 1440 projections of 512^2 from files (as fast as they come), and a simulated scanner at 300 projections/s.
 if [ "$step" = viewer ] || [ "$step" = session17 ]; then
   scan=/tmp/scan; [ -f $scan/projections.mha ] || "$bin" phantom -o $scan --projections 360 --detector 512 --detector-spacing 1 --overwrite -q
-  f="-g $scan/geometry.xml -p $scan/projections.mha --size 512 --spacing 0.5"
-  for run in "compute 32" "compute 16" "graphics 8" "graphics 16"; do
-    set -- $run
-    "$bin" view $f --backend $1 --window $2 --offscreen --slice-range 0.9:1.1 2>&1 | grep "frames/s"
-    "$bin" fdk $f --backend $1 --window $2 --stream -o /tmp/s.mha --overwrite 2>&1 | grep -E "end to end"
+  long=/tmp/scan1440; [ -f $long/projections.mha ] || "$bin" phantom -o $long --projections 1440 --detector 512 --detector-spacing 1 --overwrite -q
+  for s in $scan $long; do
+    f="-g $s/geometry.xml -p $s/projections.mha --size 512 --spacing 0.5"
+    for run in "compute 32" "compute 16" "graphics 8"; do
+      set -- $run
+      echo "== $s $1 W=$2"
+      "$bin" view $f --backend $1 --window $2 --offscreen --slice-range 0.9:1.1 2>&1 | grep "frames/s"
+      "$bin" fdk $f --backend $1 --window $2 --stream -o /tmp/s.mha --overwrite 2>&1 | grep -E "end to end"
+      "$bin" fdk $f --backend $1 --window $2 -o /tmp/s.mha --overwrite 2>&1 | grep -E "^backend"
+    done
   done 2>&1 | tee "$out/viewer.txt"
-  "$bin" view $f --backend compute --window 32 --offscreen --slice-range 0.9:1.1 --screenshot "$out/view512_compute.png" --overwrite 2>&1 | grep "frames/s"
+  for b in compute graphics; do
+    "$bin" view --simulate 300 --size 512 --spacing 0.25 --backend $b --window 8 --offscreen --slice-range 0.9:1.1 2>&1 | grep "frames/s"
+  done 2>&1 | tee -a "$out/viewer.txt"
+  "$bin" view -g $scan/geometry.xml -p $scan/projections.mha --size 512 --spacing 0.5 --backend compute --window 32 --offscreen --slice-range 0.9:1.1 --screenshot "$out/view512_compute.png" --overwrite 2>&1 | grep "frames/s"
 fi

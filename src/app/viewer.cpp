@@ -321,8 +321,18 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
   options.cancel = &cancel;
   options.fdk.batch = 1;  // hand projections over one by one: a frame can come between any two
   bool midScanShotTaken = false;
+  // The span while projections arrive (from the first to the last one backprojected) and the frames drawn in it:
+  // the rate a user watching the scan sees, without the start (reading, filter warm-up) or the final readback.
+  std::chrono::steady_clock::time_point firstBatch{}, lastBatch{};
+  std::size_t framesAtFirstBatch = 0, framesAtLastBatch = 0;
   options.onBatch = [&](std::size_t d, Backprojector& b) {
     done = d;
+    lastBatch = std::chrono::steady_clock::now();
+    framesAtLastBatch = frames;
+    if (firstBatch == std::chrono::steady_clock::time_point{}) {
+      firstBatch = lastBatch;
+      framesAtFirstBatch = frames;
+    }
     if (script.screenshotAt && !midScanShotTaken && done >= script.screenshotAt) {
       midScanShotTaken = true;
       state.screenshotRequested = true;
@@ -360,11 +370,13 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
   done = total;
   if (!live) glTextureSubImage3D(hostVolume.id(), 0, 0, 0, 0, n[0], n[1], n[2], GL_RED, GL_FLOAT, volume.data.data());
   if (!state.rangeSet) readRange();
+  const double arrivingSeconds = std::chrono::duration<double>(lastBatch - firstBatch).count();
   std::fprintf(stderr,
-               "view: %s: %zu projections in %.2f s (%.1f projections/s), %zu frames while reconstructing (%.1f frames/s); volume ready "
-               "%.3f s after the last projection\n",
+               "view: %s: %zu projections in %.2f s (%.1f projections/s), %zu frames while reconstructing (%.1f frames/s; %.1f frames/s "
+               "over the %.2f s from the first projection backprojected to the last); volume ready %.3f s after the last projection\n",
                report.backend.c_str(), total, reconstructionSeconds, total / reconstructionSeconds, reconstructionFrames,
-               reconstructionFrames / reconstructionSeconds, report.latencySeconds);
+               reconstructionFrames / reconstructionSeconds, arrivingSeconds > 0 ? (framesAtLastBatch - framesAtFirstBatch) / arrivingSeconds : 0.0,
+               arrivingSeconds, report.latencySeconds);
   if (!output.empty()) {
     writeMetaImage(output, volume, overwrite);
     std::fprintf(stderr, "view: wrote %s\n", output.c_str());
