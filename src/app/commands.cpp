@@ -366,7 +366,7 @@ struct FdkCommand {
     c->add_option("--cutoff", cutoff, "Window cut-off as a fraction of the Nyquist frequency (0, 1]")->capture_default_str();
     c->add_option("--hann", hann, "rtkfdk's option: Hann window with this cut-off (same as --filter hann --cutoff F)");
     c->add_option("--filter-on", filterOn,
-                  "Where the filter runs: auto (on the GPU for cuda, compute and graphics on a hardware GPU without --stream, "
+                  "Where the filter runs: auto (on the GPU for cuda, compute and graphics on a hardware GPU, also with --stream, "
                   "else on a CPU thread pool with FFTW), cpu, or gpu (an error where it cannot)")
         ->capture_default_str();
     c->add_flag("--no-short-scan", noShortScan, "Do not apply Parker weights to a scan shorter than 360 degrees");
@@ -449,8 +449,6 @@ struct FdkCommand {
       throw UsageError("--stream: expected the whole volume on one GPU (the live pipeline adds each projection to every voxel as "
                        "it arrives); --gpu-memory and several --gpu reconstruct in slabs, which needs every projection first: "
                        "leave out --stream");
-    if (stream && options.filterOn == FilterPlace::Gpu)
-      throw UsageError("--filter-on gpu: expected without --stream (the live pipeline filters on a CPU thread pool)");
     if (stream && (!flat.empty() || !dark.empty() || i0 > 0 || !densityRange.empty()))
       throw UsageError("--stream: expected projections as line integrals, without --i0/--flat/--dark/--density-range (not "
                        "supported in the pipeline yet)");

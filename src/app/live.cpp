@@ -59,19 +59,22 @@ struct Snapshots {
 
 void printStreamReport(const StreamReport& r, std::size_t projections) {
   if (!r.autoNote.empty()) std::fprintf(stderr, "%s\n", r.autoNote.c_str());
+  char filtering[64] = "filter on the GPU";
+  if (!r.filteredOnGpu) std::snprintf(filtering, sizeof filtering, "filtering %.2f thread-seconds", r.filterSeconds);
   std::fprintf(stderr,
-               "backend %s: %zu projections in %.2f s end to end (%.1f projections/s); reading %.2f s, filtering %.2f thread-seconds, "
-               "backprojection (upload included) %.2f s (%.2f G voxel-updates/s), waiting for filtered projections %.2f s; volume "
+               "backend %s: %zu projections in %.2f s end to end (%.1f projections/s); reading %.2f s, %s, "
+               "backprojection (upload%s included) %.2f s (%.2f G voxel-updates/s), waiting for %s projections %.2f s; volume "
                "ready %.3f s after the last projection; at most %zu projections held between stages\n",
-               r.backend.c_str(), projections, r.totalSeconds, projections / r.totalSeconds, r.readSeconds, r.filterSeconds, r.backprojectSeconds,
-               r.gigaUpdatesPerSecond(), r.uploadWaitSeconds, r.latencySeconds, r.peakQueued);
+               r.backend.c_str(), projections, r.totalSeconds, projections / r.totalSeconds, r.readSeconds, filtering,
+               r.filteredOnGpu ? ", filter" : "", r.backprojectSeconds, r.gigaUpdatesPerSecond(), r.filteredOnGpu ? "read" : "filtered",
+               r.uploadWaitSeconds, r.latencySeconds, r.peakQueued);
 }
 
 namespace {
 
 // Options shared by scan-sim and view.
 struct LiveOptions {
-  std::string size = "128", spacing = "2", origin, backend = "auto", window = "auto", output, snapshots, range;
+  std::string size = "128", spacing = "2", origin, backend = "auto", window = "auto", output, snapshots, range, filterOn = "auto";
   int gpu = 0, threads = 0, filterThreads = 0;
   std::size_t every = 30, depth = 16;
   bool overwrite = false, quiet = false;
@@ -85,6 +88,10 @@ struct LiveOptions {
     c->add_option("--gpu", gpu, "EGL (or CUDA) device")->capture_default_str();
     c->add_option("--threads", threads, "CPU threads of the cpu backend (0: all)")->capture_default_str();
     c->add_option("--filter-threads", filterThreads, "FFTW filter threads (0: all)")->capture_default_str();
+    c->add_option("--filter-on", filterOn,
+                  "Where the filter runs: auto (on the GPU for cuda, compute and graphics on a hardware GPU, else on the FFTW "
+                  "thread pool), cpu, or gpu (an error where it cannot)")
+        ->capture_default_str();
     c->add_option("--queue", depth, "Projections held between pipeline stages, at most")->capture_default_str();
     c->add_option("--output,-o", output, "Write the final volume (.mha or .mhd)");
     c->add_option("--snapshots", snapshots, "Write axial, coronal and sagittal PNG slices into this directory while reconstructing");
@@ -108,6 +115,7 @@ struct LiveOptions {
         throw UsageError("--window: expected a whole number from 1 to 4096, max or auto, found '" + window + "'");
       o.fdk.window = static_cast<int>(w[0]);
     }
+    o.fdk.filterOn = parseFilterPlace(filterOn);
     o.filterThreads = filterThreads;
     o.queueDepth = depth;
     return o;

@@ -12,6 +12,7 @@
 #include "glrecon/error.h"
 #include "glrecon/parallel.h"
 #include "glrecon/progress.h"
+#include "device_filter_scope.h"
 
 namespace glrecon {
 namespace {
@@ -52,36 +53,6 @@ UsageError filterOnGpuRefused(const std::string& backend, bool trajectoryAllows)
                     "for it, and views that share one cosine table; found " + found + " (--filter-on auto or cpu filters on the CPU)");
 }
 
-namespace {
-
-// Hands the filter to the backprojector for the length of one run (and takes it back, also on an exception: a
-// reused backprojector, as bench's, must not filter projections that come filtered).
-class DeviceFilterScope {
- public:
-  DeviceFilterScope(const FdkFilter& filter, Backprojector& backprojector, FilterPlace place) : backprojector_(backprojector) {
-    if (place == FilterPlace::Cpu) return;
-    const DeviceFilter* device = backprojector.name() == "cpu" ? nullptr : filter.deviceFilter();
-    active_ = device && backprojector.filterOnDevice(device, place == FilterPlace::Gpu);
-    if (!active_ && place == FilterPlace::Gpu) throw filterOnGpuRefused(backprojector.name(), device != nullptr);
-  }
-  ~DeviceFilterScope() {
-    // Also while an exception unwinds: a failing device must not turn it into std::terminate.
-    try {
-      if (active_) backprojector_.filterOnDevice(nullptr);
-    } catch (...) {
-    }
-  }
-  DeviceFilterScope(const DeviceFilterScope&) = delete;
-  DeviceFilterScope& operator=(const DeviceFilterScope&) = delete;
-  bool active() const { return active_; }
-
- private:
-  Backprojector& backprojector_;
-  bool active_ = false;
-};
-
-}  // namespace
-
 void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter& filter, Backprojector& backprojector,
             float* destination, const FdkOptions& options, FdkReport& report) {
   const std::size_t count = geometry.size(), batch = std::max<std::size_t>(1, options.batch);
@@ -89,7 +60,7 @@ void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter&
   const DensityKill& kill = options.densityKill;
   if (kill.enabled && !(kill.high > kill.low && kill.margin >= 0 && kill.after > 0 && kill.after < 1))
     throw UsageError("--density-range: expected LOW < HIGH, MARGIN >= 0 and --density-after in (0, 1)");
-  const DeviceFilterScope deviceFilter(filter, backprojector, options.filterOn);
+  const detail::DeviceFilterScope deviceFilter(filter, backprojector, options.filterOn);
   report.filteredOnGpu = deviceFilter.active();
 
   // Filtered projections wait in a ring of `slots` (a whole number of batches, so a batch is contiguous)

@@ -13,6 +13,7 @@
 #include "glrecon/io.h"
 #include "glrecon/parallel.h"
 #include "glrecon/progress.h"
+#include "device_filter_scope.h"
 
 namespace glrecon {
 namespace {
@@ -166,6 +167,10 @@ Image reconstructStreaming(ProjectionSource& source, const Geometry& geometry, c
     backprojector->setRegion(region);
   }
 
+  // The filter on the GPU where the batch path would put it (FilterPlace::Auto: not on a software renderer, not the
+  // cpu backend): the pool then only hands raw projections on, in order, and the backprojector filters each window.
+  const detail::DeviceFilterScope deviceFilter(filter, *backprojector, options.fdk.filterOn);
+  local.filteredOnGpu = deviceFilter.active();
   const std::size_t pixels = static_cast<std::size_t>(geometry.detector.nu) * geometry.detector.nv;
   Stream s;
   s.depth = std::max<std::size_t>(2, options.queueDepth);
@@ -208,7 +213,7 @@ Image reconstructStreaming(ProjectionSource& source, const Geometry& geometry, c
   });
 
   // Filter pool: takes the oldest raw projection, filters it, files it by index.
-  const int filterThreads = resolveThreadCount(options.filterThreads);
+  const int filterThreads = deviceFilter.active() ? 1 : resolveThreadCount(options.filterThreads);
   std::vector<std::jthread> filters;
   for (int t = 0; t < filterThreads; ++t)
     filters.emplace_back([&] {
@@ -224,7 +229,7 @@ Image reconstructStreaming(ProjectionSource& source, const Geometry& geometry, c
             ++s.filtering;
           }
           const auto t = std::chrono::steady_clock::now();
-          filter.apply(item.index, item.data.data());
+          if (!deviceFilter.active()) filter.apply(item.index, item.data.data());
           const double seconds = since(t);
           std::lock_guard lock(s.mutex);
           local.filterSeconds += seconds;  // summed over the pool's threads
