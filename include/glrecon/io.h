@@ -122,7 +122,8 @@ class VolumeFileWriter {
   /// 512 MiB into new page-cache pages runs at ~2.4 GB/s on one thread (page allocation, not copying); into
   /// pages already there it is a parallel memcpy, ~30 GB/s. Where the file system cannot reserve blocks
   /// (no fallocate) nothing happens and writeVolume writes as writeRows does: a mapped write to a full disk
-  /// would be a SIGBUS, not an error message. A full disk is reported here, before the reconstruction.
+  /// would be a SIGBUS, not an error message. A full disk is reported here, before the reconstruction. Files
+  /// over 1/16 of physical memory are left alone (see the .cpp).
   void preparePages(int threads = 4);
   /// The whole volume (nx x ny x nz floats): through the prepared mapping on `threads` threads (0 = all), or
   /// with pwrite when preparePages did not map the file. Then commit().

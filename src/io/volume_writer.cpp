@@ -103,6 +103,10 @@ VolumeFileWriter::~VolumeFileWriter() {
 void VolumeFileWriter::preparePages(int threads) {
   if (mapping_ || fd_ < 0) return;
   const std::uint64_t total = dataOffset_ + std::uint64_t{4} * size_[0] * size_[1] * size_[2];
+  // Only while the file stays well under the kernel's background-writeback threshold (10% of memory by default):
+  // beyond it the zero pages would be written to disk before the volume replaces them, doubling the disk traffic.
+  const std::uint64_t memory = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  if (total > memory / 16) return;
   if (::fallocate(fd_, 0, 0, static_cast<off_t>(total)) != 0) {
     const int error = errno;
     if (error == ENOSPC || error == EDQUOT || error == EFBIG)
