@@ -59,6 +59,29 @@ TEST(MetaImage, RoundTripMhaAndMhd) {
   EXPECT_EQ(filesIn(dir), (std::vector<fs::path>{"v.mha", "v.mhd", "v.raw"}));  // no temporary files left
 }
 
+// fdk reads the volume back straight into the mapped .mha (VolumeFileWriter::mappedVolume), which needs its voxels
+// float-aligned: the header pads itself to a multiple of 4 bytes, whatever the digits of spacing and origin, and
+// reads back the same.
+TEST(MetaImage, HeaderLengthIsAMultipleOfFourAndReadsBack) {
+  const fs::path dir = test::scratchDir() / "mha-align";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  int n = 0;
+  for (const double spacing : {1.0, 0.5, 0.123456789, 12.75})
+    for (const double origin : {0.0, -1.5, 3.14159265358979, -1234.5678})
+      for (const int nx : {3, 17, 128}) {
+        Image image(VolumeGrid{{nx, 2, 2}, {spacing, spacing * 2, 1.0}, {origin, 0.25, -origin}});
+        for (std::size_t i = 0; i < image.data.size(); ++i) image.data[i] = static_cast<float>(i) - 3.5f;
+        const fs::path path = dir / ("v" + std::to_string(n++) + ".mha");
+        writeMetaImage(path.string(), image, false);
+        EXPECT_EQ((fs::file_size(path) - image.data.size() * sizeof(float)) % 4, 0u) << path;
+        const Image back = readMetaImage(path.string());
+        EXPECT_EQ(back.data, image.data);
+        EXPECT_EQ(back.spacing, image.spacing);
+        EXPECT_EQ(back.origin, image.origin);
+      }
+}
+
 TEST(MetaImage, ReadsDetectorTypesByteOrdersAndCompression) {
   const auto dir = test::scratchDir();
   test::writeText(dir / "u16.mha", header("3 1", "MET_USHORT") + bytesOf<std::uint16_t>({0, 1000, 65535}));

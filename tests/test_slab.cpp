@@ -252,7 +252,15 @@ TEST(Slab, PreparedWholeVolumeWriteWritesWhatWriteImageWrites) {
       fs::remove(dir / "v.raw");
       VolumeFileWriter writer((dir / name).string(), grid, false);
       writer.preparePages(threads);
-      writer.writeVolume(volume.data.data(), threads);
+      ASSERT_TRUE(writer.mapped()) << name;
+      if (threads == 3) {
+        // Written in place, as fdk's readback does: the headers keep the voxels float-aligned.
+        float* voxels = writer.mappedVolume();
+        ASSERT_NE(voxels, nullptr) << name;
+        std::copy(volume.data.begin(), volume.data.end(), voxels);
+      } else {
+        writer.writeVolume(volume.data.data(), threads);
+      }
       EXPECT_FALSE(fs::exists(dir / name)) << "visible before commit";
       writer.commit();
       EXPECT_EQ(test::readText(dir / name), test::readText(dir / "ref" / name)) << name << ", " << threads << " threads";

@@ -79,7 +79,7 @@ struct FdkReport {
   double filterWaitSeconds = 0.0;   ///< the backprojector's thread waiting for filtered projections
   double readbackSeconds = 0.0;     ///< the volume to the host (part of backprojectSeconds)
   double setupSeconds = 0.0;        ///< making the backprojector (context, programs, buffers)
-  double pageInWaitSeconds = 0.0;   ///< after setup, waiting for the output's memory (paged in by another thread)
+  double pageInWaitSeconds = 0.0;   ///< at the readback, waiting for the output's memory (paged in by another thread)
   double totalSeconds = 0.0;
   double voxelUpdates = 0.0;  ///< voxels x projections
   std::string region;         ///< the region's description; empty: the whole volume
@@ -106,6 +106,14 @@ void checkProjectionsMatch(const Geometry& geometry, const Image& projections, c
 Image reconstructFdk(const Geometry& geometry, const Image& projections, const VolumeGrid& grid,
                      const FdkOptions& options, FdkReport* report = nullptr);
 
+/// Where a one-block reconstruction puts the volume: called once, when the readback begins (so its memory can be
+/// prepared meanwhile), it returns voxelCount() floats, aligned, x fastest (e.g. a mapped output file).
+using FdkDestination = std::function<float*()>;
+/// reconstructFdk's one-block path into the caller's memory (the caller has checked that planFdkSlabs gives no
+/// slabs): the same voxels, bit for bit.
+void reconstructFdkInto(const Geometry& geometry, const Image& projections, const VolumeGrid& grid, const FdkOptions& options,
+                        const FdkDestination& destination, FdkReport* report = nullptr);
+
 /// Where the slabs of a slab reconstruction go: rows [firstRow, firstRow + rows) of y, nx x rows x nz floats
 /// (x fastest), each once, in any order, from the workers' threads (concurrently for different rows).
 using SlabSink = std::function<void(int firstRow, int rows, const float* data)>;
@@ -128,5 +136,8 @@ class Backprojector;
 /// options.backend/gpu/window/roi are not used here (the backprojector has them); the density kill is.
 void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter& filter, Backprojector& backprojector,
             float* destination, const FdkOptions& options, FdkReport& report);
+/// The same, the destination asked for only when the readback begins (its wait counted in pageInWaitSeconds).
+void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter& filter, Backprojector& backprojector,
+            const FdkDestination& destination, const FdkOptions& options, FdkReport& report);
 
 }  // namespace glrecon

@@ -128,6 +128,11 @@ class VolumeFileWriter {
   /// The whole volume (nx x ny x nz floats): through the prepared mapping on `threads` threads (0 = all), or
   /// with pwrite when preparePages did not map the file. Then commit().
   void writeVolume(const float* data, int threads = 0);
+  /// The mapped voxels, to be written in place (nx x ny x nz floats, x fastest), once the page preparation has
+  /// finished; nullptr when preparePages did not map the file or the voxels would not be float-aligned. Then commit().
+  float* mappedVolume();
+  /// preparePages mapped the file (mappedVolume will not be nullptr unless the voxels are misaligned).
+  bool mapped() const { return mapping_ != nullptr; }
   /// Stops the page preparation (when the volume will come in slabs after all) and unmaps the file.
   void releasePages();
   void commit();

@@ -54,5 +54,7 @@ std::vector<std::pair<int, int>> columnZRanges(const RegionOfInterest& roi);
 
 /// Sets every voxel outside the region to 0.
 void applyRegion(Image& volume, const RegionOfInterest& roi);
+/// The same on the region's grid's voxels at `data`.
+void applyRegion(float* data, const RegionOfInterest& roi);
 
 }  // namespace glrecon

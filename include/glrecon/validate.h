@@ -3,6 +3,7 @@
 /// volume grid and the scan, a volume that some projection sees, and values that cannot overflow float.
 /// Each throws GeometryError or InputError naming where, the field, what was expected and what was found.
 /// Tested in tests/test_bad_input.cpp (through the command line) and tests/test_limits.cpp.
+#include <array>
 #include <string>
 
 #include "glrecon/geometry.h"
@@ -25,6 +26,9 @@ void checkVolumeInBeam(const Geometry& geometry, const VolumeGrid& grid, const s
 /// Throws InputError naming the first value that is not finite or exceeds `limit` in magnitude (values beyond
 /// it overflow float in the ramp filter and the backprojection sums).
 void checkFiniteValues(const Image& image, const std::string& where, const std::string& what, double limit);
+/// The same on size[0] x size[1] x size[2] floats at `data`.
+void checkFiniteValues(const float* data, const std::array<int, 3>& size, const std::string& where, const std::string& what,
+                       double limit);
 
 /// The magnitude checkFiniteValues allows in projections (line integrals): far beyond any physical
 /// attenuation, far below where float sums over thousands of projections overflow.

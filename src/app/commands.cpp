@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -564,11 +565,24 @@ struct FdkCommand {
       runSlabs(geometry, projections, grid, options, plan, writer, outputs, readSeconds, chosen.empty(), pngs, fixedRange);
       return;
     }
-    const Image result = reconstructFdk(geometry, projections, grid, options, &report);
-    checkResult(result);
+    // The readback goes straight into the mapped output file where it is mapped (no host volume to page in and
+    // copy), else into memory paged in meanwhile by another thread, written at the end.
+    Image fallback;
+    std::future<void> fallbackPaged;  // after `fallback`: destroyed (waited for) first
+    if (!writer.mapped()) fallbackPaged = std::async(std::launch::async, [&] { fallback = Image(grid); });
+    float* volume = nullptr;
+    reconstructFdkInto(geometry, projections, grid, options, [&] {
+      if ((volume = writer.mappedVolume())) return volume;
+      if (fallbackPaged.valid())
+        fallbackPaged.get();
+      else
+        fallback = Image(grid);
+      return volume = fallback.data.data();
+    }, &report);
+    checkResult(volume, grid.size);
     const std::string noteText = sideNote(report, grid, geometry.size());
     const auto writeStart = std::chrono::steady_clock::now();
-    writer.writeVolume(result.data.data(), options.threads);
+    if (!fallback.data.empty()) writer.writeVolume(fallback.data.data(), options.threads);
     writer.commit();
     const auto written = std::chrono::steady_clock::now();
     const double writeSeconds = std::chrono::duration<double>(written - writeStart).count();
@@ -580,7 +594,13 @@ struct FdkCommand {
       if (!noteText.empty()) std::cerr << noteText;
       std::cerr << "wrote " << output << (noteText.empty() ? "" : " and " + note) << '\n';
     }
-    if (!slices.empty()) writeSlices(result, chosen.empty(), pngs, fixedRange, outputs);
+    if (!slices.empty()) {
+      // The mapped volume is in the file now: read back (from the page cache).
+      if (fallback.data.empty())
+        writeSlices(readImage(output), chosen.empty(), pngs, fixedRange, outputs);
+      else
+        writeSlices(fallback, chosen.empty(), pngs, fixedRange, outputs);
+    }
     outputs.keep();
   }
 
@@ -672,9 +692,10 @@ struct FdkCommand {
   }
 
   // NaN or infinity in the volume (projections near float's limit overflow the sums): no output, an error.
-  void checkResult(const Image& result) const {
+  void checkResult(const Image& result) const { checkResult(result.data.data(), result.size); }
+  void checkResult(const float* volume, const std::array<int, 3>& size) const {
     try {
-      checkFiniteValues(result, output, "reconstructed volume", 3.0e38);
+      checkFiniteValues(volume, size, output, "reconstructed volume", 3.0e38);
     } catch (const InputError& e) {
       throw InputError(std::string(e.what()) + " (the projections' values overflow float in the reconstruction)");
     }

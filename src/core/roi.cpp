@@ -215,9 +215,11 @@ std::vector<std::pair<int, int>> columnZRanges(const RegionOfInterest& roi) {
   return ranges;
 }
 
-void applyRegion(Image& volume, const RegionOfInterest& roi) {
-  for (std::size_t i = 0; i < volume.data.size(); ++i)
-    if (!roi.mask[i]) volume.data[i] = 0.0f;
+void applyRegion(Image& volume, const RegionOfInterest& roi) { applyRegion(volume.data.data(), roi); }
+
+void applyRegion(float* data, const RegionOfInterest& roi) {
+  for (std::size_t i = 0; i < roi.mask.size(); ++i)
+    if (!roi.mask[i]) data[i] = 0.0f;
 }
 
 }  // namespace glrecon

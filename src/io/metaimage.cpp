@@ -426,17 +426,23 @@ Image readMetaImageChecked(const std::string& path, double limit, std::size_t* f
 
 std::string metaImageHeader(const std::array<int, 3>& size, const std::array<double, 3>& spacing, const std::array<double, 3>& origin,
                             const std::string& dataFile) {
-  std::ostringstream header;
-  header.precision(17);
-  header << "ObjectType = Image\nNDims = 3\nBinaryData = True\nBinaryDataByteOrderMSB = False\n"
-         << "CompressedData = False\nTransformMatrix = 1 0 0 0 1 0 0 0 1\n"
-         << "Offset = " << origin[0] << ' ' << origin[1] << ' ' << origin[2] << '\n'
-         << "CenterOfRotation = 0 0 0\nAnatomicalOrientation = RAI\n"
-         << "ElementSpacing = " << spacing[0] << ' ' << spacing[1] << ' ' << spacing[2] << '\n'
-         << "DimSize = " << size[0] << ' ' << size[1] << ' ' << size[2] << '\n'
-         << "ElementType = MET_FLOAT\n"
-         << "ElementDataFile = " << dataFile << '\n';
-  return header.str();
+  const auto build = [&](int padding) {
+    std::ostringstream header;
+    header.precision(17);
+    header << "ObjectType = Image\nNDims = 3\nBinaryData = True\nBinaryDataByteOrderMSB = False\n"
+           << "CompressedData = False\nTransformMatrix = 1 0 0 0 1 0 0 0 1\n"
+           << "Offset = " << origin[0] << ' ' << origin[1] << ' ' << origin[2] << '\n'
+           << "CenterOfRotation =" << std::string(1 + padding, ' ') << "0 0 0\nAnatomicalOrientation = RAI\n"
+           << "ElementSpacing = " << spacing[0] << ' ' << spacing[1] << ' ' << spacing[2] << '\n'
+           << "DimSize = " << size[0] << ' ' << size[1] << ' ' << size[2] << '\n'
+           << "ElementType = MET_FLOAT\n"
+           << "ElementDataFile = " << dataFile << '\n';
+    return header.str();
+  };
+  // The voxels of a .mha start where the header ends: spaces after a numeric field's '=' (which MetaImage readers
+  // skip) make that a multiple of 4, so the floats are aligned where the file is mapped (VolumeFileWriter).
+  const std::string plain = build(0);
+  return build(static_cast<int>((4 - plain.size() % 4) % 4));
 }
 
 void checkMetaImageName(const std::string& path) {

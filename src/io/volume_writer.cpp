@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -134,6 +135,14 @@ void VolumeFileWriter::preparePages(int threads) {
 }
 
 void VolumeFileWriter::releasePages() { mapping_.reset(); }
+
+float* VolumeFileWriter::mappedVolume() {
+  if (!mapping_) return nullptr;
+  mapping_->join();
+  char* voxels = mapping_->base + dataOffset_;
+  if (reinterpret_cast<std::uintptr_t>(voxels) % alignof(float) != 0) return nullptr;
+  return reinterpret_cast<float*>(voxels);
+}
 
 void VolumeFileWriter::writeVolume(const float* data, int threads) {
   if (!mapping_) {

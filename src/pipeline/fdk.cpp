@@ -55,6 +55,11 @@ UsageError filterOnGpuRefused(const std::string& backend, bool trajectoryAllows)
 
 void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter& filter, Backprojector& backprojector,
             float* destination, const FdkOptions& options, FdkReport& report) {
+  runFdk(geometry, projections, filter, backprojector, [destination] { return destination; }, options, report);
+}
+
+void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter& filter, Backprojector& backprojector,
+            const FdkDestination& destination, const FdkOptions& options, FdkReport& report) {
   const std::size_t count = geometry.size(), batch = std::max<std::size_t>(1, options.batch);
   const std::size_t pixels = projections.sliceStride();
   const DensityKill& kill = options.densityKill;
@@ -164,8 +169,11 @@ void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter&
   stopPool();
   report.filterSeconds = deviceFilter.active() ? 0.0 : filterBusy / filterThreads;
   auto t = std::chrono::steady_clock::now();
+  float* out = destination();  // asked for only now: its memory may be paged in meanwhile
+  report.pageInWaitSeconds += secondsSince(t);
+  t = std::chrono::steady_clock::now();
   const double readbackBefore = backprojector.timings().readback;
-  backprojector.readVolume(destination);  // GPU backends: the last partial window, then the readback
+  backprojector.readVolume(out);  // GPU backends: the last partial window, then the readback
   report.backprojectSeconds += secondsSince(t);
   report.readbackSeconds = backprojector.timings().readback - readbackBefore;
   progress.finish();
@@ -173,6 +181,11 @@ void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter&
   report.culledFraction = backprojector.culledFraction();
   (void)killed;
 }
+
+namespace {
+void reconstructOneBlock(const Geometry& geometry, const Image& projections, const VolumeGrid& grid, const FdkOptions& options,
+                         const FdkDestination& destination, FdkReport* report, std::chrono::steady_clock::time_point start);
+}  // namespace
 
 Image reconstructFdk(const Geometry& geometry, const Image& projections, const VolumeGrid& grid,
                      const FdkOptions& options, FdkReport* report) {
@@ -204,8 +217,29 @@ Image reconstructFdk(const Geometry& geometry, const Image& projections, const V
   }
   // The output is paged in (zeroed) by another thread while the backprojector is made and the scan runs: at
   // 512^3 that is 512 MiB of page faults, a tenth of a second that would otherwise follow the readback.
-  std::future<Image> output = std::async(std::launch::async, [&grid] { return Image(grid); });
+  Image volume;  // declared first: the future below (which waits for its task) goes before it
+  std::future<void> output = std::async(std::launch::async, [&] { volume = Image(grid); });
+  reconstructOneBlock(geometry, projections, grid, options, [&] {
+    output.get();
+    return volume.data.data();
+  }, report, start);
+  return volume;
+}
 
+void reconstructFdkInto(const Geometry& geometry, const Image& projections, const VolumeGrid& grid, const FdkOptions& options,
+                        const FdkDestination& destination, FdkReport* report) {
+  geometry.validate("FDK");
+  grid.validate("FDK");
+  checkProjectionsMatch(geometry, projections, "projections");
+  geometry.checkVolumeInFront(grid, "FDK");
+  reconstructOneBlock(geometry, projections, grid, options, destination, report, std::chrono::steady_clock::now());
+}
+
+namespace {
+// Steps 1 to 4 on one block, the inputs checked: the filter, the backprojector, the run, the kill's scaling and the
+// region, into `destination`; `start` is where the report's clock began.
+void reconstructOneBlock(const Geometry& geometry, const Image& projections, const VolumeGrid& grid, const FdkOptions& options,
+                         const FdkDestination& destination, FdkReport* report, std::chrono::steady_clock::time_point start) {
   const FdkFilter filter(geometry, options.filter);
   BackprojectorOptions backprojectorOptions;
   backprojectorOptions.threads = options.threads;
@@ -230,25 +264,24 @@ Image reconstructFdk(const Geometry& geometry, const Image& projections, const V
     local.regionVoxels = grid.voxelCount();
   }
   local.setupSeconds = secondsSince(start);
-  Image volume = output.get();
-  local.pageInWaitSeconds = secondsSince(start) - local.setupSeconds;
-  runFdk(geometry, projections, filter, *backprojector, volume.data.data(), options, local);
+  float* out = nullptr;
+  runFdk(geometry, projections, filter, *backprojector, [&] { return out = destination(); }, options, local);
   if (local.killedAfter > 0) {
     // Stopped voxels hold the partial sum of the projections before the kill: scale it to the whole scan.
     const std::vector<std::uint8_t> active = backprojector->activeMask();
     const std::vector<std::uint8_t>* inside = region.mask.empty() ? nullptr : &region.mask;
     const float scale = static_cast<float>(static_cast<double>(geometry.size()) / local.killedAfter);
-    for (std::size_t i = 0; i < volume.data.size(); ++i)
+    for (std::size_t i = 0; i < grid.voxelCount(); ++i)
       if (!active[i] && (!inside || (*inside)[i])) {
-        volume.data[i] *= scale;
+        out[i] *= scale;
         ++local.killedVoxels;
       }
   }
-  if (!region.mask.empty()) applyRegion(volume, region);
+  if (!region.mask.empty()) applyRegion(out, region);
   local.totalSeconds = secondsSince(start);
   local.voxelUpdates = static_cast<double>(grid.voxelCount()) * geometry.size();
   if (report) *report = local;
-  return volume;
 }
+}  // namespace
 
 }  // namespace glrecon
