@@ -76,7 +76,7 @@ fi
 # Issue 9 goal 4: file to file with the output's pages prepared beside the reconstruction (new output, then replacing one).
 if [ "$step" = fdkwrite ] || [ "$step" = session17 ]; then
   scan=/tmp/scan; [ -f $scan/projections.mha ] || "$bin" phantom -o $scan --projections 360 --detector 512 --detector-spacing 1 --overwrite -q
-  for run in "cuda new" "cuda new" "cuda new" "cuda overwrite" "compute new" "compute new" "compute overwrite"; do
+  for run in "cuda new" "cuda new" "cuda new" "cuda new" "cuda overwrite" "compute new" "compute new" "compute new" "compute new" "compute new" "compute overwrite" "compute overwrite"; do
     set -- $run; [ $2 = new ] && rm -f /tmp/v.mha
     /usr/bin/time -f "$1 $2 output: wall %e s" "$bin" fdk -g $scan/geometry.xml -p $scan/projections.mha -o /tmp/v.mha --overwrite --size 512 --spacing 0.5 --backend $1 --window 32 2>&1 | grep -E "file to file|wall"
   done | tee "$out/fdkwrite.txt"
