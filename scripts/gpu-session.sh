@@ -101,3 +101,12 @@ if [ "$step" = viewer ] || [ "$step" = session17 ]; then
   done 2>&1 | tee -a "$out/viewer.txt"
   "$bin" view -g $scan/geometry.xml -p $scan/projections.mha --size 512 --spacing 0.5 --backend compute --window 32 --offscreen --slice-range 0.9:1.1 --screenshot "$out/view512_compute.png" --overwrite 2>&1 | grep "frames/s"
 fi
+# Issue 9 goal 7 against fdk from the same file: view (offscreen) and fdk file to file, 1440 x 512^2 -> 512^3, compute W=32.
+if [ "$step" = viewerfdk ]; then
+  long=/tmp/scan1440; [ -f $long/projections.mha ] || "$bin" phantom -o $long --projections 1440 --detector 512 --detector-spacing 1 --overwrite -q
+  f="-g $long/geometry.xml -p $long/projections.mha --size 512 --spacing 0.5 --backend compute --window 32"
+  for i in 1 2 3; do
+    "$bin" view $f --offscreen --slice-range 0.9:1.1 2>&1 | grep "frames/s"
+    rm -f /tmp/v.mha; "$bin" fdk $f -o /tmp/v.mha 2>&1 | grep "file to file"
+  done 2>&1 | tee "$out/viewerfdk.txt"
+fi
