@@ -31,6 +31,9 @@ struct IterativeOptions {
   bool positivity = false; ///< clamp negative voxels to 0 after every update (sart, sirt)
   std::vector<std::uint8_t> mask;  ///< region of interest (1 inside), x fastest; empty: the whole volume
   const Image* initial = nullptr;  ///< starting volume on the same grid; nullptr: 0 (osem: a positive constant)
+  /// Call back after every subset too (a live view of SART's progress), not only at the end of each iteration: on
+  /// GPU backends that keep the iterate on the device this brings the volume to the host after every subset.
+  bool everySubset = false;
 };
 
 /// One line of the residual curve: after iteration `iteration` (1-based) or, for callbacks during an iteration,
@@ -55,8 +58,8 @@ struct IterativeReport {
   double lambda = 0.0;
 };
 
-/// Called after every subset (for the live viewer) with the volume so far; `record.subset == record.subsets` at
-/// the end of an iteration.
+/// Called at the end of every iteration (`record.subset == record.subsets`) and, with IterativeOptions::everySubset,
+/// after every subset too, with the volume so far.
 using IterationCallback = std::function<void(const IterationRecord& record, const std::vector<float>& volume)>;
 
 /// Checks everything before work starts (InputError / UsageError naming the option, field, expected and found):

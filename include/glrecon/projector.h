@@ -16,6 +16,7 @@
 /// The pair is NOT matched (B is not exactly A^T: it interpolates on the detector where A^T would splat the
 /// ray samples); the measured gap and its bound are in tests/test_projector.cpp and the README.
 /// Tested in tests/test_projector.cpp (analytic phantom, adjoint gap, backends against cpu).
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -44,6 +45,15 @@ struct ProjectorTimings {
   double samples = 0.0;  ///< trilinear ray samples taken by forward() (the step count of every ray summed)
 };
 
+/// One subset's update in SART / OS-SART (x += lambda * B_S(c) / B_S(1)) and OS-EM (x *= B_S(c) / B_S(1)): only
+/// voxels the mask keeps whose weight B_S(1) exceeds its largest value over the volume / (256 * views in S) (below
+/// that a voxel only grazes a view's detector edge, where texture units and the CPU disagree: see iterative.cpp).
+struct SubsetRule {
+  bool multiplicative = false;  ///< OS-EM
+  float lambda = 1.0f;          ///< relaxation (additive rule)
+  bool positivity = false;      ///< clamp negative voxels to 0 (additive rule)
+};
+
 class Projector {
  public:
   virtual ~Projector() = default;
@@ -58,10 +68,35 @@ class Projector {
   const ProjectorTimings& timings() const { return timings_; }
   double step() const { return step_; }
 
+  /// The iterate of a subset method, kept where the projector computes: on the host here (through forward() and
+  /// back(), with `cachedWeights` = B_S(1) when the caller keeps them), on the device in the GPU backends that
+  /// override these, so that a subset moves only its projections and corrections between host and device, not
+  /// the volume. `mask` (voxels bytes, nullptr: every voxel) must outlive the iterate.
+  virtual void setIterate(const float* x, std::size_t voxels, const std::uint8_t* mask);
+  /// projections[i] = A_{views[i]} x for the iterate x.
+  virtual void forwardIterate(const std::size_t* views, std::size_t count, float* projections);
+  /// Applies `rule` with B_S(correction) for the subset `views` (corrections laid out as forward's projections).
+  virtual void updateIterate(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
+                             const float* cachedWeights = nullptr);
+  /// The iterate, to the host.
+  virtual void getIterate(float* x);
+  /// True where the iterate stays on the device and B_S(1) is computed there: callers then keep no weights.
+  virtual bool iterateOnDevice() const { return false; }
+
  protected:
   ProjectorTimings timings_;
   double step_ = 0.0;
+  std::size_t pixels_ = 0;  ///< detector pixels per view (nu * nv), set by the backend
+
+ private:
+  std::vector<float> iterate_, update_, weights_, ones_;
+  const std::uint8_t* mask_ = nullptr;
 };
+
+/// SubsetRule on the host: x from the subset's back projection `update` = B_S(c) and `weights` = B_S(1) over
+/// `views` views (what Projector::updateIterate does on the host, and the GPU backends do on the device).
+void applySubsetRule(float* x, const float* update, const float* weights, const std::uint8_t* mask, std::size_t voxels,
+                     std::size_t views, const SubsetRule& rule);
 
 /// The view constants every backend uses (float, as GPUs compute), in one place so that all agree bit for bit on
 /// the inputs. Coordinates: "index" = continuous voxel index (world - origin) / spacing.

@@ -198,7 +198,9 @@ void runIterativeLive(const Geometry& geometry, const Image& projections, const 
     };
 
     try {
-      result = reconstructIterative(projector, geometry, projections, grid, options, &report,
+      IterativeOptions everySubset = options;
+      everySubset.everySubset = true;  // the window shows the volume after every subset
+      result = reconstructIterative(projector, geometry, projections, grid, everySubset, &report,
                                     [&](const IterationRecord& r, const std::vector<float>& x) {
                                       context->makeCurrent();
                                       glTextureSubImage3D(volume.id(), 0, 0, 0, 0, n[0], n[1], n[2], GL_RED, GL_FLOAT, x.data());

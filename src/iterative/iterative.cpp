@@ -1,6 +1,8 @@
-// SART / OS-SART, SIRT, CGLS and OS-EM over the Projector interface. Volumes and projections live on the host
-// between projector calls: on GL and CUDA backends every forward() uploads the volume and reads projections
-// back, every back() uploads projections and reads the volume back (one round trip per subset, not per view).
+// SART / OS-SART, SIRT, CGLS and OS-EM over the Projector interface. The subset methods (SART, OS-SART, OS-EM, and
+// SIRT as their one-subset case) keep the iterate where the projector computes (Projector::setIterate): on the
+// device for backends that override it (cuda), so a subset moves only its projections and corrections; elsewhere
+// on the host, each forward() uploading the volume and each back() reading it back. CGLS works on the host with
+// forward() and back() over all views (one round trip per iteration).
 #include "glrecon/iterative.h"
 
 #include <algorithm>
@@ -149,23 +151,18 @@ Image reconstructIterative(Projector& projector, const Geometry& geometry, const
   // one sample), so r / length would amplify rounding into a large update at the volume's edge.
   const float rayFloor = static_cast<float>(
       std::max(kRelativeFloor * *std::max_element(rayLength.begin(), rayLength.end()), projector.step()));
-  std::vector<float> onesProjections(views * pixels, 1.0f);
-  const bool cacheWeights = method != IterativeMethod::Cgls && static_cast<double>(order.size()) * voxels * 4 <= 512.0 * (1 << 20);
+  // B_S 1 per subset, kept when it fits in 512 MiB and the iterate is on the host (a device projector computes
+  // it next to the iterate; otherwise updateIterate computes it each time).
+  const bool cacheWeights = method != IterativeMethod::Cgls && !projector.iterateOnDevice() &&
+                            static_cast<double>(order.size()) * voxels * 4 <= 512.0 * (1 << 20);
   std::vector<std::vector<float>> cachedWeights;
-  auto voxelWeights = [&](std::size_t s, std::vector<float>& out) {
-    if (cacheWeights && cachedWeights.size() > s) {
-      out = cachedWeights[s];
-      return;
+  if (cacheWeights) {
+    const std::vector<float> onesProjections(views * pixels, 1.0f);
+    for (const std::vector<std::size_t>& subset : order) {
+      std::vector<float>& w = cachedWeights.emplace_back(voxels);
+      projector.back(onesProjections.data(), subset.data(), subset.size(), w.data());
     }
-    out.resize(voxels);
-    projector.back(onesProjections.data(), order[s].data(), order[s].size(), out.data());
-  };
-  if (cacheWeights)
-    for (std::size_t s = 0; s < order.size(); ++s) {
-      std::vector<float> w;
-      voxelWeights(s, w);
-      cachedWeights.push_back(std::move(w));
-    }
+  }
   rep.setupSeconds = since(start);
 
   // ---- the starting volume ----
@@ -182,7 +179,7 @@ Image reconstructIterative(Projector& projector, const Geometry& geometry, const
   for (std::size_t i = 0; i < voxels; ++i)
     if (!inside(i)) x[i] = 0.0f;
 
-  std::vector<float> ax, b, correction, update(voxels), weights;
+  std::vector<float> ax, b, correction;
   auto gather = [&](const std::vector<std::size_t>& subset) {
     b.resize(subset.size() * pixels);
     for (std::size_t i = 0; i < subset.size(); ++i)
@@ -222,6 +219,11 @@ Image reconstructIterative(Projector& projector, const Geometry& geometry, const
       if (callback) callback(rec, x);
     }
   } else {
+    SubsetRule rule;
+    rule.multiplicative = method == IterativeMethod::Osem;
+    rule.lambda = static_cast<float>(lambda);
+    rule.positivity = options.positivity;
+    projector.setIterate(x.data(), voxels, mask.empty() ? nullptr : mask.data());
     for (int it = 1; it <= options.iterations; ++it) {
       const auto t0 = Clock::now();
       double squares = 0;
@@ -229,7 +231,7 @@ Image reconstructIterative(Projector& projector, const Geometry& geometry, const
         const std::vector<std::size_t>& subset = order[si];
         gather(subset);
         ax.resize(b.size());
-        projector.forward(x.data(), subset.data(), subset.size(), ax.data());
+        projector.forwardIterate(subset.data(), subset.size(), ax.data());
         correction.resize(b.size());
         for (std::size_t i = 0; i < subset.size(); ++i) {
           const float* length = rayLength.data() + subset[i] * pixels;
@@ -245,30 +247,26 @@ Image reconstructIterative(Projector& projector, const Geometry& geometry, const
               correction[j] = length[k] > rayFloor ? r / length[k] : 0.0f;
           }
         }
-        projector.back(correction.data(), subset.data(), subset.size(), update.data());
-        voxelWeights(si, weights);
         // A voxel that only grazes a view's detector edge has a weight of rounding size there, and its update
         // (a ratio of two such numbers) is rounding too: texture units interpolate with 8-bit fractions, so a
         // bilinear weight under 1/256 of a full one reads 0 on one backend and not on another. Such voxels wait
-        // for the subsets that see them: below 1/256 of one view's largest weight, a voxel counts as unseen.
-        const float weightFloor =
-            static_cast<float>(*std::max_element(weights.begin(), weights.end()) / (256.0 * static_cast<double>(subset.size())));
-        for (std::size_t i = 0; i < voxels; ++i) {
-          if (!inside(i) || !(weights[i] > weightFloor)) continue;
-          if (method == IterativeMethod::Osem) {
-            x[i] *= update[i] / weights[i];
-          } else {
-            x[i] += static_cast<float>(lambda) * update[i] / weights[i];
-            if (options.positivity && x[i] < 0.0f) x[i] = 0.0f;
-          }
-        }
-        if (callback && si + 1 < order.size())
+        // for the subsets that see them: below 1/256 of one view's largest weight a voxel counts as unseen
+        // (SubsetRule, applySubsetRule).
+        projector.updateIterate(correction.data(), subset.data(), subset.size(), rule,
+                                cacheWeights ? cachedWeights[si].data() : nullptr);
+        if (callback && options.everySubset && si + 1 < order.size()) {
+          projector.getIterate(x.data());
           callback({it, static_cast<int>(si + 1), static_cast<int>(order.size()), std::sqrt(squares), since(t0)}, x);
+        }
       }
       IterationRecord rec{it, static_cast<int>(order.size()), static_cast<int>(order.size()), std::sqrt(squares), since(t0)};
       rep.iterations.push_back(rec);
-      if (callback) callback(rec, x);
+      if (callback) {
+        projector.getIterate(x.data());
+        callback(rec, x);
+      }
     }
+    projector.getIterate(x.data());
   }
   // The final residual: one more forward projection of the result.
   std::vector<float> final(views * pixels);

@@ -46,6 +46,7 @@ CpuProjector::CpuProjector(const Geometry& geometry, const VolumeGrid& grid, con
     : grid_(grid), nu_(geometry.detector.nu), nv_(geometry.detector.nv), threads_(resolveThreadCount(options.threads)) {
   checkProjectorGeometry(geometry, grid, "cpu projector");
   step_ = projectorStep(options, grid);
+  pixels_ = static_cast<std::size_t>(nu_) * nv_;
   views_ = projectorViews(geometry, grid);
 }
 

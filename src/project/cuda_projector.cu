@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
 #include <string>
 
 #include "projector_backends.h"
@@ -86,6 +89,32 @@ __global__ void backKernel(cudaTextureObject_t projections, int3 size, float3 sp
   volume[index] = accumulate ? volume[index] + sum : sum;
 }
 
+// The largest of n non-negative floats (B_S 1): their bit patterns order as the values do, so an integer atomicMax
+// over them is exact. *result starts at 0.
+__global__ void maxKernel(const float* values, size_t n, int* result) {
+  int best = 0;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    best = max(best, __float_as_int(values[i]));
+  for (int offset = 16; offset > 0; offset /= 2) best = max(best, __shfl_down_sync(0xffffffffu, best, offset));
+  if ((threadIdx.x & 31) == 0) atomicMax(result, best);
+}
+
+// applySubsetRule (projector_common.cpp) on the device, in the same float operations (no fused multiply-adds), so
+// the iterate equals the host path's for the same B_S(c) and B_S(1).
+__global__ void subsetUpdateKernel(float* x, const float* update, const float* weights, const unsigned char* mask, size_t n,
+                                   float floor, bool multiplicative, float lambda, bool positivity) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    if ((mask && !mask[i]) || !(weights[i] > floor)) continue;
+    if (multiplicative) {
+      x[i] = __fmul_rn(x[i], __fdiv_rn(update[i], weights[i]));
+    } else {
+      float value = __fadd_rn(x[i], __fdiv_rn(__fmul_rn(lambda, update[i]), weights[i]));
+      if (positivity && value < 0.0f) value = 0.0f;
+      x[i] = value;
+    }
+  }
+}
+
 cudaTextureObject_t makeTexture(cudaArray_t array) {
   cudaResourceDesc resource{};
   resource.resType = cudaResourceTypeArray;
@@ -106,6 +135,7 @@ class CudaProjector final : public Projector {
       : grid_(grid), nu_(geometry.detector.nu), nv_(geometry.detector.nv) {
     checkProjectorGeometry(geometry, grid, "cuda projector");
     step_ = projectorStep(options, grid);
+    pixels_ = static_cast<std::size_t>(nu_) * nv_;
     views_ = projectorViews(geometry, grid);
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) throw CudaProjectorError("cuda projector: no CUDA device");
@@ -126,6 +156,9 @@ class CudaProjector final : public Projector {
   }
   ~CudaProjector() override {
     cudaSetDevice(device_);
+    for (void* p : {static_cast<void*>(iterate_), static_cast<void*>(update_), static_cast<void*>(weights_), static_cast<void*>(mask_),
+                    static_cast<void*>(maximum_)})
+      if (p) cudaFree(p);
     cudaDestroyTextureObject(volumeTexture_);
     cudaDestroyTextureObject(projectionTexture_);
     cudaFreeArray(volumeArray_);
@@ -139,11 +172,80 @@ class CudaProjector final : public Projector {
   void forward(const float* volume, const std::size_t* views, std::size_t count, float* projections) override {
     const auto start = std::chrono::steady_clock::now();
     GLRECON_CUDA_CHECK(cudaSetDevice(device_));
+    forwardFrom(volume, cudaMemcpyHostToDevice, views, count, projections);
+    timings_.forward += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  void back(const float* projections, const std::size_t* views, std::size_t count, float* volume) override {
+    const auto start = std::chrono::steady_clock::now();
+    GLRECON_CUDA_CHECK(cudaSetDevice(device_));
+    backInto(projections, views, count, volumeBuffer_);
+    GLRECON_CUDA_CHECK(cudaMemcpy(volume, volumeBuffer_, grid_.voxelCount() * sizeof(float), cudaMemcpyDeviceToHost));
+    timings_.back += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  // The iterate on the device: a subset uploads its corrections and reads back its forward projections only.
+  bool iterateOnDevice() const override { return true; }
+
+  void setIterate(const float* x, std::size_t voxels, const std::uint8_t* mask) override {
+    GLRECON_CUDA_CHECK(cudaSetDevice(device_));
+    if (voxels != grid_.voxelCount()) throw std::invalid_argument("setIterate: the iterate's size differs from the grid's");
+    if (!iterate_) {
+      GLRECON_CUDA_CHECK(cudaMalloc(&iterate_, voxels * sizeof(float)));
+      GLRECON_CUDA_CHECK(cudaMalloc(&update_, voxels * sizeof(float)));
+      GLRECON_CUDA_CHECK(cudaMalloc(&weights_, voxels * sizeof(float)));
+      GLRECON_CUDA_CHECK(cudaMalloc(&maximum_, sizeof(int)));
+    }
+    GLRECON_CUDA_CHECK(cudaMemcpy(iterate_, x, voxels * sizeof(float), cudaMemcpyHostToDevice));
+    if (mask) {
+      if (!mask_) GLRECON_CUDA_CHECK(cudaMalloc(&mask_, voxels));
+      GLRECON_CUDA_CHECK(cudaMemcpy(mask_, mask, voxels, cudaMemcpyHostToDevice));
+    }
+    masked_ = mask != nullptr;
+  }
+
+  void forwardIterate(const std::size_t* views, std::size_t count, float* projections) override {
+    const auto start = std::chrono::steady_clock::now();
+    GLRECON_CUDA_CHECK(cudaSetDevice(device_));
+    forwardFrom(iterate_, cudaMemcpyDeviceToDevice, views, count, projections);
+    timings_.forward += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  void updateIterate(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
+                     const float*) override {
+    const auto start = std::chrono::steady_clock::now();
+    GLRECON_CUDA_CHECK(cudaSetDevice(device_));
+    backInto(correction, views, count, update_);
+    ones_.resize(std::max(ones_.size(), std::min<std::size_t>(count, kMaxBatch) * pixels_), 1.0f);
+    backInto(ones_.data(), views, count, weights_, /*repeatFirstBatch=*/true);
+    const size_t n = grid_.voxelCount();
+    GLRECON_CUDA_CHECK(cudaMemset(maximum_, 0, sizeof(int)));
+    maxKernel<<<1024, 256>>>(weights_, n, maximum_);
+    GLRECON_CUDA_CHECK(cudaGetLastError());
+    int bits = 0;
+    GLRECON_CUDA_CHECK(cudaMemcpy(&bits, maximum_, sizeof(int), cudaMemcpyDeviceToHost));
+    float largest = 0.0f;
+    std::memcpy(&largest, &bits, sizeof largest);
+    const float floor = static_cast<float>(largest / (256.0 * static_cast<double>(count)));  // as applySubsetRule
+    subsetUpdateKernel<<<1024, 256>>>(iterate_, update_, weights_, masked_ ? mask_ : nullptr, n, floor, rule.multiplicative, rule.lambda,
+                                      rule.positivity);
+    GLRECON_CUDA_CHECK(cudaGetLastError());
+    timings_.back += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  void getIterate(float* x) override {
+    GLRECON_CUDA_CHECK(cudaSetDevice(device_));
+    GLRECON_CUDA_CHECK(cudaMemcpy(x, iterate_, grid_.voxelCount() * sizeof(float), cudaMemcpyDeviceToHost));
+  }
+
+ private:
+  // A forward projection of the volume at `volume` (host, or device memory with kind DeviceToDevice).
+  void forwardFrom(const float* volume, cudaMemcpyKind kind, const std::size_t* views, std::size_t count, float* projections) {
     cudaMemcpy3DParms copy{};
     copy.srcPtr = make_cudaPitchedPtr(const_cast<float*>(volume), grid_.size[0] * sizeof(float), grid_.size[0], grid_.size[1]);
     copy.dstArray = volumeArray_;
     copy.extent = make_cudaExtent(grid_.size[0], grid_.size[1], grid_.size[2]);
-    copy.kind = cudaMemcpyHostToDevice;
+    copy.kind = kind;
     GLRECON_CUDA_CHECK(cudaMemcpy3D(&copy));
     const size_t pixels = static_cast<size_t>(nu_) * nv_;
     for (std::size_t first = 0; first < count; first += kMaxBatch) {
@@ -155,33 +257,29 @@ class CudaProjector final : public Projector {
       GLRECON_CUDA_CHECK(cudaGetLastError());
       GLRECON_CUDA_CHECK(cudaMemcpy(projections + first * pixels, projectionBuffer_, pixels * n * sizeof(float), cudaMemcpyDeviceToHost));
     }
-    timings_.forward += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
-  void back(const float* projections, const std::size_t* views, std::size_t count, float* volume) override {
-    const auto start = std::chrono::steady_clock::now();
-    GLRECON_CUDA_CHECK(cudaSetDevice(device_));
+  // B of the host projections into the device volume `to` (overwritten). With repeatFirstBatch every batch reads
+  // the first batch's projections (a buffer of ones as large as one batch).
+  void backInto(const float* projections, const std::size_t* views, std::size_t count, float* to, bool repeatFirstBatch = false) {
     const size_t pixels = static_cast<size_t>(nu_) * nv_;
-    if (count == 0) GLRECON_CUDA_CHECK(cudaMemset(volumeBuffer_, 0, grid_.voxelCount() * sizeof(float)));
+    if (count == 0) GLRECON_CUDA_CHECK(cudaMemset(to, 0, grid_.voxelCount() * sizeof(float)));
     for (std::size_t first = 0; first < count; first += kMaxBatch) {
       const int n = static_cast<int>(std::min<std::size_t>(kMaxBatch, count - first));
       uploadViews(views + first, n);
       cudaMemcpy3DParms copy{};
-      copy.srcPtr = make_cudaPitchedPtr(const_cast<float*>(projections + first * pixels), nu_ * sizeof(float), nu_, nv_);
+      copy.srcPtr = make_cudaPitchedPtr(const_cast<float*>(projections + (repeatFirstBatch ? 0 : first * pixels)), nu_ * sizeof(float), nu_, nv_);
       copy.dstArray = projectionArray_;
       copy.extent = make_cudaExtent(nu_, nv_, n);
       copy.kind = cudaMemcpyHostToDevice;
       GLRECON_CUDA_CHECK(cudaMemcpy3D(&copy));
       const dim3 block(16, 16, 1), blocks((grid_.size[0] + 15) / 16, (grid_.size[1] + 15) / 16, grid_.size[2]);
       backKernel<<<blocks, block>>>(projectionTexture_, make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), spacing(), n, first > 0,
-                                    volumeBuffer_);
+                                    to);
       GLRECON_CUDA_CHECK(cudaGetLastError());
     }
-    GLRECON_CUDA_CHECK(cudaMemcpy(volume, volumeBuffer_, grid_.voxelCount() * sizeof(float), cudaMemcpyDeviceToHost));
-    timings_.back += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
- private:
   float3 spacing() const {
     return make_float3(static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z));
   }
@@ -209,6 +307,12 @@ class CudaProjector final : public Projector {
   cudaTextureObject_t volumeTexture_ = 0, projectionTexture_ = 0;
   float* volumeBuffer_ = nullptr;
   float* projectionBuffer_ = nullptr;
+  // The iterate (setIterate): x, B_S(c), B_S(1), the mask, and the largest weight's bits.
+  float *iterate_ = nullptr, *update_ = nullptr, *weights_ = nullptr;
+  unsigned char* mask_ = nullptr;
+  bool masked_ = false;
+  int* maximum_ = nullptr;
+  std::vector<float> ones_;
 };
 
 }  // namespace

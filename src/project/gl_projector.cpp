@@ -37,6 +37,7 @@ class GlProjector final : public Projector {
       : compute_(compute), grid_(grid), nu_(geometry.detector.nu), nv_(geometry.detector.nv) {
     checkProjectorGeometry(geometry, grid, std::string(compute ? "compute" : "graphics") + " projector");
     step_ = projectorStep(options, grid);
+    pixels_ = static_cast<std::size_t>(nu_) * nv_;
     views_ = projectorViews(geometry, grid);
     if (options.context) {
       context_ = options.context;

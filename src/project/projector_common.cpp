@@ -9,6 +9,47 @@
 
 namespace glrecon {
 
+void Projector::setIterate(const float* x, std::size_t voxels, const std::uint8_t* mask) {
+  iterate_.assign(x, x + voxels);
+  mask_ = mask;
+}
+
+void Projector::forwardIterate(const std::size_t* views, std::size_t count, float* projections) {
+  forward(iterate_.data(), views, count, projections);
+}
+
+void Projector::updateIterate(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
+                              const float* cachedWeights) {
+  const std::size_t voxels = iterate_.size();
+  update_.resize(voxels);
+  back(correction, views, count, update_.data());
+  const float* weights = cachedWeights;
+  if (!weights) {
+    // B_S(1): a correction of ones over the subset's projections (their size: the back projection's own input).
+    weights_.resize(voxels);
+    ones_.resize(std::max(ones_.size(), count * pixels_), 1.0f);
+    back(ones_.data(), views, count, weights_.data());
+    weights = weights_.data();
+  }
+  applySubsetRule(iterate_.data(), update_.data(), weights, mask_, voxels, count, rule);
+}
+
+void Projector::getIterate(float* x) { std::copy(iterate_.begin(), iterate_.end(), x); }
+
+void applySubsetRule(float* x, const float* update, const float* weights, const std::uint8_t* mask, std::size_t voxels,
+                     std::size_t views, const SubsetRule& rule) {
+  const float weightFloor = static_cast<float>(*std::max_element(weights, weights + voxels) / (256.0 * static_cast<double>(views)));
+  for (std::size_t i = 0; i < voxels; ++i) {
+    if ((mask && !mask[i]) || !(weights[i] > weightFloor)) continue;
+    if (rule.multiplicative) {
+      x[i] *= update[i] / weights[i];
+    } else {
+      x[i] += rule.lambda * update[i] / weights[i];
+      if (rule.positivity && x[i] < 0.0f) x[i] = 0.0f;
+    }
+  }
+}
+
 std::vector<ProjectorView> projectorViews(const Geometry& geometry, const VolumeGrid& grid) {
   std::vector<ProjectorView> out(geometry.size());
   const double voxelVolume = grid.spacing.x * grid.spacing.y * grid.spacing.z;
