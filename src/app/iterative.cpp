@@ -353,7 +353,8 @@ struct IterativeBenchCommand {
       }
       std::fflush(stdout);
     }
-    std::printf("SART and OS-EM: 10 ordered subsets, one iteration each (forward + back per subset, host round trips per subset)\n");
+    std::printf("SART and OS-EM: 10 ordered subsets, one iteration each (per subset a forward and two back projections, B(c) and "
+                "B(1); on the GPU backends the iterate stays on the device, only projections and corrections cross)\n");
   }
 };
 

@@ -89,12 +89,12 @@ __global__ void backKernel(cudaTextureObject_t projections, int3 size, float3 sp
   volume[index] = accumulate ? volume[index] + sum : sum;
 }
 
-// The largest of n non-negative floats (B_S 1): their bit patterns order as the values do, so an integer atomicMax
-// over them is exact. *result starts at 0.
+// The largest of n non-negative floats (B_S 1): positive floats' bit patterns order as the values do, so an integer
+// atomicMax over them is exact. *result starts at 0.
 __global__ void maxKernel(const float* values, size_t n, int* result) {
   int best = 0;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    best = max(best, __float_as_int(values[i]));
+    if (values[i] > 0.0f) best = max(best, __float_as_int(values[i]));  // (never -0.0, whose sign bit would win)
   for (int offset = 16; offset > 0; offset /= 2) best = max(best, __shfl_down_sync(0xffffffffu, best, offset));
   if ((threadIdx.x & 31) == 0) atomicMax(result, best);
 }

@@ -6,6 +6,8 @@
 // Every call uploads its input and reads its output back (see include/glrecon/iterative.h).
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <stdexcept>
 
 #include "glrecon/gl/context.h"
 #include "glrecon/gl/objects.h"
@@ -86,6 +88,11 @@ class GlProjector final : public Projector {
     viewBuffer_.reset();
     framebuffer_.reset();
     vertexArray_.reset();
+    maxProgram_.reset();
+    updateProgram_.reset();
+    weightTarget_.reset();
+    maskTexture_.reset();
+    largest_.reset();
   }
 
   std::string name() const override { return compute_ ? "compute" : "graphics"; }
@@ -95,6 +102,107 @@ class GlProjector final : public Projector {
     const auto start = std::chrono::steady_clock::now();
     context_->makeCurrent();
     glTextureSubImage3D(volumeTexture_.id(), 0, 0, 0, 0, grid_.size[0], grid_.size[1], grid_.size[2], GL_RED, GL_FLOAT, volume);
+    forwardTexture(views, count, projections);
+    timings_.forward += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  void back(const float* projections, const std::size_t* views, std::size_t count, float* volume) override {
+    const auto start = std::chrono::steady_clock::now();
+    context_->makeCurrent();
+    backInto(projections, views, count, volumeTarget_);
+    glGetTextureImage(volumeTarget_.id(), 0, GL_RED, GL_FLOAT, static_cast<GLsizei>(grid_.voxelCount() * sizeof(float)), volume);
+    gl::checkError(compute_ ? "compute backprojection" : "graphics backprojection");
+    timings_.back += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  // The iterate on the device: it is the volume texture the forward projection samples; B_S(c) and B_S(1) go to two
+  // volume targets, and a compute pass updates the iterate (the graphics backend's raster passes included).
+  bool iterateOnDevice() const override { return true; }
+
+  void setIterate(const float* x, std::size_t voxels, const std::uint8_t* mask) override {
+    context_->makeCurrent();
+    if (voxels != grid_.voxelCount()) throw std::invalid_argument("setIterate: the iterate's size differs from the grid's");
+    if (!updateProgram_) {
+      maxProgram_ = gl::buildProgram({{GL_COMPUTE_SHADER, "subset_update.comp"}}, {"#define MAX 1"});
+      updateProgram_ = gl::buildProgram({{GL_COMPUTE_SHADER, "subset_update.comp"}});
+      weightTarget_ = gl::createTexture(GL_TEXTURE_2D_ARRAY);
+      glTextureStorage3D(weightTarget_.id(), 1, GL_R32F, grid_.size[0], grid_.size[1], grid_.size[2]);
+      largest_ = gl::createBuffer();
+      glNamedBufferStorage(largest_.id(), sizeof(GLuint), nullptr, GL_DYNAMIC_STORAGE_BIT);
+    }
+    glTextureSubImage3D(volumeTexture_.id(), 0, 0, 0, 0, grid_.size[0], grid_.size[1], grid_.size[2], GL_RED, GL_FLOAT, x);
+    masked_ = mask != nullptr;
+    if (mask) {
+      if (!maskTexture_) {
+        maskTexture_ = gl::createTexture(GL_TEXTURE_3D);
+        glTextureStorage3D(maskTexture_.id(), 1, GL_R8UI, grid_.size[0], grid_.size[1], grid_.size[2]);
+        // Integer textures must not filter; the default (mipmapped) filter would leave it incomplete, reading 0.
+        glTextureParameteri(maskTexture_.id(), GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+        glTextureParameteri(maskTexture_.id(), GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+      }
+      glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+      glTextureSubImage3D(maskTexture_.id(), 0, 0, 0, 0, grid_.size[0], grid_.size[1], grid_.size[2], GL_RED_INTEGER, GL_UNSIGNED_BYTE, mask);
+      glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+    }
+    gl::checkError("uploading the iterate");
+  }
+
+  void forwardIterate(const std::size_t* views, std::size_t count, float* projections) override {
+    const auto start = std::chrono::steady_clock::now();
+    context_->makeCurrent();
+    forwardTexture(views, count, projections);
+    timings_.forward += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  void updateIterate(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule, const float*) override {
+    const auto start = std::chrono::steady_clock::now();
+    context_->makeCurrent();
+    backInto(correction, views, count, volumeTarget_);
+    ones_.resize(std::max(ones_.size(), std::min<std::size_t>(count, maxLayers_) * pixels_), 1.0f);
+    backInto(ones_.data(), views, count, weightTarget_, /*repeatFirstBatch=*/true);
+    const GLuint groups[3] = {static_cast<GLuint>((grid_.size[0] + 7) / 8), static_cast<GLuint>((grid_.size[1] + 7) / 8),
+                              static_cast<GLuint>((grid_.size[2] + 3) / 4)};
+    // The largest weight, to the host (4 bytes) for the floor, computed there as applySubsetRule does.
+    const GLuint zero = 0;
+    glNamedBufferSubData(largest_.id(), 0, sizeof zero, &zero);
+    glUseProgram(maxProgram_.id());
+    glUniform3i(glGetUniformLocation(maxProgram_.id(), "volumeSize"), grid_.size[0], grid_.size[1], grid_.size[2]);
+    glBindImageTexture(1, weightTarget_.id(), 0, GL_TRUE, 0, GL_READ_ONLY, GL_R32F);
+    glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 1, largest_.id());
+    glDispatchCompute(groups[0], groups[1], groups[2]);
+    glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);
+    GLuint bits = 0;
+    glGetNamedBufferSubData(largest_.id(), 0, sizeof bits, &bits);
+    float largest = 0.0f;
+    std::memcpy(&largest, &bits, sizeof largest);
+    const float floor = static_cast<float>(largest / (256.0 * static_cast<double>(count)));
+    glUseProgram(updateProgram_.id());
+    const GLuint program = updateProgram_.id();
+    glUniform3i(glGetUniformLocation(program, "volumeSize"), grid_.size[0], grid_.size[1], grid_.size[2]);
+    glUniform1i(glGetUniformLocation(program, "masked"), masked_ ? 1 : 0);
+    glUniform1i(glGetUniformLocation(program, "multiplicative"), rule.multiplicative ? 1 : 0);
+    glUniform1i(glGetUniformLocation(program, "positivity"), rule.positivity ? 1 : 0);
+    glUniform1f(glGetUniformLocation(program, "weightFloor"), floor);
+    glUniform1f(glGetUniformLocation(program, "lambda"), rule.lambda);
+    glBindImageTexture(0, volumeTexture_.id(), 0, GL_TRUE, 0, GL_READ_WRITE, GL_R32F);
+    glBindImageTexture(1, weightTarget_.id(), 0, GL_TRUE, 0, GL_READ_ONLY, GL_R32F);
+    glBindImageTexture(2, volumeTarget_.id(), 0, GL_TRUE, 0, GL_READ_ONLY, GL_R32F);
+    if (masked_) glBindTextureUnit(3, maskTexture_.id());
+    glDispatchCompute(groups[0], groups[1], groups[2]);
+    // The next forward projection samples the iterate; getIterate reads it back.
+    glMemoryBarrier(GL_TEXTURE_FETCH_BARRIER_BIT | GL_TEXTURE_UPDATE_BARRIER_BIT | GL_SHADER_IMAGE_ACCESS_BARRIER_BIT);
+    gl::checkError("the subset update");
+    timings_.back += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  void getIterate(float* x) override {
+    context_->makeCurrent();
+    glGetTextureImage(volumeTexture_.id(), 0, GL_RED, GL_FLOAT, static_cast<GLsizei>(grid_.voxelCount() * sizeof(float)), x);
+  }
+
+ private:
+  // The forward projection of what the volume texture holds.
+  void forwardTexture(const std::size_t* views, std::size_t count, float* projections) {
     const std::size_t pixels = static_cast<std::size_t>(nu_) * nv_;
     for (std::size_t first = 0; first < count; first += maxLayers_) {
       const int n = static_cast<int>(std::min<std::size_t>(maxLayers_, count - first));
@@ -124,26 +232,26 @@ class GlProjector final : public Projector {
                            static_cast<GLsizei>(pixels * n * sizeof(float)), projections + first * pixels);
     }
     gl::checkError(compute_ ? "compute forward projection" : "graphics forward projection");
-    timings_.forward += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
-  void back(const float* projections, const std::size_t* views, std::size_t count, float* volume) override {
-    const auto start = std::chrono::steady_clock::now();
-    context_->makeCurrent();
+  // B of the host projections into `target` (overwritten). With repeatFirstBatch every batch reads the first
+  // batch's projections (a buffer of ones as large as one batch).
+  void backInto(const float* projections, const std::size_t* views, std::size_t count, gl::Texture& target, bool repeatFirstBatch = false) {
     const std::size_t pixels = static_cast<std::size_t>(nu_) * nv_;
     const float zero = 0.0f;
-    glClearTexImage(volumeTarget_.id(), 0, GL_RED, GL_FLOAT, &zero);
+    glClearTexImage(target.id(), 0, GL_RED, GL_FLOAT, &zero);
     for (std::size_t first = 0; first < count; first += maxLayers_) {
       const int n = static_cast<int>(std::min<std::size_t>(maxLayers_, count - first));
       uploadViews(views + first, n);
-      glTextureSubImage3D(projectionLayers_.id(), 0, 0, 0, 0, nu_, nv_, n, GL_RED, GL_FLOAT, projections + first * pixels);
+      glTextureSubImage3D(projectionLayers_.id(), 0, 0, 0, 0, nu_, nv_, n, GL_RED, GL_FLOAT,
+                          projections + (repeatFirstBatch ? 0 : first * pixels));
       glUseProgram(backProgram_.id());
       setCommonUniforms(backProgram_.id());
       glUniform1i(glGetUniformLocation(backProgram_.id(), "count"), n);
       glBindTextureUnit(1, projectionLayers_.id());
       if (compute_) {
         glUniform1i(glGetUniformLocation(backProgram_.id(), "accumulate"), first > 0 ? 1 : 0);
-        glBindImageTexture(0, volumeTarget_.id(), 0, GL_TRUE, 0, GL_READ_WRITE, GL_R32F);
+        glBindImageTexture(0, target.id(), 0, GL_TRUE, 0, GL_READ_WRITE, GL_R32F);
         glDispatchCompute((grid_.size[0] + 7) / 8, (grid_.size[1] + 7) / 8, grid_.size[2]);
         glMemoryBarrier(GL_SHADER_IMAGE_ACCESS_BARRIER_BIT | GL_TEXTURE_UPDATE_BARRIER_BIT);
       } else {
@@ -155,7 +263,7 @@ class GlProjector final : public Projector {
         glBlendFunc(GL_ONE, GL_ONE);
         const GLint sliceLocation = glGetUniformLocation(backProgram_.id(), "slice");
         for (int k = 0; k < grid_.size[2]; ++k) {
-          glNamedFramebufferTextureLayer(framebuffer_.id(), GL_COLOR_ATTACHMENT0, volumeTarget_.id(), 0, k);
+          glNamedFramebufferTextureLayer(framebuffer_.id(), GL_COLOR_ATTACHMENT0, target.id(), 0, k);
           glUniform1i(sliceLocation, k);
           glDrawArrays(GL_TRIANGLES, 0, 3);
         }
@@ -163,12 +271,8 @@ class GlProjector final : public Projector {
         glBindFramebuffer(GL_FRAMEBUFFER, 0);
       }
     }
-    glGetTextureImage(volumeTarget_.id(), 0, GL_RED, GL_FLOAT, static_cast<GLsizei>(grid_.voxelCount() * sizeof(float)), volume);
-    gl::checkError(compute_ ? "compute backprojection" : "graphics backprojection");
-    timings_.back += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
- private:
   gl::Program build(const std::vector<gl::ShaderStage>& stages, const std::vector<std::string>& defines) {
     std::vector<std::pair<gl::ShaderStage, std::string>> sources;
     for (const gl::ShaderStage& s : stages) {
@@ -218,6 +322,12 @@ class GlProjector final : public Projector {
   gl::Buffer viewBuffer_;
   gl::Framebuffer framebuffer_;
   gl::VertexArray vertexArray_;
+  // The iterate's passes (setIterate): programs, B_S(1)'s target, the mask, the largest weight.
+  gl::Program maxProgram_, updateProgram_;
+  gl::Texture weightTarget_, maskTexture_;
+  gl::Buffer largest_;
+  bool masked_ = false;
+  std::vector<float> ones_;
 };
 
 }  // namespace
