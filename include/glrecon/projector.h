@@ -71,7 +71,8 @@ class Projector {
   /// The iterate of a subset method, kept where the projector computes: on the host here (through forward() and
   /// back(), with `cachedWeights` = B_S(1) when the caller keeps them), on the device in the GPU backends that
   /// override these, so that a subset moves only its projections and corrections between host and device, not
-  /// the volume. `mask` (voxels bytes, nullptr: every voxel) must outlive the iterate.
+  /// the volume. `mask` (voxels bytes, nullptr: every voxel) must outlive the iterate. A forward() call may replace
+  /// a device iterate (graphics, compute: they share the volume texture; the iterate calls then throw): set it again.
   virtual void setIterate(const float* x, std::size_t voxels, const std::uint8_t* mask);
   /// projections[i] = A_{views[i]} x for the iterate x.
   virtual void forwardIterate(const std::size_t* views, std::size_t count, float* projections);

@@ -102,6 +102,7 @@ class GlProjector final : public Projector {
     const auto start = std::chrono::steady_clock::now();
     context_->makeCurrent();
     glTextureSubImage3D(volumeTexture_.id(), 0, 0, 0, 0, grid_.size[0], grid_.size[1], grid_.size[2], GL_RED, GL_FLOAT, volume);
+    iterateHeld_ = false;  // the texture held the iterate
     forwardTexture(views, count, projections);
     timings_.forward += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
@@ -131,6 +132,7 @@ class GlProjector final : public Projector {
       glNamedBufferStorage(largest_.id(), sizeof(GLuint), nullptr, GL_DYNAMIC_STORAGE_BIT);
     }
     glTextureSubImage3D(volumeTexture_.id(), 0, 0, 0, 0, grid_.size[0], grid_.size[1], grid_.size[2], GL_RED, GL_FLOAT, x);
+    iterateHeld_ = true;
     masked_ = mask != nullptr;
     if (mask) {
       if (!maskTexture_) {
@@ -150,6 +152,7 @@ class GlProjector final : public Projector {
   void forwardIterate(const std::size_t* views, std::size_t count, float* projections) override {
     const auto start = std::chrono::steady_clock::now();
     context_->makeCurrent();
+    requireIterate();
     forwardTexture(views, count, projections);
     timings_.forward += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
@@ -157,6 +160,7 @@ class GlProjector final : public Projector {
   void updateIterate(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule, const float*) override {
     const auto start = std::chrono::steady_clock::now();
     context_->makeCurrent();
+    requireIterate();
     backInto(correction, views, count, volumeTarget_);
     ones_.resize(std::max(ones_.size(), std::min<std::size_t>(count, maxLayers_) * pixels_), 1.0f);
     backInto(ones_.data(), views, count, weightTarget_, /*repeatFirstBatch=*/true);
@@ -197,10 +201,17 @@ class GlProjector final : public Projector {
 
   void getIterate(float* x) override {
     context_->makeCurrent();
+    requireIterate();
     glGetTextureImage(volumeTexture_.id(), 0, GL_RED, GL_FLOAT, static_cast<GLsizei>(grid_.voxelCount() * sizeof(float)), x);
   }
 
  private:
+  // The iterate shares the volume texture with forward(), which overwrites it: after a forward() the caller must
+  // set the iterate again (reconstructIterative makes no such call in between).
+  void requireIterate() const {
+    if (!iterateHeld_) throw std::logic_error(name() + " projector: no iterate (setIterate first; forward() replaces it)");
+  }
+
   // The forward projection of what the volume texture holds.
   void forwardTexture(const std::size_t* views, std::size_t count, float* projections) {
     const std::size_t pixels = static_cast<std::size_t>(nu_) * nv_;
@@ -326,7 +337,7 @@ class GlProjector final : public Projector {
   gl::Program maxProgram_, updateProgram_;
   gl::Texture weightTarget_, maskTexture_;
   gl::Buffer largest_;
-  bool masked_ = false;
+  bool masked_ = false, iterateHeld_ = false;
   std::vector<float> ones_;
 };
 
