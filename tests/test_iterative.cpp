@@ -40,12 +40,8 @@ struct Case {
 // hold edges finer than any voxel model (8% relative model error against 3.7% with pixel averaging, measured), and
 // the algebraic methods fit that error.
 Case makeCase(int views, double noiseI0 = 0.0, double densityScale = 1.0, int n = 32, int pixels = 40) {
-  CircularScanSpec spec;
-  spec.projections = views;
-  spec.nu = spec.nv = pixels;
-  spec.spacingU = spec.spacingV = 512.0 / pixels;
   Case c;
-  c.geometry = makeCircularScan(spec);
+  c.geometry = test::circularScan(views, pixels);
   c.grid = VolumeGrid::centred({n, n, n}, glm::dvec3(240.0 / n));
   Phantom phantom = thickSkullPhantom();
   phantom.scaleDensities(densityScale);
@@ -172,11 +168,7 @@ TEST(Iterative, SubsetOrderIsBitReversedAndCoversEveryView) {
 }
 
 TEST(Iterative, BadInputIsRefusedBeforeAnyWork) {
-  CircularScanSpec spec;
-  spec.projections = 6;
-  spec.nu = spec.nv = 16;
-  spec.spacingU = spec.spacingV = 32.0;
-  const Geometry g = makeCircularScan(spec);
+  const Geometry g = test::circularScan(6, 16);
   const VolumeGrid grid = VolumeGrid::centred({12, 12, 12}, glm::dvec3(20.0));
   Image b({16, 16, 6}, {32, 32, 1}, {0, 0, 0});
   for (float& v : b.data) v = 1.0f;
@@ -221,11 +213,7 @@ TEST(Iterative, BadInputIsRefusedBeforeAnyWork) {
 // 2 iterations x 9 subsets x 2 calls x 1e-3 (the per-call RMS bound) ~ 4e-2 would be the worst case; 1e-2 of the
 // largest voxel (RMS) is the bound, and llvmpipe, whose interpolation is float, must stay under 1e-4.
 void iterativeBackendMatchesCpu(const std::string& backend, IterativeMethod method) {
-  CircularScanSpec spec;
-  spec.projections = 18;
-  spec.nu = spec.nv = 32;
-  spec.spacingU = spec.spacingV = 16.0;
-  const Geometry g = makeCircularScan(spec);
+  const Geometry g = test::circularScan(18, 32);
   const VolumeGrid grid = VolumeGrid::centred({24, 24, 24}, glm::dvec3(10.0));
   const Image b = projectPhantom(thickSkullPhantom(), g, {});
   IterativeOptions o;
@@ -255,13 +243,7 @@ TEST(GraphicsIterative, GraphicsAndComputeMatchCpu) {
 }
 
 TEST(CudaIterative, MatchesCpu) {
-  try {
-    CircularScanSpec spec;
-    spec.projections = 2;
-    makeProjector("cuda", makeCircularScan(spec), VolumeGrid::centred({8, 8, 8}, glm::dvec3(4.0)));
-  } catch (const CudaProjectorError& e) {
-    GTEST_SKIP() << e.what();
-  }
+  GLRECON_SKIP_WITHOUT_CUDA_PROJECTOR();
   for (IterativeMethod m : {IterativeMethod::Sart, IterativeMethod::Osem}) iterativeBackendMatchesCpu("cuda", m);
 }
 
@@ -273,11 +255,7 @@ TEST(CudaIterative, MatchesCpu) {
 // few roundings, fed back through the forward projections into the next correction (scaled by 0.3 here), stay
 // well within 64 ulp. Additive with positivity and a mask, and multiplicative.
 void iterateOnDeviceMatchesHostPath(const std::string& backend, double ulps) {
-  CircularScanSpec spec;
-  spec.projections = 20;
-  spec.nu = spec.nv = 32;
-  spec.spacingU = spec.spacingV = 16.0;
-  const Geometry g = makeCircularScan(spec);
+  const Geometry g = test::circularScan(20, 32);
   const VolumeGrid grid = VolumeGrid::centred({24, 20, 22}, glm::dvec3(10.0));
   std::unique_ptr<Projector> p = makeProjector(backend, g, grid);
   ASSERT_TRUE(p->iterateOnDevice()) << backend;
@@ -333,13 +311,7 @@ void iterateOnDeviceMatchesHostPath(const std::string& backend, double ulps) {
 }
 
 TEST(CudaIterative, IterateOnTheDeviceEqualsTheHostPath) {
-  try {
-    CircularScanSpec spec;
-    spec.projections = 2;
-    makeProjector("cuda", makeCircularScan(spec), VolumeGrid::centred({8, 8, 8}, glm::dvec3(4.0)));
-  } catch (const CudaProjectorError& e) {
-    GTEST_SKIP() << e.what();
-  }
+  GLRECON_SKIP_WITHOUT_CUDA_PROJECTOR();
   iterateOnDeviceMatchesHostPath("cuda", 0);
 }
 

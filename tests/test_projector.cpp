@@ -16,14 +16,7 @@
 namespace glrecon {
 namespace {
 
-// A C-arm-like scan (1000 mm to the isocentre, 1536 mm to the detector) with few views: small enough for llvmpipe.
-Geometry smallScan(int views, int pixels, double detectorMm = 512.0) {
-  CircularScanSpec spec;
-  spec.projections = views;
-  spec.nu = spec.nv = pixels;
-  spec.spacingU = spec.spacingV = detectorMm / pixels;
-  return makeCircularScan(spec);
-}
+using test::circularScan;
 
 std::vector<std::size_t> allViews(const Geometry& g) {
   std::vector<std::size_t> v(g.size());
@@ -103,7 +96,7 @@ TEST(Projector, ForwardMatchesExactProjectionsWithinDerivedBoundAndConverges) {
   // Per ray: |A x_h - integral f| <= sum_e |rho_e| * length(ray within delta of surface e) (bandPhantom), since
   // I_h f - f = sum_e rho_e (I_h 1_e - 1_e) and each term is 0 outside e's band and at most 1 inside it.
   const Phantom phantom = Phantom::sheppLogan(SheppLoganVariant::Rtk, 100.0);
-  const Geometry g = smallScan(6, 48);
+  const Geometry g = circularScan(6, 48);
   // Grids cover 240 mm: the phantom (semi-axis up to 92 mm) stays more than 2 voxels inside, so the clip box's
   // border carries no density.
   const ForwardError coarse = forwardAgainstAnalytic(phantom, g, 24, 10.0);
@@ -121,7 +114,7 @@ TEST(Projector, AdjointGapWithinBound) {
   // <A x, y> against <x, B y>. B interpolates on the detector where A^T would spread each ray sample over its 8
   // voxels, so the pair is not matched; B's weight carries the ray density exactly in the continuum, so for
   // non-negative x, y (dominated by their smooth mean) the gap is the quadrature difference of the two kernels.
-  const Geometry g = smallScan(20, 40);
+  const Geometry g = circularScan(20, 40);
   const VolumeGrid grid = VolumeGrid::centred({32, 32, 32}, glm::dvec3(6.0));
   CpuProjector p(g, grid);
   std::mt19937 rng(7);
@@ -154,7 +147,7 @@ TEST(Projector, AdjointGapWithinBound) {
 }
 
 TEST(Projector, RejectsZeroLengthRayAndBadStep) {
-  Geometry g = smallScan(2, 8);
+  Geometry g = circularScan(2, 8);
   const VolumeGrid grid = VolumeGrid::centred({8, 8, 8}, glm::dvec3(4.0));
   Geometry bad = g;
   bad.views[1].source = bad.views[1].pixel00;  // the ray to pixel (0, 0) has zero length
@@ -192,7 +185,7 @@ void expectClose(const std::vector<float>& gpu, const std::vector<float>& cpu, c
 }
 
 void backendMatchesCpu(const std::string& backend) {
-  const Geometry g = smallScan(12, 40);
+  const Geometry g = circularScan(12, 40);
   const VolumeGrid grid = VolumeGrid::centred({32, 28, 24}, {7.0, 8.0, 9.0});  // anisotropic, non-cubic: axes kept apart
   const Image truth = voxelizePhantom(Phantom::sheppLogan(SheppLoganVariant::Modified, 90.0), grid, 2);
   CpuProjector cpu(g, grid);
@@ -222,12 +215,7 @@ TEST(GraphicsProjector, ComputeMatchesCpu) {
 }
 
 TEST(CudaProjector, MatchesCpu) {
-  try {
-    const Geometry g = smallScan(2, 8);
-    makeProjector("cuda", g, VolumeGrid::centred({8, 8, 8}, glm::dvec3(4.0)));
-  } catch (const CudaProjectorError& e) {
-    GTEST_SKIP() << e.what();
-  }
+  GLRECON_SKIP_WITHOUT_CUDA_PROJECTOR();
   backendMatchesCpu("cuda");
 }
 

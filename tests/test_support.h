@@ -15,6 +15,7 @@
 
 #include "glrecon/backprojector.h"
 #include "glrecon/gl/context.h"
+#include "glrecon/projector.h"
 #include "test_config.h"
 
 namespace glrecon::test {
@@ -35,6 +36,33 @@ inline std::string glUnavailableReason() {
   do {                                                                                                     \
     if (const std::string reason = ::glrecon::test::glUnavailableReason(); !reason.empty()) \
       GTEST_SKIP() << "no OpenGL 4.5 device: " << reason;                                                  \
+  } while (0)
+
+/// A C-arm-like scan (1000 mm to the isocentre, 1536 mm to the detector) of `views` views on a square detector of
+/// `pixels` pixels spanning `detectorMm`: small enough for llvmpipe.
+inline Geometry circularScan(int views, int pixels, double detectorMm = 512.0) {
+  CircularScanSpec spec;
+  spec.projections = views;
+  spec.nu = spec.nv = pixels;
+  spec.spacingU = spec.spacingV = detectorMm / pixels;
+  return makeCircularScan(spec);
+}
+
+/// Why the cuda projector cannot run here (no device, not built), or "" where it can.
+inline std::string cudaProjectorUnavailableReason() {
+  try {
+    makeProjector("cuda", circularScan(2, 8), VolumeGrid::centred({8, 8, 8}, glm::dvec3(4.0)));
+    return "";
+  } catch (const CudaProjectorError& e) {
+    return e.what();
+  }
+}
+
+/// In a TEST body: skips it, saying why, where the cuda projector cannot run.
+#define GLRECON_SKIP_WITHOUT_CUDA_PROJECTOR()                                                                \
+  do {                                                                                                     \
+    if (const std::string reason = ::glrecon::test::cudaProjectorUnavailableReason(); !reason.empty())    \
+      GTEST_SKIP() << reason;                                                                              \
   } while (0)
 
 /// float's unit roundoff (2^-24): the relative error of one correctly rounded float operation.
