@@ -10,7 +10,7 @@ seconds="${2:?usage: scripts/fuzz.sh TARGET SECONDS}"
 shift 2
 case "$target" in
   metaimage) sources=(src/core/error.cpp src/core/limits.cpp src/core/parallel.cpp src/io/metaimage.cpp src/io/atomic_file.cpp) ;;
-  rtk_geometry) sources=(src/core/error.cpp src/core/limits.cpp src/core/geometry.cpp src/io/rtk_geometry.cpp
+  rtk_geometry) sources=(src/core/error.cpp src/core/limits.cpp src/core/parallel.cpp src/core/geometry.cpp src/io/rtk_geometry.cpp
                          src/io/atomic_file.cpp) ;;
   options) sources=(src/core/error.cpp src/core/limits.cpp src/core/geometry.cpp src/core/parse.cpp src/core/roi.cpp
                     src/core/parallel.cpp src/io/metaimage.cpp src/io/atomic_file.cpp src/io/png_slice.cpp) ;;

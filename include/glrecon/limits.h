@@ -1,6 +1,7 @@
 #pragma once
 /// Limits checked before work starts: host memory, input files that can be read without blocking, and the
 /// quoting of untrusted text in messages. Tested in tests/test_limits.cpp and tests/test_bad_input.cpp.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -15,6 +16,12 @@ std::uint64_t availableHostMemory();
 /// Throws InputError naming `where` and `what` when `bytes` do not fit in the host memory available now
 /// ("needs 19.5 GiB, 7.2 GiB available (MemAvailable)").
 void checkHostMemory(const std::string& where, const std::string& what, std::uint64_t bytes);
+
+/// Index of the first of values[0, count) that is NaN, infinite or larger than `limit` in magnitude; count
+/// when there is none.
+std::size_t firstValueOutside(const float* values, std::size_t count, double limit);
+/// The same in chunks of `chunk` values on `threads` threads (0 = all), still the first in memory order.
+std::size_t firstValueOutside(const float* values, std::size_t count, double limit, std::size_t chunk, int threads);
 
 /// "1.5 GiB", "12.0 MiB", "512 bytes".
 std::string formatBytes(std::uint64_t bytes);

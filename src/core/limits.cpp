@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <sstream>
 
 #include "glrecon/error.h"
+#include "glrecon/parallel.h"
 
 namespace glrecon {
 namespace {
@@ -129,6 +131,34 @@ std::string quoted(const std::string& text, std::size_t limit) {
     }
   }
   return out;
+}
+
+std::size_t firstValueOutside(const float* values, std::size_t count, double limit) {
+  // The largest float not above the limit: comparing floats with it decides what comparing in double would.
+  float bound = std::numeric_limits<float>::max();
+  if (limit < bound) {
+    bound = static_cast<float>(limit);
+    if (static_cast<double>(bound) > limit) bound = std::nextafter(bound, 0.0f);
+  }
+  constexpr std::size_t kBlock = 1024;
+  for (std::size_t b = 0; b < count; b += kBlock) {
+    const std::size_t e = std::min(count, b + kBlock);
+    // Without branches over a block (it vectorizes); the index searched for only in a block that has one.
+    unsigned outside = 0;
+    for (std::size_t i = b; i < e; ++i) outside |= !(std::fabs(values[i]) <= bound);
+    if (outside)
+      for (std::size_t i = b; i < e; ++i)
+        if (!(std::fabs(values[i]) <= bound)) return i;
+  }
+  return count;
+}
+
+std::size_t firstValueOutside(const float* values, std::size_t count, double limit, std::size_t chunk, int threads) {
+  std::atomic<std::size_t> first{count};
+  parallelFor(count, std::max<std::size_t>(1, chunk), threads, [&](std::size_t begin, std::size_t end) {
+    if (const std::size_t i = firstValueOutside(values + begin, end - begin, limit); i < end - begin) lowerAtomically(first, begin + i);
+  });
+  return first;
 }
 
 }  // namespace glrecon

@@ -50,6 +50,12 @@ void parallelFor(std::size_t count, std::size_t chunk, int threads,
   if (failure) std::rethrow_exception(failure);
 }
 
+void lowerAtomically(std::atomic<std::size_t>& target, std::size_t value) {
+  std::size_t current = target.load();
+  while (value < current && !target.compare_exchange_weak(current, value)) {
+  }
+}
+
 void resizeZeroed(std::vector<float>& data, std::size_t count, int threads) {
   data.reserve(count);
   const std::size_t bytes = count * sizeof(float);

@@ -8,10 +8,7 @@
 
 namespace glrecon {
 
-/// Index of the first of values[0, count) that is NaN, infinite or larger than `limit` in magnitude; count
-/// when there is none.
-std::size_t firstValueOutside(const float* values, std::size_t count, double limit);
-/// The same over fileChunking()'s threads.
+/// firstValueOutside (glrecon/limits.h) in fileChunking()'s chunks and threads.
 std::size_t firstValueOutsideParallel(const float* values, std::size_t count, double limit);
 
 /// readMetaImage that also finds, while its chunks are converted, the first value firstValueOutside()

@@ -142,12 +142,6 @@ std::streamoff wholeNumber(const std::string& path, const std::string& key, cons
 std::atomic<std::size_t> chunkBytesSetting{std::size_t{1} << 20};
 std::atomic<int> threadsSetting{0};
 
-void lowerTo(std::atomic<std::size_t>& target, std::size_t value) {
-  std::size_t current = target.load();
-  while (value < current && !target.compare_exchange_weak(current, value)) {
-  }
-}
-
 // `bytes` at `offset`, however many calls it takes (pread stops at about 2 GiB, and at signals).
 void preadAll(int fd, void* out, std::size_t bytes, std::uint64_t offset, const std::string& dataPath, const char* field) {
   auto* p = static_cast<unsigned char*>(out);
@@ -189,7 +183,7 @@ std::size_t convertInChunks(const ElementType& type, bool swap, std::size_t coun
       type.toFloat(buffer.data(), n, values, swap);
     }
     if (limit > 0)
-      if (const std::size_t i = firstValueOutside(values, n, limit); i < n) lowerTo(first, begin + i);
+      if (const std::size_t i = firstValueOutside(values, n, limit); i < n) lowerAtomically(first, begin + i);
   });
   return first;
 }
@@ -211,35 +205,9 @@ void setFileChunking(const FileChunking& chunking) {
   threadsSetting = chunking.threads;
 }
 
-std::size_t firstValueOutside(const float* values, std::size_t count, double limit) {
-  // The largest float not above the limit: comparing floats with it decides what comparing in double would.
-  float bound = std::numeric_limits<float>::max();
-  if (limit < bound) {
-    bound = static_cast<float>(limit);
-    if (static_cast<double>(bound) > limit) bound = std::nextafter(bound, 0.0f);
-  }
-  constexpr std::size_t kBlock = 1024;
-  for (std::size_t b = 0; b < count; b += kBlock) {
-    const std::size_t e = std::min(count, b + kBlock);
-    // Without branches over a block (it vectorizes); the index searched for only in a block that has one.
-    unsigned outside = 0;
-    for (std::size_t i = b; i < e; ++i) outside |= !(std::fabs(values[i]) <= bound);
-    if (outside)
-      for (std::size_t i = b; i < e; ++i)
-        if (!(std::fabs(values[i]) <= bound)) return i;
-  }
-  return count;
-}
-
 std::size_t firstValueOutsideParallel(const float* values, std::size_t count, double limit) {
   const FileChunking split = fileChunking();
-  std::atomic<std::size_t> first{count};
-  parallelFor(count, std::max<std::size_t>(1, split.chunkBytes / sizeof(float)), split.threads,
-              [&](std::size_t begin, std::size_t end) {
-                if (const std::size_t i = firstValueOutside(values + begin, end - begin, limit); i < end - begin)
-                  lowerTo(first, begin + i);
-              });
-  return first;
+  return firstValueOutside(values, count, limit, std::max<std::size_t>(1, split.chunkBytes / sizeof(float)), split.threads);
 }
 
 namespace {
