@@ -509,17 +509,12 @@ struct FdkCommand {
     }
     // The driver's first context takes a tenth of a second (OpenGL) to a quarter (CUDA) to create: made once while
     // the projections are read.
-    std::thread gpuWarmUp;
+    // A jthread: joined on every path, also when reading fails.
+    std::jthread gpuWarmUp;
     if (backend == "cuda")
-      gpuWarmUp = std::thread([device = options.gpu] { warmUpCuda(device); });
+      gpuWarmUp = std::jthread([device = options.gpu] { warmUpCuda(device); });
     else if (backend != "cpu" && !slabsAsked)
-      gpuWarmUp = std::thread([device = options.gpu] { gl::warmUpHeadless(device); });
-    struct JoinOnExit {
-      std::thread& t;
-      ~JoinOnExit() {
-        if (t.joinable()) t.join();
-      }
-    } joinWarmUp{gpuWarmUp};
+      gpuWarmUp = std::jthread([device = options.gpu] { gl::warmUpHeadless(device); });
     const auto readStart = std::chrono::steady_clock::now();
     // The output file is made now, and unless slabs are asked for, its pages are put into the page cache by
     // background threads while the projections are read and reconstructed: the final write is then a parallel

@@ -128,23 +128,21 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
   const int frameWidth = 3 * state.cell, frameHeight = state.cell + kBarHeight + kTextHeight;
   auto context = script.offscreen ? gl::Context::headless(options.fdk.gpu)
                                   : gl::Context::window(frameWidth, frameHeight, "glrecon view", script.screenshot.empty());
-  // Offscreen: the frame's colour buffer, and a fence per frame for the pacing.
+  // Offscreen: the frame's colour texture, and a fence per frame for the pacing.
   gl::Framebuffer offscreenFrame;
-  GLuint offscreenColour = 0;
+  gl::Texture offscreenColour;
   GLsync previousFrameDone = nullptr;
-  struct OffscreenGuard {
-    GLuint& colour;
+  struct FenceGuard {
     GLsync& fence;
-    ~OffscreenGuard() {
+    ~FenceGuard() {
       if (fence) glDeleteSync(fence);
-      if (colour) glDeleteRenderbuffers(1, &colour);
     }
-  } offscreenGuard{offscreenColour, previousFrameDone};
+  } fenceGuard{previousFrameDone};
   if (script.offscreen) {
     offscreenFrame = gl::createFramebuffer();
-    glCreateRenderbuffers(1, &offscreenColour);
-    glNamedRenderbufferStorage(offscreenColour, GL_RGBA8, frameWidth, frameHeight);
-    glNamedFramebufferRenderbuffer(offscreenFrame.id(), GL_COLOR_ATTACHMENT0, GL_RENDERBUFFER, offscreenColour);
+    offscreenColour = gl::createTexture(GL_TEXTURE_2D);
+    glTextureStorage2D(offscreenColour.id(), 1, GL_RGBA8, frameWidth, frameHeight);
+    glNamedFramebufferTexture(offscreenFrame.id(), GL_COLOR_ATTACHMENT0, offscreenColour.id(), 0);
     if (glCheckNamedFramebufferStatus(offscreenFrame.id(), GL_FRAMEBUFFER) != GL_FRAMEBUFFER_COMPLETE)
       throw gl::GlError("view --offscreen: the offscreen framebuffer is incomplete");
   } else {

@@ -153,31 +153,31 @@ void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, con
   std::vector<std::jthread> filterPool;
   const auto startFilterPool = [&] {
     for (int t = 0; t < filterThreads; ++t)
-    filterPool.emplace_back([&] {
-      for (;;) {
-        const std::size_t p = nextToFilter++;
-        if (p >= count) return;
-        {
+      filterPool.emplace_back([&] {
+        for (;;) {
+          const std::size_t p = nextToFilter++;
+          if (p >= count) return;
+          {
+            std::lock_guard lock(mutex);
+            if (stop) return;
+          }
+          const auto t0 = std::chrono::steady_clock::now();
+          try {
+            float* slot = store.data() + p * pixels;
+            std::copy_n(projections.slice(static_cast<int>(p)), pixels, slot);
+            filter.apply(p, slot);
+          } catch (...) {
+            fail(std::current_exception());
+            return;
+          }
+          const double busy = secondsSince(t0);
           std::lock_guard lock(mutex);
-          if (stop) return;
+          filterBusy += busy;
+          ready[p] = 1;
+          while (readyPrefix < count && ready[readyPrefix]) ++readyPrefix;
+          changed.notify_all();
         }
-        const auto t0 = std::chrono::steady_clock::now();
-        try {
-          float* slot = store.data() + p * pixels;
-          std::copy_n(projections.slice(static_cast<int>(p)), pixels, slot);
-          filter.apply(p, slot);
-        } catch (...) {
-          fail(std::current_exception());
-          return;
-        }
-        const double busy = secondsSince(t0);
-        std::lock_guard lock(mutex);
-        filterBusy += busy;
-        ready[p] = 1;
-        while (readyPrefix < count && ready[readyPrefix]) ++readyPrefix;
-        changed.notify_all();
-      }
-    });
+      });
   };
   if (!device) startFilterPool();
 
