@@ -85,6 +85,9 @@ struct DeviceFilter {
   std::vector<float> cosine;       ///< nv x nu: the cosine weight, one table for every view
   std::vector<float> viewWeights;  ///< views x nu: angular gap (x Parker's weight) / isocentre spacing
   std::vector<float> taps;         ///< nu taps of the even ramp kernel
+  /// Throws std::invalid_argument where the tables' sizes are not `geometry`'s detector and view count (a
+  /// backend handed another scan's filter).
+  void requireMatches(const Geometry& geometry) const;
 };
 
 /// DeviceFilter's arithmetic on the host, in the order the GPU kernels use (the tests hold both to it).

@@ -276,10 +276,7 @@ struct CudaBackprojector::Impl {
 
   // The device filter's tables and raw buffers for `filter`; false, doing nothing, without the memory for them.
   bool prepareFilter(const DeviceFilter& filter) {
-    const int nu = geometry.detector.nu, nv = geometry.detector.nv;
-    if (filter.nu != nu || filter.nv != nv || filter.viewWeights.size() != geometry.size() * nu ||
-        filter.cosine.size() != static_cast<std::size_t>(nu) * nv || filter.taps.size() != static_cast<std::size_t>(nu))
-      throw std::invalid_argument("device filter: the filter's detector or view count differs from the geometry's");
+    filter.requireMatches(geometry);
     if (!raw[0]) {
       std::size_t freeBytes = 0, totalBytes = 0;
       GLRECON_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));

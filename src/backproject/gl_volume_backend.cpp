@@ -244,9 +244,7 @@ bool GlVolumeBackend::filterOnDevice(const DeviceFilter* filter, bool force) {
 
 bool GlVolumeBackend::prepareFilter(const DeviceFilter& filter) {
   const int nu = geometry.detector.nu, nv = geometry.detector.nv;
-  if (filter.nu != nu || filter.nv != nv || filter.viewWeights.size() != geometry.size() * nu ||
-      filter.cosine.size() != static_cast<std::size_t>(nu) * nv || filter.taps.size() != static_cast<std::size_t>(nu))
-    throw std::invalid_argument("device filter: the filter's detector or view count differs from the geometry's");
+  filter.requireMatches(geometry);
   const auto upload = [](gl::Buffer& buffer, const std::vector<float>& data) {
     glNamedBufferSubData(buffer.id(), 0, static_cast<GLsizeiptr>(data.size() * sizeof(float)), data.data());
   };

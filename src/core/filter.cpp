@@ -3,6 +3,7 @@
 #include <fftw3.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <cmath>
 #include <mutex>
 #include <numbers>
@@ -152,6 +153,13 @@ std::vector<double> RampFilter::convolutionTaps() const {
     taps[m] = sum / n;
   }
   return taps;
+}
+
+void DeviceFilter::requireMatches(const Geometry& geometry) const {
+  const int u = geometry.detector.nu, v = geometry.detector.nv;
+  if (nu != u || nv != v || viewWeights.size() != geometry.size() * u || cosine.size() != static_cast<std::size_t>(u) * v ||
+      taps.size() != static_cast<std::size_t>(u))
+    throw std::invalid_argument("device filter: the filter's detector or view count differs from the geometry's");
 }
 
 void applyDeviceFilter(const DeviceFilter& filter, std::size_t view, float* projection) {
