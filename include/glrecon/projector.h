@@ -94,6 +94,9 @@ class Projector {
   const std::uint8_t* mask_ = nullptr;
 };
 
+/// The weight below which SubsetRule leaves a voxel alone: 1/256 of the largest B_S(1) per view of the subset.
+float subsetWeightFloor(float largestWeight, std::size_t views);
+
 /// SubsetRule on the host: x from the subset's back projection `update` = B_S(c) and `weights` = B_S(1) over
 /// `views` views (what Projector::updateIterate does on the host, and the GPU backends do on the device).
 void applySubsetRule(float* x, const float* update, const float* weights, const std::uint8_t* mask, std::size_t voxels,

@@ -106,8 +106,8 @@ void VolumeFileWriter::preparePages(int threads) {
   const std::uint64_t total = dataOffset_ + std::uint64_t{4} * size_[0] * size_[1] * size_[2];
   // Only while the file stays well under the kernel's background-writeback threshold (10% of memory by default):
   // beyond it the zero pages would be written to disk before the volume replaces them, doubling the disk traffic.
-  const std::uint64_t memory = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-  if (total > memory / 16) return;
+  const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  if (total > static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * page / 16) return;
   if (::fallocate(fd_, 0, 0, static_cast<off_t>(total)) != 0) {
     const int error = errno;
     if (error == ENOSPC || error == EDQUOT || error == EFBIG)
@@ -121,7 +121,6 @@ void VolumeFileWriter::preparePages(int threads) {
   mapping_->bytes = total;
   // Each thread touches one byte per page of its share of the voxels (never the header's bytes): a zero the
   // volume overwrites later, but the page is in the page cache by then.
-  const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   const int n = std::max(1, threads);
   const std::uint64_t share = ((total - dataOffset_) / n + page - 1) / page * page;
   for (int t = 0; t < n; ++t) {

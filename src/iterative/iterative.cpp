@@ -1,8 +1,8 @@
 // SART / OS-SART, SIRT, CGLS and OS-EM over the Projector interface. The subset methods (SART, OS-SART, OS-EM, and
 // SIRT as their one-subset case) keep the iterate where the projector computes (Projector::setIterate): on the
-// device for backends that override it (cuda), so a subset moves only its projections and corrections; elsewhere
-// on the host, each forward() uploading the volume and each back() reading it back. CGLS works on the host with
-// forward() and back() over all views (one round trip per iteration).
+// device for the GPU backends (cuda, graphics, compute), so a subset moves only its projections and corrections;
+// on the host for cpu. CGLS works on the host with forward() and back() over all views (one round trip per
+// iteration).
 #include "glrecon/iterative.h"
 
 #include <algorithm>

@@ -226,7 +226,7 @@ class CudaProjector final : public Projector {
     GLRECON_CUDA_CHECK(cudaMemcpy(&bits, maximum_, sizeof(int), cudaMemcpyDeviceToHost));
     float largest = 0.0f;
     std::memcpy(&largest, &bits, sizeof largest);
-    const float floor = static_cast<float>(largest / (256.0 * static_cast<double>(count)));  // as applySubsetRule
+    const float floor = subsetWeightFloor(largest, count);
     subsetUpdateKernel<<<1024, 256>>>(iterate_, update_, weights_, masked_ ? mask_ : nullptr, n, floor, rule.multiplicative, rule.lambda,
                                       rule.positivity);
     GLRECON_CUDA_CHECK(cudaGetLastError());

@@ -179,7 +179,7 @@ class GlProjector final : public Projector {
     glGetNamedBufferSubData(largest_.id(), 0, sizeof bits, &bits);
     float largest = 0.0f;
     std::memcpy(&largest, &bits, sizeof largest);
-    const float floor = static_cast<float>(largest / (256.0 * static_cast<double>(count)));
+    const float floor = subsetWeightFloor(largest, count);
     glUseProgram(updateProgram_.id());
     const GLuint program = updateProgram_.id();
     glUniform3i(glGetUniformLocation(program, "volumeSize"), grid_.size[0], grid_.size[1], grid_.size[2]);

@@ -36,9 +36,13 @@ void Projector::updateIterate(const float* correction, const std::size_t* views,
 
 void Projector::getIterate(float* x) { std::copy(iterate_.begin(), iterate_.end(), x); }
 
+float subsetWeightFloor(float largestWeight, std::size_t views) {
+  return static_cast<float>(largestWeight / (256.0 * static_cast<double>(views)));
+}
+
 void applySubsetRule(float* x, const float* update, const float* weights, const std::uint8_t* mask, std::size_t voxels,
                      std::size_t views, const SubsetRule& rule) {
-  const float weightFloor = static_cast<float>(*std::max_element(weights, weights + voxels) / (256.0 * static_cast<double>(views)));
+  const float weightFloor = subsetWeightFloor(*std::max_element(weights, weights + voxels), views);
   for (std::size_t i = 0; i < voxels; ++i) {
     if ((mask && !mask[i]) || !(weights[i] > weightFloor)) continue;
     if (rule.multiplicative) {
