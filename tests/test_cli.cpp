@@ -486,9 +486,13 @@ TEST(GraphicsView, OffscreenFramesShowTheReconstructedSliceOnEveryBackend) {
   EXPECT_EQ(r.exitCode, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "offscreen frames closed after")) << r.output;
   EXPECT_FALSE(fs::exists(dir / "w.mha"));
-  r = runCli(dir, "view --simulate 0 --size 32 --spacing 8 --offscreen --headless");
+  r = runCli(dir, "view --simulate 0 --size 32 --spacing 8 --offscreen --headless -o x.mha");
   EXPECT_EQ(r.exitCode, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "--offscreen: expected without --headless")) << r.output;
+  r = runCli(dir, "view --simulate 0 --size 32 --spacing 8 --offscreen --method sart -o x.mha");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--offscreen: expected with --method fdk, found 'sart'")) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "x.mha"));
 }
 
 }  // namespace
