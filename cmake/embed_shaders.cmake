@@ -3,7 +3,7 @@
 file(GLOB shaders "${SHADER_DIR}/*.vert" "${SHADER_DIR}/*.frag" "${SHADER_DIR}/*.comp" "${SHADER_DIR}/*.glsl")
 list(SORT shaders)
 set(content "// Generated from shaders/ by cmake/embed_shaders.cmake: edit the .vert/.frag files instead.\n")
-string(APPEND content "#include \"shader_sources.h\"\n\nnamespace glrecon::gl {\n")
+string(APPEND content "#include \"device/gl/shader_sources.h\"\n\nnamespace glrecon::gl {\n")
 string(APPEND content "const std::vector<EmbeddedShader>& embeddedShaders() {\n  static const std::vector<EmbeddedShader> shaders = {\n")
 foreach(path IN LISTS shaders)
   file(READ "${path}" text)

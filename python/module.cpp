@@ -18,10 +18,10 @@
 #include <glm/geometric.hpp>
 
 #include "glrecon/backprojector.h"
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/fdk.h"
 #include "glrecon/geometry.h"
-#include "glrecon/gl/context.h"
+#include "device/gl/context.h"
 #include "glrecon/io.h"
 #include "glrecon/iterative.h"
 #include "glrecon/phantom.h"

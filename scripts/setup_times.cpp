@@ -10,7 +10,7 @@
 #include "glrecon/cuda_backprojector.h"
 #include "glrecon/fdk.h"
 #include "glrecon/filter.h"
-#include "glrecon/gl/context.h"
+#include "device/gl/context.h"
 #include "glrecon/phantom.h"
 using namespace glrecon;
 using clk = std::chrono::steady_clock;

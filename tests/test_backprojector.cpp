@@ -6,7 +6,7 @@
 #include <glm/geometric.hpp>
 
 #include "glrecon/backprojector.h"
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "test_support.h"
 
 namespace glrecon {

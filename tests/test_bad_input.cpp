@@ -14,7 +14,7 @@
 #include <map>
 #include <thread>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "glrecon/validate.h"
 #include "test_support.h"

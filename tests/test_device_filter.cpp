@@ -14,7 +14,7 @@
 #include "glrecon/cuda_backprojector.h"
 #include "glrecon/fdk.h"
 #include "glrecon/filter.h"
-#include "glrecon/gl/context.h"
+#include "device/gl/context.h"
 #include "glrecon/slab.h"
 #include "test_support.h"
 

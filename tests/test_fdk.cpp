@@ -5,7 +5,7 @@
 
 #include <glm/geometric.hpp>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/fdk.h"
 #include "glrecon/phantom.h"
 #include "test_support.h"

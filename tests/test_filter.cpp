@@ -7,7 +7,7 @@
 
 #include <glm/geometric.hpp>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/filter.h"
 #include "test_support.h"
 

@@ -7,9 +7,9 @@
 
 #include <glm/geometric.hpp>
 
-#include "glrecon/error.h"
-#include "glrecon/gl/objects.h"
-#include "glrecon/gl/shader.h"
+#include "glrecon/errors.h"
+#include "device/gl/objects.h"
+#include "device/gl/shader.h"
 #include "glrecon/compute_backprojector.h"
 #include "glrecon/cuda_backprojector.h"
 #include "glrecon/graphics_backprojector.h"

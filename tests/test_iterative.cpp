@@ -8,9 +8,9 @@
 
 #include <glm/geometric.hpp>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/fdk.h"
-#include "glrecon/gl/context.h"
+#include "device/gl/context.h"
 #include "glrecon/iterative.h"
 #include "glrecon/phantom.h"
 #include "glrecon/projector.h"

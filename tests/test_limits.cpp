@@ -8,7 +8,7 @@
 
 #include <cstdlib>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "glrecon/limits.h"
 #include "glrecon/parse.h"

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <limits>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "test_support.h"
 

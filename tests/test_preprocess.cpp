@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/preprocess.h"
 #include "test_support.h"
 

@@ -7,8 +7,8 @@
 #include <numeric>
 #include <random>
 
-#include "glrecon/error.h"
-#include "glrecon/gl/context.h"
+#include "glrecon/errors.h"
+#include "device/gl/context.h"
 #include "glrecon/phantom.h"
 #include "glrecon/projector.h"
 #include "test_support.h"

@@ -6,9 +6,9 @@
 #include <cstring>
 #include <numbers>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/fdk.h"
-#include "glrecon/gl/context.h"
+#include "device/gl/context.h"
 #include "glrecon/io.h"
 #include "glrecon/phantom.h"
 #include "glrecon/roi.h"

@@ -3,7 +3,7 @@
 
 #include <random>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "test_support.h"
 

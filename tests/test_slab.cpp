@@ -9,9 +9,9 @@
 
 #include "glrecon/backprojector.h"
 #include "glrecon/cuda_backprojector.h"
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/fdk.h"
-#include "glrecon/gl/context.h"
+#include "device/gl/context.h"
 #include "glrecon/io.h"
 #include "glrecon/phantom.h"
 #include "glrecon/slab.h"

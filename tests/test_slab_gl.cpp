@@ -14,8 +14,8 @@
 
 #include "glrecon/backprojector.h"
 #include "glrecon/compute_backprojector.h"
-#include "glrecon/error.h"
-#include "glrecon/gl/objects.h"
+#include "glrecon/errors.h"
+#include "device/gl/objects.h"
 #include "glrecon/graphics_backprojector.h"
 #include "glrecon/roi.h"
 #include "glrecon/slab.h"

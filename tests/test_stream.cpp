@@ -4,8 +4,8 @@
 #include <chrono>
 #include <thread>
 
-#include "glrecon/error.h"
-#include "glrecon/gl/context.h"
+#include "glrecon/errors.h"
+#include "device/gl/context.h"
 #include "glrecon/io.h"
 #include "glrecon/stream.h"
 #include "test_support.h"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "glrecon/backprojector.h"
-#include "glrecon/gl/context.h"
+#include "device/gl/context.h"
 #include "glrecon/projector.h"
 #include "test_config.h"
 

@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "glrecon/backprojector.h"
-#include "glrecon/gl/context.h"
+#include "device/gl/context.h"
 
 namespace glrecon {
 

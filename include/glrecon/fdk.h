@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/filter.h"
 #include "glrecon/geometry.h"
 #include "glrecon/image.h"

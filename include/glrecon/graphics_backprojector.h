@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "glrecon/backprojector.h"
-#include "glrecon/gl/context.h"
+#include "device/gl/context.h"
 
 namespace glrecon {
 

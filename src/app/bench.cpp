@@ -21,10 +21,10 @@
 
 #include "glrecon/backprojector.h"
 #include "glrecon/cuda_backprojector.h"
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/fdk.h"
 #include "glrecon/filter.h"
-#include "glrecon/gl/context.h"
+#include "device/gl/context.h"
 #include "glrecon/io.h"
 #include "glrecon/parallel.h"
 #include "glrecon/phantom.h"

@@ -15,9 +15,9 @@
 #include <numeric>
 
 #include "commands.h"
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/fdk.h"
-#include "glrecon/gl/context.h"
+#include "device/gl/context.h"
 #include "glrecon/io.h"
 #include "glrecon/parse.h"
 #include "glrecon/phantom.h"

@@ -13,10 +13,10 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "glrecon/error.h"
-#include "glrecon/gl/context.h"
-#include "glrecon/gl/objects.h"
-#include "glrecon/gl/shader.h"
+#include "glrecon/errors.h"
+#include "device/gl/context.h"
+#include "device/gl/objects.h"
+#include "device/gl/shader.h"
 #include "glrecon/io.h"
 
 namespace glrecon::app {

@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "glrecon/parse.h"
 #include "glrecon/stream.h"

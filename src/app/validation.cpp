@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <map>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/limits.h"
 #include "glrecon/backprojector.h"
 

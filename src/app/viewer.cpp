@@ -19,8 +19,8 @@
 #include <thread>
 
 #include "glrecon/compute_backprojector.h"
-#include "glrecon/error.h"
-#include "glrecon/gl/shader.h"
+#include "glrecon/errors.h"
+#include "device/gl/shader.h"
 #include "glrecon/graphics_backprojector.h"
 #include "glrecon/io.h"
 #include "glrecon/parse.h"

@@ -1,4 +1,4 @@
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 
 namespace glrecon {
 namespace {

@@ -9,7 +9,7 @@
 #include <glm/mat3x3.hpp>
 #include <glm/matrix.hpp>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 
 namespace glrecon {
 namespace {

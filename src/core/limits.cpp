@@ -14,7 +14,7 @@
 #include <limits>
 #include <sstream>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/parallel.h"
 
 namespace glrecon {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/limits.h"
 
 namespace glrecon {

@@ -6,7 +6,7 @@
 
 #include <glm/geometric.hpp>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/parallel.h"
 
 namespace glrecon {

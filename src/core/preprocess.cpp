@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 
 namespace glrecon {
 namespace {

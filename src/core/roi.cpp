@@ -7,7 +7,7 @@
 
 #include <glm/geometric.hpp>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "glrecon/limits.h"
 #include "glrecon/parse.h"

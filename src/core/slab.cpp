@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/limits.h"
 
 namespace glrecon {

@@ -6,7 +6,7 @@
 #include <glm/geometric.hpp>
 #include <sstream>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/limits.h"
 
 namespace glrecon {

@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <random>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/io.h"
 
 namespace glrecon {

@@ -19,7 +19,7 @@
 #include <sstream>
 
 #include "chunked_io.h"
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "glrecon/limits.h"
 #include "glrecon/parallel.h"

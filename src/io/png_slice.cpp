@@ -7,7 +7,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "glrecon/limits.h"
 

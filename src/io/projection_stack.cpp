@@ -8,7 +8,7 @@
 #include <regex>
 
 #include "chunked_io.h"
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "glrecon/limits.h"
 #include "glrecon/validate.h"

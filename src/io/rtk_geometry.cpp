@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "glrecon/limits.h"
 

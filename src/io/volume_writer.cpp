@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "glrecon/parallel.h"
 #include "headers.h"

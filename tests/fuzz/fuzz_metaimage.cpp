@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/io.h"
 
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/geometry.h"
 #include "glrecon/io.h"
 #include "glrecon/parse.h"

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/geometry.h"
 #include "glrecon/io.h"
 

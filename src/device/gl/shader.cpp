@@ -1,11 +1,11 @@
-#include "glrecon/gl/shader.h"
+#include "device/gl/shader.h"
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "shader_sources.h"
+#include "device/gl/shader_sources.h"
 
 namespace glrecon::gl {
 namespace {

@@ -9,11 +9,11 @@
 #include <mutex>
 #include <thread>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "glrecon/parallel.h"
 #include "glrecon/progress.h"
-#include "device_filter_scope.h"
+#include "recon/device_filter_scope.h"
 
 namespace glrecon {
 namespace {

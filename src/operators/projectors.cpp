@@ -1,7 +1,7 @@
 // The projector factory: cpu always; graphics and compute where OpenGL 4.5 runs; cuda where built.
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/projector.h"
-#include "projector_backends.h"
+#include "operators/projector_backends.h"
 
 namespace glrecon {
 

@@ -4,8 +4,8 @@
 #include <map>
 
 #include "gl_volume_backend.h"
-#include "glrecon/error.h"
-#include "glrecon/gl/shader.h"
+#include "glrecon/errors.h"
+#include "device/gl/shader.h"
 #include "glrecon/slab.h"
 
 namespace glrecon {

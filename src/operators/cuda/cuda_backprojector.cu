@@ -13,7 +13,7 @@
 #include <mutex>
 #include <vector>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/filter.h"
 #include "glrecon/parallel.h"
 #include "glrecon/slab.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "glrecon/gl/context.h"
+#include "device/gl/context.h"
 
 namespace glrecon::gl {
 

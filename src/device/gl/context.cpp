@@ -1,4 +1,4 @@
-#include "glrecon/gl/context.h"
+#include "device/gl/context.h"
 
 #include <GL/glew.h>
 #include <EGL/egl.h>

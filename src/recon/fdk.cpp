@@ -9,10 +9,10 @@
 #include <numeric>
 
 #include "glrecon/backprojector.h"
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/parallel.h"
 #include "glrecon/progress.h"
-#include "device_filter_scope.h"
+#include "recon/device_filter_scope.h"
 
 namespace glrecon {
 namespace {

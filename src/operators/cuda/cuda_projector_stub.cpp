@@ -1,5 +1,5 @@
 // Builds without CUDA: the cuda projector reports that it is not built.
-#include "projector_backends.h"
+#include "operators/projector_backends.h"
 
 namespace glrecon::detail {
 bool cudaProjectorBuilt() { return false; }

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "glrecon/gl/objects.h"
+#include "device/gl/objects.h"
 
 namespace glrecon::gl {
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "glrecon/backprojector.h"
-#include "glrecon/gl/context.h"
-#include "glrecon/gl/objects.h"
+#include "device/gl/context.h"
+#include "device/gl/objects.h"
 
 namespace glrecon::detail {
 

@@ -6,11 +6,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/filter.h"
 #include "glrecon/parallel.h"
 #include "glrecon/slab.h"
-#include "glrecon/gl/shader.h"
+#include "device/gl/shader.h"
 
 namespace glrecon::detail {
 namespace {

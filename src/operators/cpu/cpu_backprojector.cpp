@@ -7,7 +7,7 @@
 #endif
 
 #include "glrecon/backprojector.h"
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/parallel.h"
 #include "glrecon/slab.h"
 

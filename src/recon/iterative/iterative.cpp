@@ -10,7 +10,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 
 namespace glrecon {
 namespace {

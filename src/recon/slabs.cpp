@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "glrecon/backprojector.h"
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/fdk.h"
 #include "glrecon/limits.h"
 #include "glrecon/parallel.h"

@@ -4,7 +4,7 @@
 
 #include <glm/geometric.hpp>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/projector.h"
 
 namespace glrecon {

@@ -9,10 +9,10 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "glrecon/gl/context.h"
-#include "glrecon/gl/objects.h"
-#include "glrecon/gl/shader.h"
-#include "projector_backends.h"
+#include "device/gl/context.h"
+#include "device/gl/objects.h"
+#include "device/gl/shader.h"
+#include "operators/projector_backends.h"
 
 namespace glrecon::detail {
 namespace {

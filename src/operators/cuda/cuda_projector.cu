@@ -12,7 +12,7 @@
 #include <vector>
 #include <string>
 
-#include "projector_backends.h"
+#include "operators/projector_backends.h"
 
 namespace glrecon::detail {
 namespace {

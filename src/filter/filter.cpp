@@ -10,7 +10,7 @@
 
 #include <glm/geometric.hpp>
 
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 
 namespace glrecon {
 namespace {

@@ -1,10 +1,10 @@
 // Choosing a backprojector by name.
 #include "glrecon/backprojector.h"
-#include "glrecon/error.h"
+#include "glrecon/errors.h"
 #include "glrecon/compute_backprojector.h"
 #include "glrecon/cuda_backprojector.h"
 #include "glrecon/graphics_backprojector.h"
-#include "glrecon/gl/context.h"
+#include "device/gl/context.h"
 
 #include <GL/glew.h>
 
