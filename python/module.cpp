@@ -259,6 +259,23 @@ py::tuple project(const py::array& input, const std::array<double, 3>& spacing, 
 
 struct IterationStopped {};
 
+// A request field named in a library message (glrecon/errors.h) as this module's keyword: camelCase to snake_case;
+// flags read as they are set.
+std::string pythonName(const std::string& field) {
+  if (field == "lambda") return "lamb";
+  if (field == "overwrite" || field == "positivity") return field + "=True";
+  std::string name;
+  for (char c : field) {
+    if (c >= 'A' && c <= 'Z') {
+      name += '_';
+      name += static_cast<char>(c - 'A' + 'a');
+    } else {
+      name += c;
+    }
+  }
+  return name;
+}
+
 // `glrecon sart|sirt|cgls|osem`: the checks and defaults of the command line (src/app/iterative.cpp), then
 // reconstructIterative. The projections are copied once into an Image (reconstructIterative takes one).
 py::array iterative(const std::string& methodName_, const py::array& input, const py::object& spacing, const py::object& origin,
@@ -273,7 +290,7 @@ py::array iterative(const std::string& methodName_, const py::array& input, cons
   options.subsets = subsets;
   options.lambda = lambda;
   options.positivity = positivity;
-  if (iterations < 1) throw UsageError("--iterations: expected at least 1, found " + std::to_string(iterations));
+  if (iterations < 1) throw UsageError(field("iterations") + ": expected at least 1, found " + std::to_string(iterations));
   const VolumeGrid grid = makeGrid(size, voxel, volumeOrigin);
   const ScanInput scan = scanInput(input, spacing, origin, pygeometry);
   const Geometry& geometry = scan.geometry;
@@ -368,23 +385,32 @@ py::array vectorsArray(const Geometry& g) {
 PYBIND11_MODULE(_glrecon, m) {
   m.doc() = "glrecon's compiled core; use the glrecon package.";
 
-  // Exceptions: one base, the C++ types under their own names, messages as the command line prints them.
-  static py::exception<std::runtime_error> error(m, "Error", PyExc_RuntimeError);
+  // Exceptions: one base (glrecon.Error, itself a RuntimeError), the C++ types under their own names; request fields
+  // named in messages are written as this module's keywords (pythonName).
+  static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
   static py::exception<InputError> input(m, "InputError", error.ptr());
   static py::exception<GeometryError> geometryError(m, "GeometryError", error.ptr());
   static py::exception<UsageError> usage(m, "UsageError", error.ptr());
-  static py::exception<gl::GlError> glError(m, "GlError", error.ptr());
+  static py::exception<DeviceError> deviceError(m, "DeviceError", error.ptr());
+  static py::exception<gl::GlError> glError(m, "GlError", deviceError.ptr());
+  static py::exception<CudaError> cudaError(m, "CudaError", deviceError.ptr());
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const InputError& e) {
-      input(e.what());
+      input(e.render(pythonName).c_str());
     } catch (const GeometryError& e) {
-      geometryError(e.what());
+      geometryError(e.render(pythonName).c_str());
     } catch (const UsageError& e) {
-      usage(e.what());
+      usage(e.render(pythonName).c_str());
     } catch (const gl::GlError& e) {
-      glError(e.what());
+      glError(e.render(pythonName).c_str());
+    } catch (const CudaError& e) {
+      cudaError(e.render(pythonName).c_str());
+    } catch (const DeviceError& e) {
+      deviceError(e.render(pythonName).c_str());
+    } catch (const Error& e) {
+      error(e.render(pythonName).c_str());
     }
   });
 

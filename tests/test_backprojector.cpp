@@ -134,7 +134,7 @@ TEST(CpuBackprojector, MatchesReferenceOnAGeneralGeometry) {
 TEST(CpuBackprojector, UnknownBackendIsAUsageError) {
   const Geometry g = makeCircularScan(CircularScanSpec{});
   test::expectError<UsageError>([&] { makeBackprojector("vulkan", g, VolumeGrid::centred({4, 4, 4}, glm::dvec3(1.0))); },
-                                {"--backend", "cpu", "'vulkan'"});
+                                {"backend", "cpu", "'vulkan'"});
 }
 
 }  // namespace

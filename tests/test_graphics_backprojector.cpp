@@ -191,11 +191,11 @@ TEST(Graphics, LimitsAndFailuresAreReportedClearly) {
   test::expectError<InputError>([&] { GraphicsBackprojector(g, tall, {}); },
                                 {"volume size z", "at most " + std::to_string(layers), std::to_string(layers + 1)});
   // A device that does not exist.
-  test::expectError<gl::GlError>([] { gl::Context::headless(7); }, {"--gpu 7", "EGL device"});
+  test::expectError<gl::GlError>([] { gl::Context::headless(7); }, {"gpu 7", "EGL device"});
   // A window beyond what the varyings allow.
   BackprojectorOptions o;
   o.window = 1000;
-  test::expectError<UsageError>([&] { GraphicsBackprojector(g, VolumeGrid::centred({8, 8, 8}, glm::dvec3(8.0)), o); }, {"--window"});
+  test::expectError<UsageError>([&] { GraphicsBackprojector(g, VolumeGrid::centred({8, 8, 8}, glm::dvec3(8.0)), o); }, {"window"});
 }
 
 TEST(Graphics, ShaderErrorsNameStageFileAndLog) {

@@ -186,7 +186,7 @@ TEST(Limits, EmptyRegionsAreRefused) {
   const Geometry g = makeCircularScan(spec);
   const VolumeGrid grid = VolumeGrid::centred({8, 8, 8}, glm::dvec3(8.0));
   expectError<UsageError>([&] { makeRegionOfInterest("box:500,500,500,600,600,600", g, grid); },
-                          {"--roi", "box:500", "none"});
+                          {"roi", "box:500", "none"});
   EXPECT_GT(makeRegionOfInterest("box:-10,-10,-10,10,10,10", g, grid).insideCount(), 0u);
 }
 

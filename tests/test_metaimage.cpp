@@ -128,7 +128,7 @@ TEST(MetaImage, BadFilesNameFileAndField) {
 TEST(MetaImage, WritesAreAtomicAndNeverOverwriteUnasked) {
   const auto dir = test::scratchDir();
   test::writeText(dir / "v.mha", "precious");
-  expectError<InputError>([&] { writeMetaImage((dir / "v.mha").string(), ramp({2, 2, 2}), false); }, {"v.mha", "--overwrite"});
+  expectError<InputError>([&] { writeMetaImage((dir / "v.mha").string(), ramp({2, 2, 2}), false); }, {"v.mha", "overwrite"});
   EXPECT_EQ(test::readText(dir / "v.mha"), "precious");
   expectError<InputError>([&] { writeMetaImage((dir / "v.nii").string(), ramp({2, 2, 2}), false); }, {"v.nii", ".mha or .mhd"});
   expectError<InputError>([&] { writeMetaImage((dir / "missing" / "v.mha").string(), ramp({2, 2, 2}), false); },

@@ -155,7 +155,7 @@ TEST(Projector, RejectsZeroLengthRayAndBadStep) {
   ProjectorOptions o;
   o.step = -1.0;
   test::expectError<GeometryError>([&] { CpuProjector p(g, grid, o); }, {"step", "a positive length in mm", "-1"});
-  test::expectError<UsageError>([&] { makeProjector("gpu", g, grid); }, {"--backend", "cpu", "'gpu'"});
+  test::expectError<UsageError>([&] { makeProjector("gpu", g, grid); }, {"backend", "cpu", "'gpu'"});
 }
 
 // ---- GPU backends against the cpu reference ----

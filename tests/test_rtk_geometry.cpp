@@ -150,7 +150,7 @@ TEST(RtkGeometry, BadFilesNameFileAndField) {
 TEST(RtkGeometry, WriterRefusesToOverwrite) {
   const auto dir = test::scratchDir();
   test::writeText(dir / "g.xml", "keep me");
-  expectError<InputError>([&] { writeRtkGeometry((dir / "g.xml").string(), randomParams(2, false), false); }, {"g.xml", "--overwrite"});
+  expectError<InputError>([&] { writeRtkGeometry((dir / "g.xml").string(), randomParams(2, false), false); }, {"g.xml", "overwrite"});
   EXPECT_EQ(test::readText(dir / "g.xml"), "keep me");
   writeRtkGeometry((dir / "g.xml").string(), randomParams(2, false), true);
   EXPECT_NE(test::readText(dir / "g.xml"), "keep me");

@@ -200,7 +200,7 @@ TEST(Slab, ScratchFileHoldsTheFilteredProjections) {
   EXPECT_TRUE(report.scratchFile);
   expectBitIdentical(slabbed, whole, "scratch");
   options.scratch = (test::scratchDir() / "no-such-dir").string();
-  test::expectError<InputError>([&] { reconstructFdk(g, projections, grid, options); }, {"no-such-dir", "--scratch"});
+  test::expectError<InputError>([&] { reconstructFdk(g, projections, grid, options); }, {"no-such-dir", "scratch"});
 }
 
 TEST(Slab, VolumeFileWriterWritesWhatWriteImageWrites) {

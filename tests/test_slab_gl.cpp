@@ -271,7 +271,7 @@ TEST(GraphicsSlab, MisuseIsReported) {
     b->setSlab(16, 16);
     EXPECT_THROW(b->setRegion(fieldOfView(p.geometry, p.grid)), std::invalid_argument);
     b->setRegion(slabRegion(fieldOfView(p.geometry, p.grid), 16, 16));
-    test::expectError<UsageError>([&] { b->killOutsideRange(0.0, 1.0, 1.0); }, {"--density-range"});
+    test::expectError<UsageError>([&] { b->killOutsideRange(0.0, 1.0, 1.0); }, {"densityRange"});
     const Image slab = b->volume();
     EXPECT_EQ(slab.size, (std::array<int, 3>{40, 16, 24}));
     EXPECT_EQ(glGetError(), static_cast<GLenum>(GL_NO_ERROR));

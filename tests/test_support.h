@@ -53,7 +53,7 @@ inline std::string cudaProjectorUnavailableReason() {
   try {
     makeProjector("cuda", circularScan(2, 8), VolumeGrid::centred({8, 8, 8}, glm::dvec3(4.0)));
     return "";
-  } catch (const CudaProjectorError& e) {
+  } catch (const CudaError& e) {
     return e.what();
   }
 }

@@ -12,13 +12,9 @@
 #include <stdexcept>
 
 #include "glrecon/backprojector.h"
+#include "glrecon/errors.h"
 
 namespace glrecon {
-
-/// No CUDA device, or a CUDA call failed (the message names the call and CUDA's error string).
-struct CudaError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 /// True when this build has the CUDA backend.
 bool cudaBackendBuilt();

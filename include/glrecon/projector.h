@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "glrecon/errors.h"
 #include "glrecon/geometry.h"
 #include "glrecon/image.h"
 
@@ -137,15 +138,10 @@ class CpuProjector final : public Projector {
   std::vector<ProjectorView> views_;
 };
 
-/// No CUDA device, a CUDA call failed, or the CUDA projector is not built.
-struct CudaProjectorError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 /// Backend names: cpu, graphics (fragment-shader ray marching, proxy-slice backprojection), compute (the same in
 /// compute shaders), cuda (where built).
 std::vector<std::string> availableProjectors();
-/// Throws UsageError for an unknown name, gl::GlError / CudaProjectorError when a GPU backend cannot run.
+/// Throws UsageError for an unknown name, gl::GlError / CudaError when a GPU backend cannot run.
 std::unique_ptr<Projector> makeProjector(const std::string& name, const Geometry& geometry, const VolumeGrid& grid,
                                          const ProjectorOptions& options = {});
 

@@ -15,13 +15,11 @@
 
 namespace glrecon {
 
-/// Slabs start at multiples of this many rows: the GPU kernels walk runs of 4, 8 or 16 voxels along y whose
-/// first row enters their arithmetic, so runs must start at the same global rows in a slab as in the whole grid.
 /// What a GPU-memory or volume-height error suggests where a whole volume must sit on one GPU (fdk --stream, view,
 /// or a one-block run that was asked for): the slab path that does not need it.
-inline constexpr const char* kSlabSuggestion =
-    "glrecon fdk without --stream reconstructs a larger volume in slabs of y rows (by itself when it does not fit, or with "
-    "--gpu-memory SIZE and --gpu LIST)";
+std::string slabSuggestion();
+/// Slabs start at multiples of this many rows: the GPU kernels walk runs of 4, 8 or 16 voxels along y whose
+/// first row enters their arithmetic, so runs must start at the same global rows in a slab as in the whole grid.
 inline constexpr int kSlabGranule = 16;
 
 /// Detector rows [first, first + count) of one projection (count 0: none).

@@ -11,8 +11,9 @@ Arrays read from files (``read_image``, ``read_projections``) and results (``fdk
 ``phantom.*``) are
 ``ImageArray``: a plain ndarray subclass carrying ``.spacing`` and ``.origin``.
 
-Work runs in C++ with the GIL released; errors raise ``glrecon.InputError``, ``GeometryError``,
-``UsageError`` or ``GlError`` (all ``glrecon.Error``) with the command line's messages.
+Work runs in C++ with the GIL released; errors raise ``glrecon.InputError``, ``GeometryError``, ``UsageError`` or
+``DeviceError`` (its kinds ``GlError`` and ``CudaError``), all ``glrecon.Error``, with the command line's messages
+in this module's words (``iterations``, not ``--iterations``).
 
 Adding a method: bind its C++ entry point in python/module.cpp as
 ``_name`` (array in through ``FloatArray``, result out through ``toNumpy``, GIL released around the call,
@@ -24,10 +25,11 @@ from __future__ import annotations
 import numpy as _np
 
 from . import _glrecon
-from ._glrecon import Error, GeometryError, GlError, InputError, UsageError, read_rtk_geometry as _read_rtk_geometry
+from ._glrecon import (CudaError, DeviceError, Error, GeometryError, GlError, InputError, UsageError,
+                       read_rtk_geometry as _read_rtk_geometry)
 
 __all__ = [
-    "Error", "InputError", "GeometryError", "UsageError", "GlError", "ImageArray", "Geometry",
+    "Error", "InputError", "GeometryError", "UsageError", "DeviceError", "GlError", "CudaError", "ImageArray", "Geometry",
     "read_rtk_geometry", "from_astra_vec", "from_tigre", "read_image", "read_projections", "write_image",
     "fdk", "project", "sart", "sirt", "cgls", "osem", "line_integrals", "backends", "projectors", "phantom",
 ]

@@ -111,6 +111,14 @@ def test_initial_origin_and_progress(scan, tmp_path):
         glrecon.sirt(p, geo, size=16, spacing=16, iterations=5, backend="cpu", progress=stop)
 
 
+# The library names request fields in its messages; the command line shows them as its options, Python as its keywords.
+KEYWORDS = {"--iterations": "iterations", "--subsets": "subsets", "--lambda": "lamb", "--roi": "roi", "--initial": "initial"}
+
+
+def in_python_words(cli_message):
+    return re.sub(r"--[a-z-]+", lambda m: KEYWORDS.get(m.group(0), m.group(0)), cli_message)
+
+
 def test_errors_carry_the_cli_messages(scan, tmp_path):
     p, geo = inputs(scan)
     cases = [
@@ -127,9 +135,11 @@ def test_errors_carry_the_cli_messages(scan, tmp_path):
                 "--backend", "cpu", ok=False)
         assert r.returncode != 0
         # The command line prefixes "glrecon: error: " or, for option misuse, "glrecon: usage error: ".
-        assert re.fullmatch(r"glrecon: (usage )?error: " + re.escape(str(e.value)), r.stderr.strip().splitlines()[-1]), (r.stderr, str(e.value))
+        assert re.fullmatch(r"glrecon: (usage )?error: (.*)", r.stderr.strip().splitlines()[-1]), r.stderr
+        assert in_python_words(r.stderr.strip().splitlines()[-1].split("error: ", 1)[1]) == str(e.value), (r.stderr, str(e.value))
+        assert "--" not in str(e.value), str(e.value)
     assert not (tmp_path / "v.mha").exists()
-    with pytest.raises(glrecon.UsageError, match="--iterations: expected at least 1, found 0"):
+    with pytest.raises(glrecon.UsageError, match="^iterations: expected at least 1, found 0"):
         glrecon.osem(p, geo, size=16, spacing=16, iterations=0)
     with pytest.raises(glrecon.InputError, match="number of projections: expected 24 as in the geometry, found 23"):
         glrecon.sart(p[:23], geo, size=16, spacing=16)
@@ -139,7 +149,7 @@ def test_errors_carry_the_cli_messages(scan, tmp_path):
         glrecon.sart(bad, geo, size=16, spacing=16, iterations=1)
     with pytest.raises(glrecon.InputError, match="osem is multiplicative"):
         glrecon.osem(p - 1.0, geo, size=16, spacing=16, iterations=1)
-    with pytest.raises(glrecon.InputError, match="--initial: DimSize"):
+    with pytest.raises(glrecon.InputError, match="^initial: DimSize"):
         glrecon.sart(p, geo, size=16, spacing=16, iterations=1, initial=np.zeros((8, 8, 8), np.float32))
     with pytest.raises(glrecon.UsageError, match="lamb, relaxation"):
         glrecon.sart(p, geo, size=16, spacing=16, lamb=0.5, relaxation=0.7)

@@ -905,6 +905,29 @@ VolumeGrid parseVolumeGrid(const std::string& size, const std::string& spacing, 
   return grid;
 }
 
+namespace {
+// The library names request fields in its messages (glrecon/errors.h); the command line shows them as its options:
+// camelCase becomes --kebab-case (gpuMemory: --gpu-memory, noiseI0: --noise-i0).
+std::string optionName(const std::string& field) {
+  std::string option = "--";
+  for (char c : field) {
+    if (c >= 'A' && c <= 'Z') {
+      option += '-';
+      option += static_cast<char>(c - 'A' + 'a');
+    } else {
+      option += c;
+    }
+  }
+  return option;
+}
+
+// GL_OUT_OF_MEMORY from a driver: say what it means.
+std::string explainGlError(const std::string& text) {
+  if (text.find("0x505") == std::string::npos) return "";
+  return " (GL_OUT_OF_MEMORY: the GPU has too little memory for this volume; try a smaller --size or --backend cpu)";
+}
+}  // namespace
+
 int run(int argc, char** argv) {
   CLI::App app{"glrecon: cone-beam CT reconstruction (FDK) with a CPU reference backend.\n"
                "Geometry and projections follow RTK's conventions, so RTK files work as they are."};
@@ -943,8 +966,11 @@ int run(int argc, char** argv) {
     app.exit(e);
     return 2;
   } catch (const UsageError& e) {
-    std::cerr << "glrecon: usage error: " << e.what() << "\n";
+    std::cerr << "glrecon: usage error: " << e.render(optionName) << "\n";
     return 2;
+  } catch (const Error& e) {
+    std::cerr << "glrecon: error: " << e.render(optionName) << explainGlError(e.what()) << "\n";
+    return 1;
   } catch (const std::bad_alloc&) {
     // What the budget checks did not foresee (they count the main arrays only).
     std::cerr << "glrecon: error: out of memory: the job needs more than the " << formatBytes(availableHostMemory())
@@ -958,14 +984,7 @@ int run(int argc, char** argv) {
     std::cerr << "glrecon: error: " << e.path1().string() << ": " << e.code().message() << "\n";
     return 1;
   } catch (const std::exception& e) {
-    const std::string text = e.what();
-    // GL_OUT_OF_MEMORY from a driver: say what it means.
-    if (text.find("0x505") != std::string::npos) {
-      std::cerr << "glrecon: error: " << text
-                << " (GL_OUT_OF_MEMORY: the GPU has too little memory for this volume; try a smaller --size or --backend cpu)\n";
-      return 1;
-    }
-    std::cerr << "glrecon: error: " << text << "\n";
+    std::cerr << "glrecon: error: " << e.what() << explainGlError(e.what()) << "\n";
     return 1;
   }
   return 0;

@@ -48,7 +48,7 @@ Phantom Phantom::sheppLogan(SheppLoganVariant variant, double scale) {
 SheppLoganVariant parseSheppLoganVariant(const std::string& name) {
   if (name == "shepp-logan" || name == "rtk") return SheppLoganVariant::Rtk;
   if (name == "modified" || name == "modified-shepp-logan") return SheppLoganVariant::Modified;
-  throw UsageError("--phantom: expected shepp-logan or modified, found '" + name + "'");
+  throw UsageError(field("phantom") + ": expected shepp-logan or modified, found '" + name + "'");
 }
 
 void Phantom::scaleDensities(double factor) {
@@ -87,8 +87,8 @@ double Phantom::lineIntegral(const glm::dvec3& a, const glm::dvec3& b) const {
 
 Image projectPhantom(const Phantom& phantom, const Geometry& geometry, const ProjectionOptions& options) {
   geometry.validate("phantom projection");
-  if (options.supersample < 1) throw UsageError("--supersample: expected 1 or more, found " + std::to_string(options.supersample));
-  if (options.noiseI0 < 0.0) throw UsageError("--noise-i0: expected a positive photon count or 0, found " + std::to_string(options.noiseI0));
+  if (options.supersample < 1) throw UsageError(field("supersample") + ": expected 1 or more, found " + std::to_string(options.supersample));
+  if (options.noiseI0 < 0.0) throw UsageError(field("noiseI0") + ": expected a positive photon count or 0, found " + std::to_string(options.noiseI0));
   const DetectorLayout& d = geometry.detector;
   Image projections({d.nu, d.nv, static_cast<int>(geometry.size())}, {d.spacingU, d.spacingV, 1.0},
                     {d.originU, d.originV, 0.0});

@@ -28,7 +28,7 @@ PreprocessStats intensitiesToLineIntegrals(Image& projections, const Image& flat
                                            const std::string& flatName, const std::string& darkName) {
   const bool haveFlat = !flat.data.empty(), haveDark = !dark.data.empty();
   if (!haveFlat && !(i0 > 0.0))
-    throw UsageError("intensity conversion: expected a flat field (--flat) or a positive --i0, found neither");
+    throw UsageError("intensity conversion: expected a flat field (" + field("flat") + ") or a positive " + field("i0") + ", found neither");
   const std::size_t pixels = projections.sliceStride();
   const std::vector<double> flatMean = haveFlat ? referenceImage(flat, projections, flatName) : std::vector<double>(pixels, i0);
   const std::vector<double> darkMean = haveDark ? referenceImage(dark, projections, darkName) : std::vector<double>(pixels, 0.0);

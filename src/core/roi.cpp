@@ -35,9 +35,9 @@ RegionOfInterest shapeRegion(const VolumeGrid& grid, std::string description, In
 }
 
 std::vector<double> numbers(const std::string& spec, const std::string& list, std::size_t count) {
-  const std::vector<double> values = parseNumberList("--roi", list, spec);
+  const std::vector<double> values = parseNumberList(field("roi"), list, spec);
   if (values.size() != count)
-    throw UsageError("--roi: expected " + std::to_string(count) + " numbers after the shape name, found '" + quoted(spec) + "'");
+    throw UsageError(field("roi") + ": expected " + std::to_string(count) + " numbers after the shape name, found '" + quoted(spec) + "'");
   return values;
 }
 
@@ -134,7 +134,7 @@ RegionOfInterest makeRegionOfInterest(const std::string& spec, const Geometry& g
   RegionOfInterest region = makeRegion(spec, geometry, grid);
   // An empty region would reconstruct an all-zero volume: a mistake in the spec or the grid, said early.
   if (region.insideCount() == 0)
-    throw UsageError("--roi: expected a region holding at least one voxel centre of the volume, found '" +
+    throw UsageError(field("roi") + ": expected a region holding at least one voxel centre of the volume, found '" +
                      quoted(spec) + "' holding none (the volume spans " + describeExtent(grid) + ")");
   return region;
 }
@@ -151,7 +151,7 @@ RegionOfInterest makeRegion(const std::string& spec, const Geometry& geometry, c
   const std::string shape = spec.substr(0, colon), list = colon == std::string::npos ? "" : spec.substr(colon + 1);
   if (shape == "cylinder") {
     const auto v = numbers(spec, list, 5);
-    if (!(v[2] > 0) || !(v[4] > v[3])) throw UsageError("--roi cylinder: expected a positive radius and Y0 < Y1, found '" + quoted(spec) + "'");
+    if (!(v[2] > 0) || !(v[4] > v[3])) throw UsageError(field("roi") + " cylinder: expected a positive radius and Y0 < Y1, found '" + quoted(spec) + "'");
     return shapeRegion(grid, spec, [&](const glm::dvec3& p) {
       const double dx = p.x - v[0], dz = p.z - v[1];
       return dx * dx + dz * dz <= v[2] * v[2] && p.y >= v[3] && p.y <= v[4];
@@ -159,20 +159,20 @@ RegionOfInterest makeRegion(const std::string& spec, const Geometry& geometry, c
   }
   if (shape == "box") {
     const auto v = numbers(spec, list, 6);
-    if (!(v[3] > v[0] && v[4] > v[1] && v[5] > v[2])) throw UsageError("--roi box: expected X0 < X1, Y0 < Y1, Z0 < Z1, found '" + quoted(spec) + "'");
+    if (!(v[3] > v[0] && v[4] > v[1] && v[5] > v[2])) throw UsageError(field("roi") + " box: expected X0 < X1, Y0 < Y1, Z0 < Z1, found '" + quoted(spec) + "'");
     return shapeRegion(grid, spec, [&](const glm::dvec3& p) {
       return p.x >= v[0] && p.x <= v[3] && p.y >= v[1] && p.y <= v[4] && p.z >= v[2] && p.z <= v[5];
     });
   }
   if (shape == "sphere") {
     const auto v = numbers(spec, list, 4);
-    if (!(v[3] > 0)) throw UsageError("--roi sphere: expected a positive radius, found '" + quoted(spec) + "'");
+    if (!(v[3] > 0)) throw UsageError(field("roi") + " sphere: expected a positive radius, found '" + quoted(spec) + "'");
     return shapeRegion(grid, spec, [&](const glm::dvec3& p) { return glm::length(p - glm::dvec3(v[0], v[1], v[2])) <= v[3]; });
   }
   std::string extension = spec.size() > 4 ? spec.substr(spec.size() - 4) : "";
   std::transform(extension.begin(), extension.end(), extension.begin(), ::tolower);
   if (extension != ".mha" && extension != ".mhd")
-    throw UsageError("--roi: expected fov, cylinder:..., box:..., sphere:... or a mask file (.mha/.mhd), found '" + quoted(spec) + "'");
+    throw UsageError(field("roi") + ": expected fov, cylinder:..., box:..., sphere:... or a mask file (.mha/.mhd), found '" + quoted(spec) + "'");
 
   std::string type;
   const Image mask = readMetaImage(spec, &type);

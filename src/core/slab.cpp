@@ -8,6 +8,11 @@
 
 namespace glrecon {
 
+std::string slabSuggestion() {
+  return "glrecon fdk without " + field("stream") + " reconstructs a larger volume in slabs of y rows (by itself when it does not fit, or with " +
+         field("gpuMemory") + " SIZE and " + field("gpu") + " LIST)";
+}
+
 RowBand slabRowBand(const Geometry& geometry, std::size_t view, const VolumeGrid& grid, int firstRow, int rows) {
   const ProjectionMatrix m = geometry.matrix(view, grid);
   double low = INFINITY, high = -INFINITY;

@@ -87,7 +87,7 @@ void checkVolumeInBeam(const Geometry& geometry, const VolumeGrid& grid, const s
                      "no voxel of the volume from " + str(grid.origin) + " to " +
                          str(grid.worldOf(grid.size[0] - 1, grid.size[1] - 1, grid.size[2] - 1)) +
                          " mm projects onto the detector in any of the " + std::to_string(geometry.size()) +
-                         " projections (check --origin, the offsets and the distances)");
+                         " projections (check " + field("origin") + ", the offsets and the distances)");
 }
 
 void checkFiniteValues(const Image& image, const std::string& where, const std::string& what, double limit) {

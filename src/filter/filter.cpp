@@ -53,7 +53,7 @@ RampWindow parseRampWindow(const std::string& name) {
   if (name == "cosine") return RampWindow::Cosine;
   if (name == "hamming") return RampWindow::Hamming;
   if (name == "hann") return RampWindow::Hann;
-  throw UsageError("--filter: expected ram-lak, shepp-logan, cosine, hamming or hann, found '" + name + "'");
+  throw UsageError(field("filter") + ": expected ram-lak, shepp-logan, cosine, hamming or hann, found '" + name + "'");
 }
 
 const char* rampWindowName(RampWindow window) {
@@ -96,7 +96,7 @@ RampFilter::RampFilter(int width, RampWindow window, double cutoff)
     : width_(width), padded_(fftFriendlyLength(2 * width)), plans_(std::make_unique<Plans>()) {
   if (width < 1) throw UsageError("ramp filter: detector width: expected at least 1 pixel");
   if (!(cutoff > 0.0 && cutoff <= 1.0))
-    throw UsageError("--cutoff: expected a fraction of the Nyquist frequency in (0, 1], found " + std::to_string(cutoff));
+    throw UsageError(field("cutoff") + ": expected a fraction of the Nyquist frequency in (0, 1], found " + std::to_string(cutoff));
   // Spectrum of the spatial kernel on the padded circle, in double: H[k] = sum_n h(n) cos(2 pi k n / N),
   // n over one period (-N/2, N/2]. Real because the kernel is even.
   const int n = padded_, bins = n / 2 + 1;

@@ -82,7 +82,7 @@ void refuseToOverwrite(const std::string& path, bool overwrite) {
   if (fs::is_directory(status))
     throwInputError(path, "output", "a file name (not a directory)", "an existing directory");
   if (!overwrite)
-    throwInputError(path, "output", "a path that does not exist yet (pass --overwrite to replace it)", "an existing file");
+    throwInputError(path, "output", "a path that does not exist yet (pass " + field("overwrite") + " to replace it)", "an existing file");
 }
 
 void requireWritableDirectory(const std::string& directory, const std::string& field) {

@@ -78,12 +78,12 @@ std::vector<std::string> listProjectionFiles(const std::string& spec) {
 }
 
 std::vector<std::string> listProjectionFiles(const std::string& directory, const std::string& regex) {
-  if (!fs::is_directory(directory)) throwInputError(directory, "--path", "a directory of projection files", "no such directory");
+  if (!fs::is_directory(directory)) throwInputError(directory, field("path"), "a directory of projection files", "no such directory");
   std::regex pattern;
   try {
     pattern = std::regex(regex);
   } catch (const std::regex_error& e) {
-    throwInputError("--regexp", "pattern", "a valid regular expression", "'" + quoted(regex) + "' (" + e.what() + ")");
+    throwInputError(field("regexp"), "pattern", "a valid regular expression", "'" + quoted(regex) + "' (" + e.what() + ")");
   }
   std::vector<std::string> files;
   for (const auto& entry : fs::directory_iterator(directory))
@@ -91,7 +91,7 @@ std::vector<std::string> listProjectionFiles(const std::string& directory, const
     // a part of the name ("\\.mha$" selects every .mha); anchor it with ^...$ for a whole-name match.
     if (entry.is_regular_file() && std::regex_search(entry.path().filename().string(), pattern))
       files.push_back(entry.path().string());
-  if (files.empty()) throwInputError(directory, "--regexp", "files whose names match '" + quoted(regex) + "'", "none");
+  if (files.empty()) throwInputError(directory, field("regexp"), "files whose names match '" + quoted(regex) + "'", "none");
   sortNaturally(files);
   return files;
 }

@@ -82,7 +82,7 @@ std::unique_ptr<Backprojector> makeBackprojector(const std::string& name, const 
   if (name == "cuda") return std::make_unique<CudaBackprojector>(geometry, grid, options);
 #else
   if (name == "cuda")
-    throw UsageError("--backend cuda: this build has no CUDA backend (CMake found no CUDA compiler; build with nvcc on the PATH)");
+    throw UsageError(field("backend") + " cuda: this build has no CUDA backend (CMake found no CUDA compiler; build with nvcc on the PATH)");
 #endif
   if (name == "auto") {
     // A software rasterizer runs the graphics path far slower than the vectorized CPU backend, so auto takes
@@ -108,7 +108,7 @@ std::unique_ptr<Backprojector> makeBackprojector(const std::string& name, const 
   }
   std::string known;
   for (const std::string& b : availableBackends()) known += b + ", ";
-  throw UsageError("--backend: expected one of " + known + "auto; found '" + name + "'");
+  throw UsageError(field("backend") + ": expected one of " + known + "auto; found '" + name + "'");
 }
 
 }  // namespace glrecon

@@ -9,6 +9,6 @@ namespace glrecon::detail {
 std::unique_ptr<Projector> makeGlProjector(bool compute, const Geometry& geometry, const VolumeGrid& grid,
                                            const ProjectorOptions& options);
 bool cudaProjectorBuilt();
-/// Throws CudaProjectorError where the CUDA projector is not built or no device exists.
+/// Throws CudaError where the CUDA projector is not built or no device exists.
 std::unique_ptr<Projector> makeCudaProjector(const Geometry& geometry, const VolumeGrid& grid, const ProjectorOptions& options);
 }  // namespace glrecon::detail

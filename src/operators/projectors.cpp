@@ -18,7 +18,7 @@ std::unique_ptr<Projector> makeProjector(const std::string& name, const Geometry
   if (name == "cuda") return detail::makeCudaProjector(geometry, grid, options);
   std::string known;
   for (const std::string& n : availableProjectors()) known += (known.empty() ? "" : ", ") + n;
-  throw UsageError("--backend: expected one of " + known + ", found '" + name + "'");
+  throw UsageError(field("backend") + ": expected one of " + known + ", found '" + name + "'");
 }
 
 }  // namespace glrecon

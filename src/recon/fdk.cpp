@@ -41,7 +41,7 @@ FilterPlace parseFilterPlace(const std::string& text) {
   if (text == "auto") return FilterPlace::Auto;
   if (text == "cpu") return FilterPlace::Cpu;
   if (text == "gpu") return FilterPlace::Gpu;
-  throw UsageError("--filter-on: expected auto, cpu or gpu, found '" + text + "'");
+  throw UsageError(field("filterOn") + ": expected auto, cpu or gpu, found '" + text + "'");
 }
 
 UsageError filterOnGpuRefused(const std::string& backend, bool trajectoryAllows) {
@@ -49,8 +49,8 @@ UsageError filterOnGpuRefused(const std::string& backend, bool trajectoryAllows)
                             : !trajectoryAllows    ? "views whose detector differs in shape relative to the source"
                                                    : "the " + backend + " backend on this device (a software renderer, or not "
                                                      "enough GPU memory or storage-block size for the filter's buffers)";
-  return UsageError("--filter-on gpu: expected a backend that filters on the GPU (cuda, compute, graphics, graphics-mp) with room "
-                    "for it, and views that share one cosine table; found " + found + " (--filter-on auto or cpu filters on the CPU)");
+  return UsageError(field("filterOn") + " gpu: expected a backend that filters on the GPU (cuda, compute, graphics, graphics-mp) with room "
+                    "for it, and views that share one cosine table; found " + found + " (" + field("filterOn") + " auto or cpu filters on the CPU)");
 }
 
 void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter& filter, Backprojector& backprojector,
@@ -64,7 +64,7 @@ void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter&
   const std::size_t pixels = projections.sliceStride();
   const DensityKill& kill = options.densityKill;
   if (kill.enabled && !(kill.high > kill.low && kill.margin >= 0 && kill.after > 0 && kill.after < 1))
-    throw UsageError("--density-range: expected LOW < HIGH, MARGIN >= 0 and --density-after in (0, 1)");
+    throw UsageError(field("densityRange") + ": expected LOW < HIGH, MARGIN >= 0 and " + field("densityAfter") + " in (0, 1)");
   const detail::DeviceFilterScope deviceFilter(filter, backprojector, options.filterOn);
   report.filteredOnGpu = deviceFilter.active();
 

@@ -45,18 +45,18 @@ class FilteredStore {
   FilteredStore(std::size_t floats, const std::string& scratch) : floats_(floats) {
     const std::uint64_t bytes = static_cast<std::uint64_t>(floats) * sizeof(float);
     if (scratch.empty()) {
-      checkHostMemory("fdk", "the filtered projections (use --scratch DIR to keep them in a file)", bytes);
+      checkHostMemory("fdk", "the filtered projections (use " + field("scratch") + " DIR to keep them in a file)", bytes);
       // Not zeroed: the filter threads write every slot, and so page it in on many cores instead of this one.
       memory_.reset(new float[floats]);
       data_ = memory_.get();
       return;
     }
     fd_ = ::open(scratch.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd_ < 0) throwInputError(scratch, "--scratch", "a writable directory on a file system with O_TMPFILE", std::strerror(errno));
+    if (fd_ < 0) throwInputError(scratch, field("scratch"), "a writable directory on a file system with O_TMPFILE", std::strerror(errno));
     if (::ftruncate(fd_, static_cast<off_t>(bytes)) != 0)
-      throwInputError(scratch, "--scratch", "room for " + formatBytes(bytes) + " of filtered projections", std::strerror(errno));
+      throwInputError(scratch, field("scratch"), "room for " + formatBytes(bytes) + " of filtered projections", std::strerror(errno));
     void* map = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-    if (map == MAP_FAILED) throwInputError(scratch, "--scratch", "a file that can be mapped", std::strerror(errno));
+    if (map == MAP_FAILED) throwInputError(scratch, field("scratch"), "a file that can be mapped", std::strerror(errno));
     data_ = static_cast<float*>(map);
   }
   ~FilteredStore() {
@@ -85,7 +85,7 @@ SlabPlan planFdkSlabs(const Geometry& geometry, const VolumeGrid& grid, const Fd
   const SlabCost cost = slabCost(options.backend, geometry, grid, plannedWindow(options), region);
   const std::uint64_t whole = cost.fixedBytes + cost.bytesPerRow * static_cast<std::uint64_t>(grid.size[1]);
   std::uint64_t budget = options.gpuMemory;
-  std::string what = "--gpu-memory " + formatBytes(budget);
+  std::string what = field("gpuMemory") + " " + formatBytes(budget);
   if (budget == 0) {
     if (gpus.size() == 1 && (options.backend == "cpu" || whole < (std::uint64_t{1} << 30))) return {};
     // Measured: the smallest free memory of the devices named, less a margin for the driver's own buffers.
@@ -105,7 +105,7 @@ void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, con
   grid.validate("FDK");
   checkProjectionsMatch(geometry, projections, "projections");
   geometry.checkVolumeInFront(grid, "FDK");
-  if (options.densityKill.enabled) throw UsageError("--density-range: not with slabs (--gpu-memory, several GPUs, or a volume larger than the GPU)");
+  if (options.densityKill.enabled) throw UsageError(field("densityRange") + ": not with slabs (" + field("gpuMemory") + ", several GPUs, or a volume larger than the GPU)");
   if (plan.slabs.empty()) throw std::logic_error("reconstructFdkSlabs: an empty plan");
   const std::vector<int> gpus = options.gpus.empty() ? std::vector<int>{options.gpu} : options.gpus;
   const std::size_t count = geometry.size(), pixels = projections.sliceStride(), batch = std::max<std::size_t>(1, options.batch);

@@ -54,7 +54,7 @@ bool isSoftwareRenderer(const std::string& renderer) {
 std::unique_ptr<Context> Context::headless(int device) {
   const std::vector<EGLDeviceEXT> devices = eglDevices();
   if (device < 0 || device >= static_cast<int>(devices.size()))
-    throw GlError("--gpu " + std::to_string(device) + ": expected a device index from 0 to " + std::to_string(devices.size() - 1) +
+    throw GlError(field("gpu") + " " + std::to_string(device) + ": expected a device index from 0 to " + std::to_string(devices.size() - 1) +
                   ", found " + std::to_string(device) + " (this machine has " + std::to_string(devices.size()) +
                   " EGL device" + (devices.size() == 1 ? "" : "s") + "; `glrecon devices` lists them)");
   auto platformDisplay = reinterpret_cast<PFNEGLGETPLATFORMDISPLAYEXTPROC>(eglGetProcAddress("eglGetPlatformDisplayEXT"));

@@ -9,13 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "glrecon/errors.h"
+
 struct GLFWwindow;
 
 namespace glrecon::gl {
 
 /// No usable OpenGL: no EGL device, no 4.5 core context, a missing extension, a GL error.
-struct GlError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct GlError : DeviceError {
+  using DeviceError::DeviceError;
 };
 
 struct DeviceInfo {

@@ -391,14 +391,14 @@ CudaBackprojector::CudaBackprojector(const Geometry& geometry, const VolumeGrid&
   if (status != cudaSuccess || devices == 0)
     throw CudaError(std::string("CUDA: no device (") + (status != cudaSuccess ? cudaGetErrorString(status) : "none found") + ")");
   if (options.gpu < 0 || options.gpu >= devices)
-    throw CudaError("--gpu " + std::to_string(options.gpu) + ": expected a CUDA device from 0 to " + std::to_string(devices - 1));
+    throw CudaError(field("gpu") + " " + std::to_string(options.gpu) + ": expected a CUDA device from 0 to " + std::to_string(devices - 1));
   GLRECON_CUDA(cudaSetDevice(options.gpu));
   d.bank = acquireBank();
   cudaDeviceProp properties{};
   GLRECON_CUDA(cudaGetDeviceProperties(&properties, options.gpu));
   d.deviceName = properties.name;
   if (options.window < kMaximumWindow || options.window > kMaxWindow)
-    throw UsageError("--window: expected 1 to " + std::to_string(kMaxWindow) + " (constant memory), max or auto, found " +
+    throw UsageError(field("window") + ": expected 1 to " + std::to_string(kMaxWindow) + " (constant memory), max or auto, found " +
                      std::to_string(options.window));
   // The window only amortises the volume's read-modify-write (one pass per window), which is cheap beside the
   // texture fetches once it holds a few dozen projections: auto takes 32 (measured against 16, 64 and 128 by
@@ -412,7 +412,7 @@ CudaBackprojector::CudaBackprojector(const Geometry& geometry, const VolumeGrid&
   const std::size_t projectionBytes = static_cast<std::size_t>(2) * geometry.detector.nu * geometry.detector.nv * d.window * sizeof(float);
   if (bytes + projectionBytes > freeBytes)
     throwInputError("cuda backprojector on " + d.deviceName, "GPU memory (bytes)",
-                    "at most " + std::to_string(freeBytes) + (options.slabRows > 0 ? std::string() : std::string(" (") + kSlabSuggestion + ")"),
+                    "at most " + std::to_string(freeBytes) + (options.slabRows > 0 ? std::string() : std::string(" (") + slabSuggestion() + ")"),
                     std::to_string(bytes + projectionBytes));
   GLRECON_CUDA(cudaMalloc(&d.volume, bytes));
   GLRECON_CUDA(cudaMemset(d.volume, 0, bytes));
@@ -622,7 +622,7 @@ void CudaBackprojector::setRegion(const RegionOfInterest& roi) {
 }
 
 void CudaBackprojector::killOutsideRange(double, double, double) {
-  throw UsageError("--density-range: expected --backend graphics or cpu (the cuda backend has no per-voxel kill)");
+  throw UsageError(field("densityRange") + ": expected " + field("backend") + " graphics or cpu (the cuda backend has no per-voxel kill)");
 }
 
 std::vector<std::uint8_t> CudaBackprojector::activeMask() { return impl_->regionMask; }

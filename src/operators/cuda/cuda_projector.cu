@@ -18,7 +18,7 @@ namespace glrecon::detail {
 namespace {
 
 void check(cudaError_t status, const char* call) {
-  if (status != cudaSuccess) throw CudaProjectorError(std::string("cuda projector: ") + call + ": " + cudaGetErrorString(status));
+  if (status != cudaSuccess) throw CudaError(std::string("cuda projector: ") + call + ": " + cudaGetErrorString(status));
 }
 #define GLRECON_CUDA_CHECK(call) check((call), #call)
 
@@ -138,9 +138,9 @@ class CudaProjector final : public Projector {
     pixels_ = static_cast<std::size_t>(nu_) * nv_;
     views_ = projectorViews(geometry, grid);
     int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) throw CudaProjectorError("cuda projector: no CUDA device");
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) throw CudaError("cuda projector: no CUDA device");
     if (options.gpu < 0 || options.gpu >= devices)
-      throw CudaProjectorError("cuda projector: --gpu: expected 0 to " + std::to_string(devices - 1) + ", found " + std::to_string(options.gpu));
+      throw CudaError("cuda projector: " + field("gpu") + ": expected 0 to " + std::to_string(devices - 1) + ", found " + std::to_string(options.gpu));
     GLRECON_CUDA_CHECK(cudaSetDevice(options.gpu));
     device_ = options.gpu;
     cudaDeviceProp prop{};

@@ -4,6 +4,6 @@
 namespace glrecon::detail {
 bool cudaProjectorBuilt() { return false; }
 std::unique_ptr<Projector> makeCudaProjector(const Geometry&, const VolumeGrid&, const ProjectorOptions&) {
-  throw CudaProjectorError("cuda projector: this build has no CUDA backend (no CUDA compiler found)");
+  throw CudaError("cuda projector: this build has no CUDA backend (no CUDA compiler found)");
 }
 }  // namespace glrecon::detail

@@ -160,7 +160,7 @@ void ComputeBackprojector::setRegion(const RegionOfInterest& roi) {
 }
 
 void ComputeBackprojector::killOutsideRange(double, double, double) {
-  throw UsageError("--density-range: expected --backend graphics or cpu (the compute backend has no per-voxel kill)");
+  throw UsageError(field("densityRange") + ": expected " + field("backend") + " graphics or cpu (the compute backend has no per-voxel kill)");
 }
 
 std::vector<std::uint8_t> ComputeBackprojector::activeMask() { return impl_->regionMask; }

@@ -64,7 +64,7 @@ GlVolumeBackend::GlVolumeBackend(gl::Context* borrowed, const Geometry& g, const
     if (value > max)
       throwInputError(where_, field,
                       "at most " + std::to_string(max) + " (this GPU's limit" +
-                          (slabsHelp && slabCapacity == 0 ? std::string("; ") + kSlabSuggestion : std::string()) + ")",
+                          (slabsHelp && slabCapacity == 0 ? std::string("; ") + slabSuggestion() : std::string()) + ")",
                       std::to_string(value));
   };
   limit("volume size x", grid.size[0], std::min<GLint>(maxTexture, viewport[0]));
@@ -108,7 +108,7 @@ GlVolumeBackend::~GlVolumeBackend() {
 void GlVolumeBackend::setWindowLimit(int limit) {
   maxWindow = std::max(1, std::min({limit, glInteger(GL_MAX_ARRAY_TEXTURE_LAYERS), static_cast<int>(geometry.size())}));
   if (options.window < kMaximumWindow || options.window > maxWindow)
-    throw UsageError("--window: expected 1 to " + std::to_string(maxWindow) + " (this device's limit), max or auto, found " +
+    throw UsageError(field("window") + ": expected 1 to " + std::to_string(maxWindow) + " (this device's limit), max or auto, found " +
                      std::to_string(options.window));
   if (const long long free = freeGpuMemory(); free >= 0) {
     const long long bytes = 2LL * 2 * geometry.detector.nu * geometry.detector.nv * maxWindow * 4;  // texture and staging, two halves

@@ -367,7 +367,7 @@ void GraphicsBackprojector::setRegion(const RegionOfInterest& roi) {
 void GraphicsBackprojector::killOutsideRange(double low, double high, double scale) {
   Impl& d = *impl_;
   d.base.context().makeCurrent();
-  if (d.base.slabCapacity > 0) throw UsageError("--density-range: not with slabs");
+  if (d.base.slabCapacity > 0) throw UsageError(field("densityRange") + ": not with slabs");
   if (!d.regionSet) {
     RegionOfInterest all;
     all.size = d.grid().size;
@@ -375,7 +375,7 @@ void GraphicsBackprojector::killOutsideRange(double low, double high, double sca
     setRegion(all);
   }
   if (d.substacks)
-    throw UsageError("--density-range: needs the per-slice stencil (not --roi-stencil substack): sub-stack bits are shared by slices");
+    throw UsageError(field("densityRange") + ": needs the per-slice stencil (not " + field("roiStencil") + " substack): sub-stack bits are shared by slices");
   d.base.flush([&] { d.draw(); });
   const int nx = d.grid().size[0], ny = d.grid().size[1], nz = d.grid().size[2];
   // Reading the volume while it is the render target would be a feedback loop: read a copy.

@@ -42,7 +42,7 @@ IterativeMethod parseIterativeMethod(const std::string& name) {
   if (name == "sirt") return IterativeMethod::Sirt;
   if (name == "cgls") return IterativeMethod::Cgls;
   if (name == "osem" || name == "os-em" || name == "mlem") return IterativeMethod::Osem;
-  throw UsageError("--method: expected sart, sirt, cgls or osem, found '" + name + "'");
+  throw UsageError(field("method") + ": expected sart, sirt, cgls or osem, found '" + name + "'");
 }
 
 const char* methodName(IterativeMethod method) {
@@ -76,7 +76,7 @@ Image reconstructIterative(Projector& projector, const Geometry& geometry, const
   const std::size_t voxels = grid.voxelCount();
   // ---- preconditions, before any work ----
   if (options.iterations < 1)
-    throw UsageError("--iterations: expected at least 1, found " + std::to_string(options.iterations));
+    throw UsageError(field("iterations") + ": expected at least 1, found " + std::to_string(options.iterations));
   if (projections.size[0] != static_cast<int>(nu) || projections.size[1] != static_cast<int>(nv) ||
       projections.size[2] != static_cast<int>(views))
     throwInputError("projections", "size", std::to_string(nu) + " x " + std::to_string(nv) + " x " + std::to_string(views) + " (the geometry's)",
@@ -88,16 +88,16 @@ Image reconstructIterative(Projector& projector, const Geometry& geometry, const
               : method == IterativeMethod::Osem ? static_cast<int>(std::min<std::size_t>(8, views))
                                                 : 1;
   if (subsets < 1 || static_cast<std::size_t>(subsets) > views)
-    throw UsageError("--subsets: expected 1 to " + std::to_string(views) + " (the number of projections), found " + std::to_string(subsets));
+    throw UsageError(field("subsets") + ": expected 1 to " + std::to_string(views) + " (the number of projections), found " + std::to_string(subsets));
   if ((method == IterativeMethod::Sirt || method == IterativeMethod::Cgls) && subsets != 1)
-    throw UsageError(std::string("--subsets: ") + methodName(method) + " uses every projection at once: expected 1, found " + std::to_string(subsets));
+    throw UsageError(std::string(field("subsets") + ": ") + methodName(method) + " uses every projection at once: expected 1, found " + std::to_string(subsets));
   double lambda = options.lambda;
   if (lambda == 0.0) lambda = (method == IterativeMethod::Sart && subsets == static_cast<int>(views) && views > 1) ? 0.8 : 1.0;
-  if (!(lambda > 0.0 && lambda < 2.0)) throw UsageError("--lambda: expected a relaxation in (0, 2), found " + std::to_string(lambda));
+  if (!(lambda > 0.0 && lambda < 2.0)) throw UsageError(field("lambda") + ": expected a relaxation in (0, 2), found " + std::to_string(lambda));
   if (method == IterativeMethod::Cgls && options.positivity)
-    throw UsageError("--positivity: cgls cannot clamp (it would break the conjugate directions); use sart, sirt or osem");
+    throw UsageError(field("positivity") + ": cgls cannot clamp (it would break the conjugate directions); use sart, sirt or osem");
   if (!options.mask.empty() && options.mask.size() != voxels)
-    throwInputError("--roi", "mask size", std::to_string(voxels) + " voxels", std::to_string(options.mask.size()));
+    throwInputError(field("roi"), "mask size", std::to_string(voxels) + " voxels", std::to_string(options.mask.size()));
   for (std::size_t i = 0; i < projections.data.size(); ++i) {
     const float b = projections.data[i];
     if (!std::isfinite(b) || (method == IterativeMethod::Osem && b < 0.0f)) {
@@ -115,16 +115,16 @@ Image reconstructIterative(Projector& projector, const Geometry& geometry, const
     auto same = [](double a, double b) { return std::abs(a - b) <= 1e-6 * std::max({1.0, std::abs(a), std::abs(b)}); };
     auto vec = [](auto a) { return std::to_string(a[0]) + "," + std::to_string(a[1]) + "," + std::to_string(a[2]); };
     if (g.size != grid.size)
-      throwInputError("--initial", "DimSize", vec(grid.size) + " (the output grid)", vec(g.size));
+      throwInputError(field("initial"), "DimSize", vec(grid.size) + " (the output grid)", vec(g.size));
     for (int a = 0; a < 3; ++a) {
       if (!same(g.spacing[a], grid.spacing[a]))
-        throwInputError("--initial", "ElementSpacing", vec(grid.spacing) + " (the output grid)", vec(g.spacing));
+        throwInputError(field("initial"), "ElementSpacing", vec(grid.spacing) + " (the output grid)", vec(g.spacing));
       if (!same(g.origin[a], grid.origin[a]))
-        throwInputError("--initial", "Offset", vec(grid.origin) + " (the output grid)", vec(g.origin));
+        throwInputError(field("initial"), "Offset", vec(grid.origin) + " (the output grid)", vec(g.origin));
     }
     for (float v : options.initial->data)
       if (!std::isfinite(v) || (method == IterativeMethod::Osem && v < 0.0f))
-        throwInputError("--initial", "voxel values", method == IterativeMethod::Osem ? "finite non-negative values (osem)" : "finite values",
+        throwInputError(field("initial"), "voxel values", method == IterativeMethod::Osem ? "finite non-negative values (osem)" : "finite values",
                         std::to_string(v));
   }
 
