@@ -17,7 +17,6 @@
 
 #include <glm/geometric.hpp>
 
-#include "glrecon/backprojector.h"
 #include "glrecon/errors.h"
 #include "glrecon/fdk.h"
 #include "glrecon/geometry.h"
@@ -26,7 +25,7 @@
 #include "glrecon/iterative.h"
 #include "glrecon/phantom.h"
 #include "glrecon/preprocess.h"
-#include "glrecon/projector.h"
+#include "glrecon/operator.h"
 #include "glrecon/roi.h"
 #include "glrecon/stream.h"
 
@@ -36,6 +35,18 @@ using namespace glrecon;
 namespace {
 
 using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+
+// The backend a name means: one this build has; with allowAuto, "auto" is an empty optional. project() and the iterative
+// methods take no graphics-mp (it differs from graphics in FDK's backprojection only).
+std::optional<Backend> backendOf(const std::string& name, bool allowAuto) {
+  if (allowAuto && name == "auto") return std::nullopt;
+  const std::optional<Backend> backend = backendNamed(name);
+  if (backend && backendInfo(*backend).built && (allowAuto || *backend != Backend::GraphicsMp)) return backend;
+  std::string known;
+  for (Backend b : builtBackends())
+    if (allowAuto || b != Backend::GraphicsMp) known += (known.empty() ? "" : ", ") + std::string(backendInfo(b).name);
+  throw UsageError(field("backend") + ": expected one of " + known + (allowAuto ? ", auto" : "") + ", found '" + name + "'");
+}
 
 // An Image's buffer as a NumPy array (z, y, x) without copying: the Image moves to the heap and a capsule frees it.
 py::array toNumpy(Image&& image) {
@@ -152,7 +163,7 @@ py::array fdk(const py::array& input, const py::object& spacing, const py::objec
   options.fdk.filter.window = parseRampWindow(filter);
   options.fdk.filter.cutoff = cutoff;
   options.fdk.filter.shortScan = shortScan;
-  options.fdk.backend = backend;
+  options.fdk.backend = backendOf(backend, true);
   options.fdk.window = window;
   options.fdk.threads = threads;
   options.fdk.batch = static_cast<std::size_t>(std::max(1, batch));
@@ -164,7 +175,7 @@ py::array fdk(const py::array& input, const py::object& spacing, const py::objec
   options.cancel = &cancel;
   std::exception_ptr callbackError;
   // The callback and Ctrl-C run with the GIL taken back; an exception there cancels the stream and is re-raised.
-  options.onBatch = [&](std::size_t done, Backprojector&) {
+  options.onBatch = [&](std::size_t done, ConeBeamOperator&) {
     py::gil_scoped_acquire gil;
     try {
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
@@ -218,9 +229,9 @@ ScanInput scanInput(const py::array& input, const py::object& spacing, const py:
   return scan;
 }
 
-ProjectorOptions projectorOptions(int gpu, int threads, double step) {
-  ProjectorOptions po;
-  po.gpu = gpu;
+OperatorOptions projectorOptions(int gpu, int threads, double step) {
+  OperatorOptions po;
+  po.device = gpu;
   po.threads = threads;
   po.step = step;
   return po;
@@ -248,10 +259,11 @@ py::tuple project(const py::array& input, const std::array<double, 3>& spacing, 
             {layout.originU, layout.originV, 0.0});
   {
     py::gil_scoped_release release;
-    auto projector = makeProjector(backend, geometry, grid, projectorOptions(gpu, threads, step));
+    auto projector = makeOperator(*backendOf(backend, false), geometry, grid, projectorOptions(gpu, threads, step));
     std::vector<std::size_t> views(geometry.size());
     std::iota(views.begin(), views.end(), std::size_t{0});
-    projector->forward(volume.data(), views.data(), views.size(), out.data.data());
+    projector->setVolume(volume.data());
+    projector->forward(views.data(), views.size(), out.data.data());
   }
   const auto s = out.spacing, o = out.origin;
   return py::make_tuple(toNumpy(std::move(out)), triple(s), triple(o));
@@ -311,7 +323,7 @@ py::array iterative(const std::string& methodName_, const py::array& input, cons
   std::string description;
   {
     py::gil_scoped_release release;
-    auto projector = makeProjector(backend, geometry, grid, projectorOptions(gpu, threads, step));
+    auto projector = makeOperator(*backendOf(backend, false), geometry, grid, projectorOptions(gpu, threads, step));
     description = projector->description();
     double dataNorm = 0;
     for (float b : projections.data) dataNorm += static_cast<double>(b) * b;
@@ -506,7 +518,12 @@ PYBIND11_MODULE(_glrecon, m) {
   m.def("_fdk", &fdk);
   m.def("_project", &project);
   m.def("_iterative", &iterative);
-  m.def("projectors", &availableProjectors, "Projector backends of project() and the iterative methods (cpu, graphics, compute, cuda where built).");
+  m.def("projectors", [] {
+    std::vector<std::string> names;
+    for (Backend b : builtBackends())
+      if (b != Backend::GraphicsMp) names.push_back(backendInfo(b).name);
+    return names;
+  }, "Backends of project() and the iterative methods (cpu, graphics, compute, cuda where built).");
   m.def("_line_integrals", [](const FloatArray& p, std::array<double, 3> spacing, std::array<double, 3> origin, const std::optional<FloatArray>& flat,
                               const std::optional<FloatArray>& dark, double i0) {
     Image image = toImage(p, spacing, origin, "projections");
@@ -563,6 +580,10 @@ PYBIND11_MODULE(_glrecon, m) {
     const auto s = projections.spacing, o = projections.origin;
     return py::make_tuple(toNumpy(std::move(projections)), triple(s), triple(o));
   });
-  m.def("backends", &availableBackends, "Backend names this build knows (cpu, graphics, graphics-mp, compute, cuda where built).");
+  m.def("backends", [] {
+    std::vector<std::string> names;
+    for (Backend b : builtBackends()) names.push_back(backendInfo(b).name);
+    return names;
+  }, "Backend names this build knows (cpu, graphics, graphics-mp, compute, cuda where built).");
   m.attr("max_window") = kMaximumWindow;
 }

@@ -20,7 +20,7 @@ void main() {
   if (gl_LocalInvocationIndex == 0u) atomicMax(largest, groupLargest);
 }
 #else
-layout(binding = 0, r32f) uniform restrict image3D iterate;
+layout(binding = 0, r32f) uniform restrict image2DArray iterate;  // layer = z, as the operator's volume
 layout(binding = 2, r32f) uniform restrict readonly image2DArray update;  // B_S(c)
 layout(binding = 3) uniform usampler3D mask;                              // texture unit 3
 uniform bool masked;

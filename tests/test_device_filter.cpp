@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <limits>
 
-#include "glrecon/backprojector.h"
-#include "glrecon/cuda_backprojector.h"
+#include "glrecon/operator.h"
+#include "device/cuda/device.h"
 #include "glrecon/fdk.h"
 #include "glrecon/filter.h"
 #include "device/gl/context.h"
@@ -141,13 +141,13 @@ void expectDeviceFilterMatchesHost(const std::string& backend) {
     delta = std::max(delta, filterBound(device, ramp, view, raw.data() + view * pixels, true));
   }
   for (float q : hostFiltered) maxQ = std::max(maxQ, std::abs(static_cast<double>(q)));
-  BackprojectorOptions o;
+  OperatorOptions o;
   o.window = 5;  // fixed, and not dividing the batches of 4 below: windows straddle backproject() calls
 
-  auto onDevice = makeBackprojector(backend, g, grid, o);
+  auto onDevice = test::makeNamed(backend, g, grid, o);
   ASSERT_TRUE(onDevice->filterOnDevice(&device, true));
   const Image gpu = test::backprojectInBatches(*onDevice, g, raw, 4);
-  auto fromHost = makeBackprojector(backend, g, grid, o);
+  auto fromHost = test::makeNamed(backend, g, grid, o);
   const Image host = test::backprojectInBatches(*fromHost, g, hostFiltered, 4);
   // Off again: the same backprojector takes filtered projections (bench reuses one this way).
   ASSERT_TRUE(onDevice->filterOnDevice(nullptr));
@@ -178,7 +178,7 @@ TEST(GraphicsDeviceFilter, EveryGlBackendFiltersLikeTheHost) {
 }
 
 TEST(CudaDeviceFilter, FiltersLikeTheHost) {
-  if (cudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  if (cuda::deviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   expectDeviceFilterMatchesHost("cuda");
 }
 
@@ -192,7 +192,7 @@ TEST(GraphicsDeviceFilter, WholeFdkFilteredOnTheGpuMatchesTheCpuPool) {
   Image projections(VolumeGrid{{g.detector.nu, g.detector.nv, static_cast<int>(g.size())}, glm::dvec3(1.0), glm::dvec3(0.0)});
   projections.data = raw;
   FdkOptions options;
-  options.backend = "compute";
+  options.backend = test::backendOf("compute");
   options.window = 8;
   options.batch = 5;
   options.filterOn = FilterPlace::Gpu;
@@ -219,9 +219,9 @@ TEST(GraphicsDeviceFilter, WholeFdkFilteredOnTheGpuMatchesTheCpuPool) {
     filter.apply(view, q.data());
     for (float x : q) maxQ = std::max(maxQ, std::abs(static_cast<double>(x)));
   }
-  BackprojectorOptions o;
+  OperatorOptions o;
   o.window = 8;
-  auto b = makeBackprojector("compute", g, grid, o);
+  auto b = test::makeNamed("compute", g, grid, o);
   const Image ones = test::backprojectInBatches(*b, g, std::vector<float>(raw.size(), 1.0f), 5);
   double largest = 0.0;
   for (std::size_t i = 0; i < gpu.data.size(); ++i) {
@@ -239,13 +239,13 @@ void slabsFilterLikeOneBlock(const std::string& backend) {
   Image projections(VolumeGrid{{g.detector.nu, g.detector.nv, static_cast<int>(g.size())}, glm::dvec3(1.0), glm::dvec3(0.0)});
   projections.data = test::randomProjections(g, 11);
   FdkOptions options;
-  options.backend = backend;
+  options.backend = test::backendOf(backend);
   options.window = 8;
   options.batch = 5;
   options.filterOn = FilterPlace::Gpu;
   FdkReport oneReport, slabReport;
   const Image one = reconstructFdk(g, projections, grid, options, &oneReport);
-  const SlabCost cost = slabCost(backend, g, grid, options.window, false);
+  const SlabCost cost = operatorCost(test::backendOf(backend), g, grid, options.window, false);
   options.gpuMemory = cost.fixedBytes + 16 * cost.bytesPerRow;  // 16 rows of 40: 3 slabs
   options.gpus = {0, 0};
   const Image slabbed = reconstructFdk(g, projections, grid, options, &slabReport);
@@ -261,7 +261,7 @@ TEST(GraphicsDeviceFilter, SlabsFilterOnTheGpuLikeOneBlock) {
 }
 
 TEST(CudaDeviceFilter, SlabsFilterOnTheGpuLikeOneBlock) {
-  if (cudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  if (cuda::deviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   slabsFilterLikeOneBlock("cuda");
 }
 

@@ -176,7 +176,7 @@ class FdkBackends : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(FdkBackends, SheppLogan64FullScan) {
   FdkOptions options;
-  options.backend = GetParam();
+  options.backend = test::backendOf(GetParam());
   options.window = 8;
   const Phantom phantom = Phantom::sheppLogan();
   const Scan scan = simulate(phantom, 360, 360, 128);

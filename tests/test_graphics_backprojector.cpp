@@ -10,9 +10,8 @@
 #include "glrecon/errors.h"
 #include "device/gl/objects.h"
 #include "device/gl/shader.h"
-#include "glrecon/compute_backprojector.h"
-#include "glrecon/cuda_backprojector.h"
-#include "glrecon/graphics_backprojector.h"
+#include "device/cuda/device.h"
+#include "operators/gl/gl_operator.h"
 #include "test_support.h"
 
 namespace glrecon {
@@ -24,7 +23,7 @@ constexpr double kMaxQ = test::kTestMaxQ, kSlopeU = test::kTestSlopeU, kSlopeV =
 using test::smoothProjections;
 
 // Backprojects in batches, asserting no GL error after each call and after the readback.
-Image run(Backprojector& b, const Geometry& g, const std::vector<float>& q, std::size_t batch) {
+Image run(ConeBeamOperator& b, const Geometry& g, const std::vector<float>& q, std::size_t batch) {
   return test::backprojectInBatches(b, g, q, batch, [] { EXPECT_EQ(glGetError(), static_cast<GLenum>(GL_NO_ERROR)); });
 }
 
@@ -80,8 +79,8 @@ void expectAgree(const Image& cpu, const Image& gpu, const std::vector<double>& 
 void compareBackends(const Geometry& g, const VolumeGrid& grid, const std::string& label,
                      const std::vector<std::string>& backends = {"graphics", "graphics-mp", "compute"}) {
   const std::vector<float> q = smoothProjections(g);
-  CpuBackprojector cpuBackprojector(g, grid, {});
-  const Image cpu = run(cpuBackprojector, g, q, g.size());
+  auto cpuOperator = makeOperator(Backend::Cpu, g, grid);
+  const Image cpu = run(*cpuOperator, g, q, g.size());
   const std::vector<double> bound = tolerance(g, grid, cpu);
   std::size_t nonzero = 0;
   for (float x : cpu.data) nonzero += x != 0.0f;
@@ -89,9 +88,9 @@ void compareBackends(const Geometry& g, const VolumeGrid& grid, const std::strin
   // The same test body for every OpenGL backend; "max" is each device's and backend's own limit.
   for (const std::string& backend : backends) {
     for (const int w : {1, 3, 8, kMaximumWindow}) {
-      BackprojectorOptions o;
+      OperatorOptions o;
       o.window = w;
-      auto gpu = makeBackprojector(backend, g, grid, o);
+      auto gpu = test::makeNamed(backend, g, grid, o);
       // Batches of 5 do not divide the windows: partial windows carry over between calls.
       expectAgree(cpu, run(*gpu, g, q, 5), bound, label + " " + gpu->description());
     }
@@ -160,7 +159,8 @@ TEST(Graphics, AutomaticWindowMeasuresAndKeepsTheFastest) {
   spec.spacingU = spec.spacingV = 8.0;
   const Geometry g = makeCircularScan(spec);
   const VolumeGrid grid = VolumeGrid::centred({24, 24, 24}, glm::dvec3(8.0));
-  GraphicsBackprojector gpu(g, grid, {});  // window 0: automatic
+  auto made = makeOperator(Backend::Graphics, g, grid);  // window 0: automatic
+  GlOperator& gpu = dynamic_cast<GlOperator&>(*made);
   const std::vector<float> q = smoothProjections(g);
   const Image result = run(gpu, g, q, 32);
   const auto& timings = gpu.windowTimings();
@@ -171,8 +171,8 @@ TEST(Graphics, AutomaticWindowMeasuresAndKeepsTheFastest) {
   EXPECT_EQ(gpu.window(), fastest->first);
   for (const auto& [w, seconds] : timings) std::printf("window %2d: %.3g ms per projection\n", w, seconds * 1e3);
   // Every projection went in exactly once, whatever the windows were.
-  CpuBackprojector cpuBackprojector(g, grid, {});
-  const Image cpu = run(cpuBackprojector, g, q, g.size());
+  auto cpuOperator = makeOperator(Backend::Cpu, g, grid);
+  const Image cpu = run(*cpuOperator, g, q, g.size());
   expectAgree(cpu, result, tolerance(g, grid, cpu), "auto window");
 }
 
@@ -188,14 +188,14 @@ TEST(Graphics, LimitsAndFailuresAreReportedClearly) {
     glGetIntegerv(GL_MAX_ARRAY_TEXTURE_LAYERS, &layers);
   }
   VolumeGrid tall = VolumeGrid::centred({2, 2, layers + 1}, glm::dvec3(0.1));
-  test::expectError<InputError>([&] { GraphicsBackprojector(g, tall, {}); },
+  test::expectError<InputError>([&] { makeOperator(Backend::Graphics, g, tall); },
                                 {"volume size z", "at most " + std::to_string(layers), std::to_string(layers + 1)});
   // A device that does not exist.
   test::expectError<gl::GlError>([] { gl::Context::headless(7); }, {"gpu 7", "EGL device"});
   // A window beyond what the varyings allow.
-  BackprojectorOptions o;
+  OperatorOptions o;
   o.window = 1000;
-  test::expectError<UsageError>([&] { GraphicsBackprojector(g, VolumeGrid::centred({8, 8, 8}, glm::dvec3(8.0)), o); }, {"window"});
+  test::expectError<UsageError>([&] { makeOperator(Backend::Graphics, g, VolumeGrid::centred({8, 8, 8}, glm::dvec3(8.0)), o); }, {"window"});
 }
 
 TEST(Graphics, ShaderErrorsNameStageFileAndLog) {
@@ -234,13 +234,14 @@ TEST(Graphics, WindowContextRunsTheSamePath) {
   const Geometry g = makeCircularScan(spec);
   const VolumeGrid grid = VolumeGrid::centred({20, 18, 16}, glm::dvec3(8.0));
   const std::vector<float> q = smoothProjections(g);
-  CpuBackprojector cpuBackprojector(g, grid, {});
-  const Image cpu = run(cpuBackprojector, g, q, g.size());
-  BackprojectorOptions o;
+  auto cpuOperator = makeOperator(Backend::Cpu, g, grid);
+  const Image cpu = run(*cpuOperator, g, q, g.size());
+  OperatorOptions o;
   o.window = 5;
-  GraphicsBackprojector gpu(*window, g, grid, o);
-  EXPECT_NE(gpu.description().find(window->info().renderer), std::string::npos);
-  expectAgree(cpu, run(gpu, g, q, 7), tolerance(g, grid, cpu), "window context");
+  o.context = window.get();
+  auto gpu = makeOperator(Backend::Graphics, g, grid, o);
+  EXPECT_NE(gpu->description().find(window->info().renderer), std::string::npos);
+  expectAgree(cpu, run(*gpu, g, q, 7), tolerance(g, grid, cpu), "window context");
 }
 
 }  // namespace
@@ -251,7 +252,7 @@ namespace {
 
 // The CUDA backend runs the same test body; it is compiled in CI and runs where a CUDA device exists.
 TEST(Cuda, MatchesCpuOnTheSameGeometries) {
-  if (!cudaBackendBuilt()) GTEST_SKIP() << "this build has no CUDA backend (no CUDA compiler found)";
+  if (!cuda::built()) GTEST_SKIP() << "this build has no CUDA backend (no CUDA compiler found)";
   CircularScanSpec spec;
   spec.projections = 70;  // more than its largest window (64)
   spec.nu = 72;
@@ -265,7 +266,7 @@ TEST(Cuda, MatchesCpuOnTheSameGeometries) {
   grid.spacing = {5.0, 6.5, 8.0};
   grid.origin = {-90, -85, -70};
   try {
-    CudaBackprojector probe(g, grid, {});
+    makeOperator(Backend::Cuda, g, grid);
   } catch (const CudaError& e) {
     GTEST_SKIP() << e.what();
   }

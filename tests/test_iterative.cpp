@@ -13,7 +13,7 @@
 #include "device/gl/context.h"
 #include "glrecon/iterative.h"
 #include "glrecon/phantom.h"
-#include "glrecon/projector.h"
+#include "glrecon/operator.h"
 #include "test_support.h"
 
 namespace glrecon {
@@ -76,14 +76,14 @@ double rmse(const Image& a, const Case& c) {
 
 double fdkRmse(const Case& c) {
   FdkOptions o;
-  o.backend = "cpu";
+  o.backend = test::backendOf("cpu");
   return rmse(reconstructFdk(c.geometry, c.projections, c.grid, o), c);
 }
 
-IterativeReport run(const Case& c, IterativeOptions o, Image* out, Projector* projector = nullptr) {
-  CpuProjector cpu(c.geometry, c.grid);
+IterativeReport run(const Case& c, IterativeOptions o, Image* out, ConeBeamOperator* projector = nullptr) {
+  auto cpu = makeOperator(Backend::Cpu, c.geometry, c.grid);
   IterativeReport report;
-  *out = reconstructIterative(projector ? *projector : cpu, c.geometry, c.projections, c.grid, o, &report);
+  *out = reconstructIterative(projector ? *projector : *cpu, c.geometry, c.projections, c.grid, o, &report);
   return report;
 }
 
@@ -128,10 +128,10 @@ TEST(Iterative, OsemBeatsFdkOnPoissonNoisyData) {
   // (0.00087), measured and reported as open. On consistent data it converges (0.0106 against FDK's 0.070 on RTK's
   // phantom at 8 mm, 30 iterations).
   Case c = makeCase(45, 0.0, 0.01);
-  CpuProjector cpu(c.geometry, c.grid);
+  auto cpu = makeOperator(Backend::Cpu, c.geometry, c.grid);
   std::vector<std::size_t> all(c.geometry.size());
   std::iota(all.begin(), all.end(), std::size_t{0});
-  cpu.forward(c.truth.data.data(), all.data(), all.size(), c.projections.data.data());
+  test::forwardOf(*cpu, c.truth.data.data(), all.data(), all.size(), c.projections.data.data());
   std::mt19937_64 rng(11);
   const double i0 = 1e3;
   for (float& b : c.projections.data) {
@@ -172,8 +172,8 @@ TEST(Iterative, BadInputIsRefusedBeforeAnyWork) {
   const VolumeGrid grid = VolumeGrid::centred({12, 12, 12}, glm::dvec3(20.0));
   Image b({16, 16, 6}, {32, 32, 1}, {0, 0, 0});
   for (float& v : b.data) v = 1.0f;
-  CpuProjector p(g, grid);
-  auto attempt = [&](IterativeOptions o) { reconstructIterative(p, g, b, grid, o); };
+  auto p = makeOperator(Backend::Cpu, g, grid);
+  auto attempt = [&](IterativeOptions o) { reconstructIterative(*p, g, b, grid, o); };
   IterativeOptions o;
   o.iterations = 0;
   test::expectError<UsageError>([&] { attempt(o); }, {"iterations", "at least 1", "found 0"});
@@ -220,9 +220,9 @@ void iterativeBackendMatchesCpu(const std::string& backend, IterativeMethod meth
   o.method = method;
   o.iterations = 2;
   o.subsets = 9;
-  CpuProjector cpu(g, grid);
-  auto gpu = makeProjector(backend, g, grid);
-  const Image a = reconstructIterative(cpu, g, b, grid, o), x = reconstructIterative(*gpu, g, b, grid, o);
+  auto cpu = makeOperator(Backend::Cpu, g, grid);
+  auto gpu = test::makeNamed(backend, g, grid);
+  const Image a = reconstructIterative(*cpu, g, b, grid, o), x = reconstructIterative(*gpu, g, b, grid, o);
   double sq = 0, scale = 0, worst = 0;
   for (std::size_t i = 0; i < a.data.size(); ++i) {
     const double d = std::abs(static_cast<double>(a.data[i]) - x.data[i]);
@@ -247,9 +247,9 @@ TEST(CudaIterative, MatchesCpu) {
   for (IterativeMethod m : {IterativeMethod::Sart, IterativeMethod::Osem}) iterativeBackendMatchesCpu("cuda", m);
 }
 
-// GPU projectors keep a subset method's iterate on the device (B_S 1, the largest weight and the update computed
-// there). Against the host path every projector inherits (the same projector's forward() and back(), the update on
-// the CPU; called here through Projector::), the forward projections and the iterate must agree: bit for bit on
+// GPU operators keep a subset method's iterate on the device (B_S 1, the largest weight and the update computed
+// there). Against the host path (the same operator's forward() and Adjoint back() of host vectors, the update on the
+// CPU with applySubsetRule), the forward projections and the iterate must agree: bit for bit on
 // cuda (same kernels, the update in the same float operations); within `ulps` units in the last place of the
 // largest value on GL, whose division may be off by 2.5 ulp (GLSL 4.50, 4.7.1): over 4 subsets, each update's
 // few roundings, fed back through the forward projections into the next correction (scaled by 0.3 here), stay
@@ -257,8 +257,8 @@ TEST(CudaIterative, MatchesCpu) {
 void iterateOnDeviceMatchesHostPath(const std::string& backend, double ulps) {
   const Geometry g = test::circularScan(20, 32);
   const VolumeGrid grid = VolumeGrid::centred({24, 20, 22}, glm::dvec3(10.0));
-  std::unique_ptr<Projector> p = makeProjector(backend, g, grid);
-  ASSERT_TRUE(p->iterateOnDevice()) << backend;
+  std::unique_ptr<ConeBeamOperator> p = test::makeNamed(backend, g, grid);
+  ASSERT_TRUE(p->computesSubsetWeights()) << backend;
   const std::size_t voxels = grid.voxelCount(), pixels = 32 * 32;
   std::vector<float> x0(voxels);
   std::vector<std::uint8_t> mask(voxels);
@@ -275,17 +275,28 @@ void iterateOnDeviceMatchesHostPath(const std::string& backend, double ulps) {
     std::vector<float> onDevice(voxels), onHost(voxels), projectedOnDevice, projectedOnHost;
     for (const bool device : {true, false}) {
       std::vector<float>& projected = device ? projectedOnDevice : projectedOnHost;
-      device ? p->setIterate(x0.data(), voxels, mask.data()) : p->Projector::setIterate(x0.data(), voxels, mask.data());
+      std::vector<float> x = x0;  // the host path's iterate
+      if (device) {
+        p->setVolume(x0.data());
+        p->setUpdateMask(mask.data());
+      }
       for (const auto& subset : order) {
         std::vector<float> ax(subset.size() * pixels), correction(subset.size() * pixels);
-        device ? p->forwardIterate(subset.data(), subset.size(), ax.data()) : p->Projector::forwardIterate(subset.data(), subset.size(), ax.data());
+        device ? p->forward(subset.data(), subset.size(), ax.data()) : test::forwardOf(*p, x.data(), subset.data(), subset.size(), ax.data());
         projected.insert(projected.end(), ax.begin(), ax.end());
         for (std::size_t j = 0; j < ax.size(); ++j)
           correction[j] = multiplicative ? 0.75f + 0.5f * std::cos(0.11f * static_cast<float>(j)) : std::sin(0.013f * static_cast<float>(j)) - 0.3f * ax[j];
-        device ? p->updateIterate(correction.data(), subset.data(), subset.size(), rule)
-               : p->Projector::updateIterate(correction.data(), subset.data(), subset.size(), rule);
+        if (device) {
+          p->updateSubset(correction.data(), subset.data(), subset.size(), rule);
+          continue;
+        }
+        std::vector<float> update(voxels), weights(voxels), ones(correction.size(), 1.0f);
+        test::backOf(*p, correction.data(), subset.data(), subset.size(), update.data());
+        test::backOf(*p, ones.data(), subset.data(), subset.size(), weights.data());
+        applySubsetRule(x.data(), update.data(), weights.data(), mask.data(), voxels, subset.size(), rule);
       }
-      device ? p->getIterate(onDevice.data()) : p->Projector::getIterate(onHost.data());
+      if (device) p->readVolume(onDevice.data());
+      else onHost = x;
     }
     const char* what = multiplicative ? "osem" : "sart";
     EXPECT_NE(onDevice, x0) << backend << " " << what << ": the subsets changed nothing";

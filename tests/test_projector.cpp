@@ -10,7 +10,7 @@
 #include "glrecon/errors.h"
 #include "device/gl/context.h"
 #include "glrecon/phantom.h"
-#include "glrecon/projector.h"
+#include "glrecon/operator.h"
 #include "test_support.h"
 
 namespace glrecon {
@@ -24,17 +24,17 @@ std::vector<std::size_t> allViews(const Geometry& g) {
   return v;
 }
 
-std::vector<float> forwardAll(Projector& p, const Geometry& g, const std::vector<float>& volume) {
+std::vector<float> forwardAll(ConeBeamOperator& p, const Geometry& g, const std::vector<float>& volume) {
   std::vector<float> out(g.size() * g.detector.nu * g.detector.nv);
   const auto views = allViews(g);
-  p.forward(volume.data(), views.data(), views.size(), out.data());
+  test::forwardOf(p, volume.data(), views.data(), views.size(), out.data());
   return out;
 }
 
-std::vector<float> backAll(Projector& p, const Geometry& g, const VolumeGrid& grid, const std::vector<float>& projections) {
+std::vector<float> backAll(ConeBeamOperator& p, const Geometry& g, const VolumeGrid& grid, const std::vector<float>& projections) {
   std::vector<float> out(grid.voxelCount());
   const auto views = allViews(g);
-  p.back(projections.data(), views.data(), views.size(), out.data());
+  test::backOf(p, projections.data(), views.data(), views.size(), out.data());
   return out;
 }
 
@@ -68,13 +68,13 @@ struct ForwardError {
 ForwardError forwardAgainstAnalytic(const Phantom& phantom, const Geometry& g, int n, double spacing) {
   const VolumeGrid grid = VolumeGrid::centred({n, n, n}, glm::dvec3(spacing));
   const Image voxels = voxelizePhantom(phantom, grid, 4);
-  CpuProjector projector(g, grid);
-  const std::vector<float> a = forwardAll(projector, g, voxels.data);
+  auto projector = makeOperator(Backend::Cpu, g, grid);
+  const std::vector<float> a = forwardAll(*projector, g, voxels.data);
   const Image exact = projectPhantom(phantom, g, {});
   // delta: a sample's trilinear interpolant reads the 8 voxels around it, whose averages reach 1.5 voxels along each
   // axis, so it equals the phantom unless a surface lies within 1.5 sqrt(3) h; the midpoint rule stands for the
   // step's half-length Delta / 2 either side. Outside that band every term is exact (the phantom is constant there).
-  const double delta = 1.5 * std::sqrt(3.0) * spacing + 0.5 * projector.step();
+  const double delta = 1.5 * std::sqrt(3.0) * spacing + 0.5 * projector->step();
   const Image bound = projectPhantom(bandPhantom(phantom, delta), g, {});
   const double maxExact = *std::max_element(exact.data.begin(), exact.data.end());
   ForwardError e;
@@ -116,7 +116,8 @@ TEST(Projector, AdjointGapWithinBound) {
   // non-negative x, y (dominated by their smooth mean) the gap is the quadrature difference of the two kernels.
   const Geometry g = circularScan(20, 40);
   const VolumeGrid grid = VolumeGrid::centred({32, 32, 32}, glm::dvec3(6.0));
-  CpuProjector p(g, grid);
+  auto made = makeOperator(Backend::Cpu, g, grid);
+  ConeBeamOperator& p = *made;
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> unit(0.0f, 1.0f);
   std::vector<float> x(grid.voxelCount()), y(g.size() * g.detector.nu * g.detector.nv);
@@ -151,11 +152,16 @@ TEST(Projector, RejectsZeroLengthRayAndBadStep) {
   const VolumeGrid grid = VolumeGrid::centred({8, 8, 8}, glm::dvec3(4.0));
   Geometry bad = g;
   bad.views[1].source = bad.views[1].pixel00;  // the ray to pixel (0, 0) has zero length
-  test::expectError<GeometryError>([&] { CpuProjector p(bad, grid); }, {"cpu projector", "projection 1 ray length", "expected a positive length", "found 0"});
-  ProjectorOptions o;
+  test::expectError<GeometryError>([&] { makeOperator(Backend::Cpu, bad, grid); },
+                                   {"cpu operator", "projection 1 ray length", "expected a positive length", "found 0"});
+  OperatorOptions o;
   o.step = -1.0;
-  test::expectError<GeometryError>([&] { CpuProjector p(g, grid, o); }, {"step", "a positive length in mm", "-1"});
-  test::expectError<UsageError>([&] { makeProjector("gpu", g, grid); }, {"backend", "cpu", "'gpu'"});
+  test::expectError<GeometryError>([&] { makeOperator(Backend::Cpu, g, grid, o); }, {"step", "a positive length in mm", "-1"});
+  // Names are the front ends' to parse: the command line refuses an unknown one naming the option and the backends.
+  EXPECT_FALSE(backendNamed("gpu").has_value());
+  const test::CliRun r = test::runCli(test::scratchDir(), "sart -g g.xml -p p.mha -o v.mha --backend gpu");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  for (const std::string f : {"backend", "cpu", "'gpu'"}) EXPECT_TRUE(test::contains(r.output, f)) << r.output;
 }
 
 // ---- GPU backends against the cpu reference ----
@@ -188,19 +194,19 @@ void backendMatchesCpu(const std::string& backend) {
   const Geometry g = circularScan(12, 40);
   const VolumeGrid grid = VolumeGrid::centred({32, 28, 24}, {7.0, 8.0, 9.0});  // anisotropic, non-cubic: axes kept apart
   const Image truth = voxelizePhantom(Phantom::sheppLogan(SheppLoganVariant::Modified, 90.0), grid, 2);
-  CpuProjector cpu(g, grid);
-  auto gpu = makeProjector(backend, g, grid);
+  auto cpu = makeOperator(Backend::Cpu, g, grid);
+  auto gpu = test::makeNamed(backend, g, grid);
   // A subset of views in a scrambled order: the view index must follow the batch, not the position.
   const std::vector<std::size_t> views = {5, 0, 11, 3};
   const std::size_t pixels = static_cast<std::size_t>(g.detector.nu) * g.detector.nv;
   std::vector<float> a(views.size() * pixels), b(views.size() * pixels);
-  cpu.forward(truth.data.data(), views.data(), views.size(), a.data());
-  gpu->forward(truth.data.data(), views.data(), views.size(), b.data());
+  test::forwardOf(*cpu, truth.data.data(), views.data(), views.size(), a.data());
+  test::forwardOf(*gpu, truth.data.data(), views.data(), views.size(), b.data());
   const bool software = gpu->description().find("llvmpipe") != std::string::npos;
   expectClose(b, a, (backend + " forward").c_str(), software);
   std::vector<float> va(grid.voxelCount()), vb(grid.voxelCount());
-  cpu.back(a.data(), views.data(), views.size(), va.data());
-  gpu->back(a.data(), views.data(), views.size(), vb.data());
+  test::backOf(*cpu, a.data(), views.data(), views.size(), va.data());
+  test::backOf(*gpu, a.data(), views.data(), views.size(), vb.data());
   expectClose(vb, va, (backend + " back").c_str(), software);
 }
 

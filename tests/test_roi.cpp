@@ -109,7 +109,7 @@ void expectRegionExact(const std::string& backend, bool substack, const std::str
   const Geometry g = narrowScan();
   const Image projections = projectPhantom(Phantom::sheppLogan(), g, {});
   FdkOptions plain;
-  plain.backend = backend;
+  plain.backend = test::backendOf(backend);
   plain.window = 5;
   const Image full = reconstructFdk(g, projections, kGrid, plain);
   FdkOptions restricted = plain;
@@ -171,7 +171,7 @@ Departure densityKillDeparture(const std::string& backend, double after, double 
   const Image projections = projectPhantom(Phantom::sheppLogan(), g, {});
   const VolumeGrid grid = VolumeGrid::centred({64, 64, 64}, glm::dvec3(4.0));
   FdkOptions options;
-  options.backend = backend;
+  options.backend = test::backendOf(backend);
   options.window = 8;
   const Image full = reconstructFdk(g, projections, grid, options);
   options.densityKill = {true, 0.95, 1.10, margin, after};  // soft tissue of the phantom; air (0) and skull (2) stop early

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "glrecon/backprojector.h"
-#include "glrecon/cuda_backprojector.h"
+#include "glrecon/operator.h"
+#include "device/cuda/device.h"
 #include "glrecon/errors.h"
 #include "glrecon/fdk.h"
 #include "device/gl/context.h"
@@ -143,7 +143,7 @@ void slabsEqualOneBlock(const std::string& backend, int window) {
       const VolumeGrid grid = smallGrid(ny);
       for (const std::string roi : {"", "sphere:3,-4,2,40"}) {
         FdkOptions options;
-        options.backend = backend;
+        options.backend = test::backendOf(backend);
         options.window = window;
         options.threads = 2;
         options.roi = roi;
@@ -151,7 +151,7 @@ void slabsEqualOneBlock(const std::string& backend, int window) {
         // With the filter on the GPU, slabs against one block: test_device_filter.cpp.
         options.filterOn = FilterPlace::Cpu;
         const Image whole = reconstructFdk(g, projections, grid, options);
-        const SlabCost cost = slabCost(backend, g, grid, window, !roi.empty());
+        const SlabCost cost = operatorCost(test::backendOf(backend), g, grid, window, !roi.empty());
         options.gpuMemory = cost.fixedBytes + cost.bytesPerRow * slabRows;
         FdkReport report;
         const Image slabbed = reconstructFdk(g, projections, grid, options, &report);
@@ -176,7 +176,7 @@ void slabsEqualOneBlock(const std::string& backend, int window) {
 TEST(Slab, CpuSlabsEqualOneBlockBitForBit) { slabsEqualOneBlock("cpu", 0); }
 
 TEST(CudaSlab, SlabsEqualOneBlockBitForBit) {
-  if (cudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  if (cuda::deviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   slabsEqualOneBlock("cuda", 8);
 }
 
@@ -191,7 +191,7 @@ TEST(Slab, ScratchFileHoldsTheFilteredProjections) {
   const Image projections = phantomScan(g);
   const VolumeGrid grid = smallGrid(37);
   FdkOptions options;
-  options.backend = "cpu";
+  options.backend = test::backendOf("cpu");
   const Image whole = reconstructFdk(g, projections, grid, options);
   options.gpuMemory = rowBytes(grid) * 16;
   options.scratch = test::scratchDir().string();

@@ -12,11 +12,10 @@
 #include <numbers>
 #include <tuple>
 
-#include "glrecon/backprojector.h"
-#include "glrecon/compute_backprojector.h"
+#include "glrecon/operator.h"
 #include "glrecon/errors.h"
 #include "device/gl/objects.h"
-#include "glrecon/graphics_backprojector.h"
+#include "operators/gl/gl_operator.h"
 #include "glrecon/roi.h"
 #include "glrecon/slab.h"
 #include "test_support.h"
@@ -75,48 +74,48 @@ Problem tiltedProblem(int ny = 37) {
   return p;
 }
 
-BackprojectorOptions options(int slabRows, bool substacks = false) {
-  BackprojectorOptions o;
+OperatorOptions options(int slabRows, bool substacks = false) {
+  OperatorOptions o;
   o.window = 8;  // fixed: the accumulation order then does not depend on timing
-  o.slabRows = slabRows;
+  o.blockRows = slabRows;
   o.substackStencil = substacks;
   return o;
 }
 
 // Feeds the stack in batches of 5 (they do not divide the window: partial windows carry over between calls).
-void feed(Backprojector& b, const Problem& p) {
+void feed(ConeBeamOperator& b, const Problem& p) {
   const std::size_t pixels = static_cast<std::size_t>(p.geometry.detector.nu) * p.geometry.detector.nv;
   for (std::size_t first = 0; first < p.geometry.size(); first += 5) {
     const std::size_t n = std::min<std::size_t>(5, p.geometry.size() - first);
     std::vector<std::size_t> views(n);
     for (std::size_t i = 0; i < n; ++i) views[i] = first + i;
-    b.backproject(p.q.data() + first * pixels, views.data(), n);
+    b.back(p.q.data() + first * pixels, views.data(), n, Weighting::Fdk);
   }
 }
 
 Image oneBlock(const std::string& backend, const Problem& p, const RegionOfInterest* region, bool substacks = false) {
-  auto b = makeBackprojector(backend, p.geometry, p.grid, options(0, substacks));
+  auto b = test::makeNamed(backend, p.geometry, p.grid, options(0, substacks));
   if (region) b->setRegion(*region);
   feed(*b, p);
-  return b->volume();
+  return test::volumeOf(*b);
 }
 
 // The slabs of `slabRows` rows, one after another in one backprojector, assembled into the whole grid. Odd
 // slabs read back through readVolume(), even ones through volume().
 Image inSlabs(const std::string& backend, const Problem& p, int slabRows, const RegionOfInterest* region, int* slabCount,
               bool substacks = false) {
-  auto b = makeBackprojector(backend, p.geometry, p.grid, options(slabRows, substacks));
+  auto b = test::makeNamed(backend, p.geometry, p.grid, options(slabRows, substacks));
   Image whole(p.grid);
   const int nx = p.grid.size[0], ny = p.grid.size[1], nz = p.grid.size[2];
   int count = 0;
   for (int first = 0; first < ny; first += slabRows, ++count) {
     const int rows = std::min(slabRows, ny - first);
-    b->setSlab(first, rows);
+    b->moveBlock(first, rows);
     if (region) b->setRegion(slabRegion(*region, first, rows));
     feed(*b, p);
     Image slab;
     if (count % 2 == 0) {
-      slab = b->volume();
+      slab = test::volumeOf(*b);
       const VolumeGrid expected = slabGrid(p.grid, first, rows);
       EXPECT_EQ(slab.size, expected.size);
       EXPECT_EQ(slab.origin[1], expected.origin.y);
@@ -209,24 +208,24 @@ TEST(GraphicsSlab, UploadsOnlyTheRowBands) {
   const int slabRows = 16, ny = p.grid.size[1];
   const double projectionBytes = static_cast<double>(p.geometry.detector.nu) * p.geometry.detector.nv * sizeof(float);
   for (const std::string backend : {"graphics", "graphics-mp", "compute"}) {
-    auto whole = makeBackprojector(backend, p.geometry, p.grid, options(0));
+    auto whole = test::makeNamed(backend, p.geometry, p.grid, options(0));
     feed(*whole, p);
-    whole->volume();
+    test::volumeOf(*whole);
     EXPECT_EQ(whole->uploadedBytes(), projectionBytes * p.geometry.size()) << backend;
 
-    auto b = makeBackprojector(backend, p.geometry, p.grid, options(slabRows));
+    auto b = test::makeNamed(backend, p.geometry, p.grid, options(slabRows));
     double expected = 0;
     int slabs = 0;
     for (int first = 0; first < ny; first += slabRows, ++slabs) {
       const int rows = std::min(slabRows, ny - first);
-      b->setSlab(first, rows);
+      b->moveBlock(first, rows);
       for (std::size_t view = 0; view < p.geometry.size(); ++view) {
         const RowBand band = slabRowBand(p.geometry, view, p.grid, first, rows);
         EXPECT_LT(band.count, p.geometry.detector.nv) << "slab " << first << ", view " << view << ": the band should be narrow";
         expected += static_cast<double>(band.count) * p.geometry.detector.nu * sizeof(float);
       }
       feed(*b, p);
-      b->volume();
+      test::volumeOf(*b);
     }
     EXPECT_EQ(slabs, 7);
     EXPECT_EQ(b->uploadedBytes(), expected) << backend;
@@ -242,14 +241,15 @@ TEST(GraphicsSlab, UploadsOnlyTheRowBands) {
 TEST(GraphicsSlab, WindowSearchCarriesAcrossSlabs) {
   GLRECON_SKIP_WITHOUT_GL();
   const Problem p = circularProblem(37);
-  BackprojectorOptions o;
-  o.slabRows = 16;  // window 0: automatic
-  GraphicsBackprojector b(p.geometry, p.grid, o);
+  OperatorOptions o;
+  o.blockRows = 16;  // window 0: automatic
+  auto made = makeOperator(Backend::Graphics, p.geometry, p.grid, o);
+  GlOperator& b = dynamic_cast<GlOperator&>(*made);
   std::size_t afterFirst = 0;
   for (int first = 0; first < 37; first += 16) {
-    b.setSlab(first, std::min(16, 37 - first));
+    b.moveBlock(first, std::min(16, 37 - first));
     feed(b, p);
-    b.volume();
+    test::volumeOf(b);
     if (first == 0) afterFirst = b.windowTimings().size();
   }
   const auto& timings = b.windowTimings();
@@ -261,18 +261,18 @@ TEST(GraphicsSlab, MisuseIsReported) {
   GLRECON_SKIP_WITHOUT_GL();
   const Problem p = circularProblem(37);
   for (const std::string backend : {"graphics", "graphics-mp", "compute"}) {
-    auto whole = makeBackprojector(backend, p.geometry, p.grid, options(0));
-    test::expectError<UsageError>([&] { whole->setSlab(0, 16); }, {"slabRows"});
-    auto b = makeBackprojector(backend, p.geometry, p.grid, options(16));
-    test::expectError<UsageError>([&] { b->setSlab(8, 16); }, {"multiple of 16"});
-    test::expectError<UsageError>([&] { b->setSlab(0, 17); }, {"n 17"});
-    test::expectError<UsageError>([&] { b->setSlab(32, 16); }, {"first + n <= 37"});
+    auto whole = test::makeNamed(backend, p.geometry, p.grid, options(0));
+    test::expectError<UsageError>([&] { whole->moveBlock(0, 16); }, {"blockRows"});
+    auto b = test::makeNamed(backend, p.geometry, p.grid, options(16));
+    test::expectError<UsageError>([&] { b->moveBlock(8, 16); }, {"multiple of 16"});
+    test::expectError<UsageError>([&] { b->moveBlock(0, 17); }, {"n 17"});
+    test::expectError<UsageError>([&] { b->moveBlock(32, 16); }, {"first + n <= 37"});
     // The volume holds the slab's rows: a region on the whole grid does not fit it.
-    b->setSlab(16, 16);
+    b->moveBlock(16, 16);
     EXPECT_THROW(b->setRegion(fieldOfView(p.geometry, p.grid)), std::invalid_argument);
     b->setRegion(slabRegion(fieldOfView(p.geometry, p.grid), 16, 16));
     test::expectError<UsageError>([&] { b->killOutsideRange(0.0, 1.0, 1.0); }, {"densityRange"});
-    const Image slab = b->volume();
+    const Image slab = test::volumeOf(*b);
     EXPECT_EQ(slab.size, (std::array<int, 3>{40, 16, 24}));
     EXPECT_EQ(glGetError(), static_cast<GLenum>(GL_NO_ERROR));
   }

@@ -22,26 +22,29 @@ Geometry smallScan(int projections = 40) {
 }
 const VolumeGrid kGrid = VolumeGrid::centred({24, 24, 24}, glm::dvec3(256.0 / 24));
 
-// Records what reaches the backprojector, and can be slow (a stand-in for a busy GPU).
-class Recorder final : public Backprojector {
+// Records what reaches the operator, and can be slow (a stand-in for a busy GPU).
+class Recorder final : public ConeBeamOperator {
  public:
-  explicit Recorder(const VolumeGrid& grid, int delayMs = 0) : grid_(grid), delayMs_(delayMs) {}
-  std::string name() const override { return "recorder"; }
-  void backproject(const float*, const std::size_t* views, std::size_t count) override {
+  Recorder(const Geometry& geometry, const VolumeGrid& grid, int delayMs = 0)
+      : ConeBeamOperator(Backend::Cpu, geometry, grid, {}), delayMs_(delayMs) {}
+  std::string description() const override { return "recorder"; }
+  void back(const float*, const std::size_t* views, std::size_t count, Weighting) override {
     order.insert(order.end(), views, views + count);
     if (delayMs_) std::this_thread::sleep_for(std::chrono::milliseconds(delayMs_));
   }
-  Image volume() override { return Image(grid_); }
+  void readVolume(float* destination) override { std::fill_n(destination, blockVoxels(), 0.0f); }
   void reset() override {}
+  void moveBlock(int, int) override {}
+  void setVolume(const float*) override {}
+  void forward(const std::size_t*, std::size_t, float*) override {}
+  void setUpdateMask(const std::uint8_t*) override {}
+  void updateSubset(const float*, const std::size_t*, std::size_t, const SubsetRule&, const float*) override {}
   void setRegion(const RegionOfInterest&) override {}
-  void killOutsideRange(double, double, double) override {}
   std::vector<std::uint8_t> activeMask() override { return {}; }
   double culledFraction() const override { return 0; }
-  BackprojectorTimings timings() const override { return {}; }
   std::vector<std::size_t> order;
 
  private:
-  VolumeGrid grid_;
   int delayMs_;
 };
 
@@ -52,7 +55,7 @@ TEST(Stream, OrderIsPreservedThroughTheFilterPool) {
   StreamOptions options;
   options.filterThreads = 4;  // more filters than cores: they finish out of order
   options.fdk.batch = 7;
-  Recorder recorder(kGrid);
+  Recorder recorder(g, kGrid);
   reconstructStreaming(*source, g, kGrid, options, nullptr, &recorder);
   ASSERT_EQ(recorder.order.size(), g.size());
   for (std::size_t i = 0; i < recorder.order.size(); ++i) EXPECT_EQ(recorder.order[i], i);
@@ -65,7 +68,7 @@ TEST(Stream, BackPressureBoundsWhatIsHeld) {
   StreamOptions options;
   options.queueDepth = 5;
   options.fdk.batch = 1;
-  Recorder slow(kGrid, 5);  // a slow consumer
+  Recorder slow(g, kGrid, 5);  // a slow consumer
   StreamReport report;
   reconstructStreaming(*source, g, kGrid, options, &report, &slow);
   EXPECT_LE(report.peakQueued, 5u);
@@ -80,9 +83,9 @@ TEST(Stream, CancellationMidScanStopsEveryThread) {
   std::atomic<bool> cancel{false};
   StreamOptions options;
   options.cancel = &cancel;
-  options.fdk.backend = "cpu";
+  options.fdk.backend = test::backendOf("cpu");
   options.fdk.batch = 1;
-  options.onBatch = [&](std::size_t done, Backprojector&) {
+  options.onBatch = [&](std::size_t done, ConeBeamOperator&) {
     if (done == 20) cancel = true;
   };
   const auto start = std::chrono::steady_clock::now();
@@ -106,7 +109,7 @@ TEST(Stream, AnUnreadableProjectionIsReportedWithItsIndex) {
   auto source = openProjectionFiles(files);
   EXPECT_EQ(source->detector().nu, g.detector.nu);
   StreamOptions options;
-  options.fdk.backend = "cpu";
+  options.fdk.backend = test::backendOf("cpu");
   test::expectError<InputError>([&] { reconstructStreaming(*source, g, kGrid, options); }, {"projection 7", "p_7.mha", "truncated"});
 }
 
@@ -115,7 +118,7 @@ TEST(Stream, StreamedEqualsBatchOnTheCpu) {
   const Phantom phantom = Phantom::sheppLogan();
   const Image projections = projectPhantom(phantom, g, {});
   FdkOptions fdk;
-  fdk.backend = "cpu";
+  fdk.backend = test::backendOf("cpu");
   const Image batch = reconstructFdk(g, projections, kGrid, fdk);
   auto source = simulatedScanner(phantom, g, 0);
   StreamOptions options;
@@ -139,7 +142,7 @@ TEST(StreamGl, StreamedEqualsBatchOnTheGpuBackends) {
   const Image projections = projectPhantom(phantom, g, {});
   for (const char* backend : {"graphics", "compute"}) {
     FdkOptions fdk;
-    fdk.backend = backend;
+    fdk.backend = test::backendOf(backend);
     fdk.window = 8;
     fdk.filterOn = FilterPlace::Cpu;  // as the stream filters (on a hardware GPU the batch would filter on the device)
     const Image batch = reconstructFdk(g, projections, kGrid, fdk);

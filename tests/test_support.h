@@ -13,9 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "glrecon/backprojector.h"
 #include "device/gl/context.h"
-#include "glrecon/projector.h"
+#include "glrecon/operator.h"
 #include "test_config.h"
 
 namespace glrecon::test {
@@ -48,13 +47,15 @@ inline Geometry circularScan(int views, int pixels, double detectorMm = 512.0) {
   return makeCircularScan(spec);
 }
 
-/// Why the cuda projector cannot run here (no device, not built), or "" where it can.
+/// Why the cuda operator cannot run here (no device, not built), or "" where it can.
 inline std::string cudaProjectorUnavailableReason() {
   try {
-    makeProjector("cuda", circularScan(2, 8), VolumeGrid::centred({8, 8, 8}, glm::dvec3(4.0)));
+    makeOperator(Backend::Cuda, circularScan(2, 8), VolumeGrid::centred({8, 8, 8}, glm::dvec3(4.0)));
     return "";
   } catch (const CudaError& e) {
     return e.what();
+  } catch (const UsageError& e) {
+    return e.what();  // not built
   }
 }
 
@@ -146,18 +147,52 @@ inline std::vector<float> randomProjections(const Geometry& g, std::uint32_t see
   return q;
 }
 
-/// Feeds all projections to `b` in batches of `batch` (calling `afterEach` after every call), then reads the volume.
-inline Image backprojectInBatches(Backprojector& b, const Geometry& g, const std::vector<float>& q, std::size_t batch,
+/// The backend a test names ("graphics-mp"); the tests name backends as the front ends do.
+inline Backend backendOf(const std::string& name) {
+  const std::optional<Backend> backend = backendNamed(name);
+  if (!backend) throw std::invalid_argument("no backend named " + name);
+  return *backend;
+}
+
+/// makeOperator for a backend named as the front ends name it.
+inline std::unique_ptr<ConeBeamOperator> makeNamed(const std::string& name, const Geometry& g, const VolumeGrid& grid,
+                                                   const OperatorOptions& options = {}) {
+  return makeOperator(backendOf(name), g, grid, options);
+}
+
+/// A = forward of a host volume (the operator's volume set to it first).
+inline void forwardOf(ConeBeamOperator& op, const float* volume, const std::size_t* views, std::size_t count, float* projections) {
+  op.setVolume(volume);
+  op.forward(views, count, projections);
+}
+
+/// B (Adjoint) of host projections into a host volume: the operator's volume cleared, back-projected into, read.
+inline void backOf(ConeBeamOperator& op, const float* projections, const std::size_t* views, std::size_t count, float* volume) {
+  const std::vector<float> zeros(op.blockVoxels(), 0.0f);
+  op.setVolume(zeros.data());
+  op.back(projections, views, count, Weighting::Adjoint);
+  op.readVolume(volume);
+}
+
+/// The operator's volume read back into an Image of its block's grid.
+inline Image volumeOf(ConeBeamOperator& b) {
+  Image v(b.blockGrid());
+  b.readVolume(v.data.data());
+  return v;
+}
+
+/// Feeds all projections to `b` (Fdk back) in batches of `batch` (calling `afterEach` after every call), then reads the volume.
+inline Image backprojectInBatches(ConeBeamOperator& b, const Geometry& g, const std::vector<float>& q, std::size_t batch,
                                   const std::function<void()>& afterEach = [] {}) {
   const std::size_t pixels = static_cast<std::size_t>(g.detector.nu) * g.detector.nv;
   for (std::size_t first = 0; first < g.size(); first += batch) {
     const std::size_t n = std::min(batch, g.size() - first);
     std::vector<std::size_t> views(n);
     for (std::size_t i = 0; i < n; ++i) views[i] = first + i;
-    b.backproject(q.data() + first * pixels, views.data(), n);
+    b.back(q.data() + first * pixels, views.data(), n, Weighting::Fdk);
     afterEach();
   }
-  Image v = b.volume();
+  Image v = volumeOf(b);
   afterEach();
   return v;
 }

@@ -9,6 +9,7 @@
 /// Tested end to end against the analytic phantom in tests/test_fdk.cpp.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "glrecon/filter.h"
 #include "glrecon/geometry.h"
 #include "glrecon/image.h"
+#include "glrecon/operator.h"
 #include "glrecon/slab.h"
 
 namespace glrecon {
@@ -33,17 +35,17 @@ struct DensityKill {
 /// GPU with the same kernels as one block (the same bits) or on the CPU.
 enum class FilterPlace { Auto, Cpu, Gpu };
 FilterPlace parseFilterPlace(const std::string& text);
-/// The error of --filter-on gpu where the GPU cannot filter: the `backend` named, `trajectoryAllows` false where the
-/// views need their own cosine tables (FdkFilter::deviceFilter), true where the backend or device said no.
-UsageError filterOnGpuRefused(const std::string& backend, bool trajectoryAllows);
+/// The error of --filter-on gpu where the GPU cannot filter: the backend, `trajectoryAllows` false where the views need
+/// their own cosine tables (FdkFilter::deviceFilter), true where the backend or device said no.
+UsageError filterOnGpuRefused(Backend backend, bool trajectoryAllows);
 
 struct FdkOptions {
   FilterOptions filter;
   FilterPlace filterOn = FilterPlace::Auto;
-  std::string backend = "auto";  ///< cpu, graphics, graphics-mp or auto (see makeBackprojector)
-  int gpu = 0;              ///< EGL device for GPU backends
+  std::optional<Backend> backend;  ///< empty: auto (graphics on a hardware GPU, else cpu)
+  int gpu = 0;              ///< EGL or CUDA device for GPU backends
   int window = 0;           ///< projections per GPU pass (0 = measured automatically)
-  bool rememberWindow = false;  ///< see BackprojectorOptions::rememberWindow
+  bool rememberWindow = false;  ///< see OperatorOptions::rememberWindow
   bool retune = false;
   int threads = 0;          ///< CPU threads for filtering and the CPU backend (0 = all)
   std::size_t batch = 32;   ///< projections filtered and backprojected together
@@ -130,14 +132,19 @@ SlabPlan planFdkSlabs(const Geometry& geometry, const VolumeGrid& grid, const Fd
 void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, const VolumeGrid& grid, const FdkOptions& options,
                          const SlabPlan& plan, const SlabSink& sink, FdkReport* report = nullptr);
 
-class Backprojector;
-/// Steps 2 to 4 with a backprojector the caller made (and may reuse after Backprojector::reset, as bench does
+/// Steps 2 to 4 with an operator the caller made (and may reuse after ConeBeamOperator::reset, as bench does
 /// to keep the setup out of repeated runs) and filter: the volume goes to `destination` (voxelCount floats).
-/// options.backend/gpu/window/roi are not used here (the backprojector has them); the density kill is.
-void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter& filter, Backprojector& backprojector,
+/// options.backend/gpu/window/roi are not used here (the operator has them); the density kill is.
+void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter& filter, ConeBeamOperator& op,
             float* destination, const FdkOptions& options, FdkReport& report);
 /// The same, the destination asked for only when the readback begins (its wait counted in pageInWaitSeconds).
-void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter& filter, Backprojector& backprojector,
+void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter& filter, ConeBeamOperator& op,
             const FdkDestination& destination, const FdkOptions& options, FdkReport& report);
+
+/// The backend FdkOptions::backend names, or for auto the graphics backend on a hardware GPU and cpu where only a software
+/// renderer or no OpenGL exists; `note` receives the reason for an automatic choice.
+Backend chooseBackend(const FdkOptions& options, std::string* note = nullptr);
+/// The operator options an FDK reconstruction makes its operators with.
+OperatorOptions operatorOptions(const FdkOptions& options);
 
 }  // namespace glrecon

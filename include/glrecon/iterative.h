@@ -1,5 +1,5 @@
 #pragma once
-/// Iterative reconstruction over a Projector (never GL or CUDA directly, so the same code runs on every backend):
+/// Iterative reconstruction over ConeBeamOperator (never GL or CUDA directly, so the same code runs on every backend):
 ///   SART / OS-SART  x += lambda * (B_S 1)^-1 B_S [ (b_S - A_S x) / (A_S 1) ]          (Andersen & Kak; TIGRE's OS-SART)
 ///   SIRT            the same with one subset holding every view
 ///   CGLS            conjugate gradients on the normal equations B A x = B b (needs B ~ A^T; lambda, positivity unused)
@@ -15,7 +15,7 @@
 
 #include "glrecon/geometry.h"
 #include "glrecon/image.h"
-#include "glrecon/projector.h"
+#include "glrecon/operator.h"
 
 namespace glrecon {
 
@@ -65,7 +65,7 @@ using IterationCallback = std::function<void(const IterationRecord& record, cons
 /// Checks everything before work starts (InputError / UsageError naming the option, field, expected and found):
 /// iterations >= 1, 1 <= subsets <= views, lambda in (0, 2), osem data finite and >= 0 with some positive value,
 /// the initial volume on `grid`, the mask's size. Then reconstructs.
-Image reconstructIterative(Projector& projector, const Geometry& geometry, const Image& projections, const VolumeGrid& grid,
+Image reconstructIterative(ConeBeamOperator& op, const Geometry& geometry, const Image& projections, const VolumeGrid& grid,
                            const IterativeOptions& options, IterativeReport* report = nullptr,
                            const IterationCallback& callback = {});
 

@@ -44,13 +44,11 @@ VolumeGrid slabGrid(const VolumeGrid& grid, int firstRow, int rows);
 /// The part of a region on the whole grid that lies in rows [firstRow, firstRow + rows), on the slab's grid.
 RegionOfInterest slabRegion(const RegionOfInterest& region, int firstRow, int rows);
 
-/// What one slab costs a device: the volume rows, the projection window (two halves of `window` projections,
-/// as every GPU backend double-buffers), and per row the region's buffers (stencil or column ranges).
+/// What a block of rows costs a device: fixedBytes + bytesPerRow * rows (operatorCost in glrecon/operator.h).
 struct SlabCost {
-  std::uint64_t fixedBytes = 0;   ///< independent of the slab's height
-  std::uint64_t bytesPerRow = 0;  ///< per y row of the slab
+  std::uint64_t fixedBytes = 0;   ///< independent of the block's height
+  std::uint64_t bytesPerRow = 0;  ///< per y row of the block
 };
-SlabCost slabCost(const std::string& backend, const Geometry& geometry, const VolumeGrid& grid, int window, bool region);
 
 struct SlabPlan {
   int rowsPerSlab = 0;                       ///< capacity of every device's slab (a multiple of kSlabGranule, or ny)

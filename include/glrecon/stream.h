@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "glrecon/backprojector.h"
+#include "glrecon/operator.h"
 #include "glrecon/fdk.h"
 #include "glrecon/phantom.h"
 
@@ -47,7 +47,7 @@ struct StreamOptions {
   const std::atomic<bool>* cancel = nullptr;  ///< set from anywhere to stop the stream (throws StreamCancelled)
   /// Called on the backprojector's thread after each batch: projections done so far and the backprojector
   /// (a viewer draws from it, snapshots read it).
-  std::function<void(std::size_t done, Backprojector&)> onBatch;
+  std::function<void(std::size_t done, ConeBeamOperator&)> onBatch;
   /// When non-zero, batches end at multiples of it, so onBatch sees every multiple (snapshots every N).
   std::size_t batchBoundary = 0;
 };
@@ -66,6 +66,6 @@ struct StreamCancelled : std::runtime_error {
 /// Reconstructs from a stream. The backprojector is made here unless `backprojector` is given (a viewer
 /// passes one that draws into its window's context).
 Image reconstructStreaming(ProjectionSource& source, const Geometry& geometry, const VolumeGrid& grid, const StreamOptions& options,
-                           StreamReport* report = nullptr, Backprojector* backprojector = nullptr);
+                           StreamReport* report = nullptr, ConeBeamOperator* op = nullptr);
 
 }  // namespace glrecon

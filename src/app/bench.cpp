@@ -16,11 +16,12 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <thread>
 
-#include "glrecon/backprojector.h"
-#include "glrecon/cuda_backprojector.h"
+#include "device/cuda/device.h"
+#include "glrecon/operator.h"
 #include "glrecon/errors.h"
 #include "glrecon/fdk.h"
 #include "glrecon/filter.h"
@@ -81,7 +82,7 @@ struct Run {
   std::string windowAsked;  // "1", "auto", "max", "-" for the CPU
   int window = 0;           // used (the final choice for auto)
   bool filteredOnGpu = false;  // the whole FDK's filter ran on the device (--filter-on)
-  double setup = 0;         // making the backprojector the first time (context, programs, buffers)
+  double setup = 0;         // making the operator the first time (context, programs, buffers)
   std::vector<Repetition> reps;
   Stat upload, compute, readback, gups, backprojectionPps, fdkSeconds, fdkPps;
   double maxDiff = 0, rmsDiff = 0, rmse = 0, psnr = 0;
@@ -338,7 +339,7 @@ struct BenchCommand {
     });
     setup.filterSeconds = since(t);
     setup.repeat = repeat;
-    setup.texturePeak = texturePeak > 0 ? texturePeak : cudaBilinearPeak(gpu);
+    setup.texturePeak = texturePeak > 0 ? texturePeak : cuda::bilinearPeak(gpu);
     const Image truth = voxelizePhantom(phantom, grid, 2, threads);
     const RegionOfInterest fov = fieldOfView(geometry, grid);
     Image volume(grid);  // the whole-FDK runs' output, paged in once (as fdk pages it in while the scan runs)
@@ -350,9 +351,11 @@ struct BenchCommand {
       r.backend = backend;
       r.windowAsked = windowAsked;
       try {
-        BackprojectorOptions o;
+        const std::optional<Backend> named = backendNamed(backend);
+        if (!named) throw UsageError("--backends: unknown backend '" + backend + "'");
+        OperatorOptions o;
         o.threads = threads;
-        o.gpu = gpu;
+        o.device = gpu;
         if (windowAsked == "max")
           o.window = kMaximumWindow;
         else if (windowAsked != "auto" && windowAsked != "-") {
@@ -365,13 +368,13 @@ struct BenchCommand {
           if (used != windowAsked.size() || w < 1) throw UsageError("--window: expected numbers, max or auto, found '" + windowAsked + "'");
           o.window = w;
         }
-        // Two backprojectors, made once and reset between runs (setup is paid once, as a resident service
+        // Two operators, made once and reset between runs (setup is paid once, as a resident service
         // would): one profiled (waits after each step, for the split), one as fdk runs it.
         auto start = std::chrono::steady_clock::now();
-        auto whole = makeBackprojector(backend, geometry, grid, o);
+        auto whole = makeOperator(*named, geometry, grid, o);
         r.setup = since(start);
         o.profile = true;
-        auto profiled = makeBackprojector(backend, geometry, grid, o);
+        auto profiled = makeOperator(*named, geometry, grid, o);
         const std::size_t batch = 32, pixels = filtered.sliceStride();
         std::vector<std::size_t> views(batch);
         const double updates = static_cast<double>(grid.voxelCount()) * geometry.size();
@@ -385,10 +388,10 @@ struct BenchCommand {
           for (std::size_t first = 0; first < geometry.size(); first += batch) {
             const std::size_t n = std::min(batch, geometry.size() - first);
             std::iota(views.begin(), views.begin() + n, first);
-            profiled->backproject(filtered.data.data() + first * pixels, views.data(), n);
+            profiled->back(filtered.data.data() + first * pixels, views.data(), n, Weighting::Fdk);
           }
           profiled->readVolume(volume.data.data());
-          const BackprojectorTimings timings = profiled->timings();
+          const OperatorTimings timings = profiled->timings();
           x.upload = timings.upload;
           x.compute = timings.compute;
           x.readback = timings.readback;
@@ -450,7 +453,7 @@ struct BenchCommand {
                 setup.filterSeconds);
     if (setup.texturePeak > 0) std::printf("texture units' peak: %.0f G bilinear fetches/s\n", setup.texturePeak);
     std::printf("\nbackprojection: a profiled pass of pre-filtered projections, each step waited for; whole FDK: raw projections to the\n"
-                "volume on the host, filtering overlapped with backprojection, backprojector made once (setup) and reset per run\n\n");
+                "volume on the host, filtering overlapped with backprojection, operator made once (setup) and reset per run\n\n");
     std::printf("%-12s %-9s %8s %8s %9s %8s %11s %7s %6s %10s %10s %8s %10s %10s %8s %7s\n", "backend", "window", "setup s", "upload s",
                 "backproj s", "readbk s", "G upd/s", "spread", "filter", "FDK s", "FDK proj/s", "spread", "max|d|cpu", "rms d cpu", "RMSE", "PSNR");
     bool noisy = false;
@@ -508,7 +511,8 @@ void BenchCommand::runSlabs(const std::vector<std::string>& backendList, const s
   for (const std::string& backend : backendList) {
     if (backend == "cpu" && backendList.size() > 1) continue;
     FdkOptions options;
-    options.backend = backend;
+    options.backend = backendNamed(backend);
+    if (!options.backend) throw UsageError("--backends: unknown backend '" + backend + "'");
     options.threads = threads;
     // Both runs filter where --filter-on says (the same kernels in one block and in slabs: the same bits).
     options.filterOn = filterPlace;

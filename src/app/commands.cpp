@@ -20,8 +20,8 @@
 #include <sstream>
 #include <thread>
 
-#include "glrecon/backprojector.h"
-#include "glrecon/cuda_backprojector.h"
+#include "device/cuda/device.h"
+#include "glrecon/operator.h"
 #include "glrecon/errors.h"
 #include "glrecon/fdk.h"
 #include "device/gl/context.h"
@@ -397,7 +397,7 @@ struct FdkCommand {
     }
     options.filter.shortScan = !noShortScan;
     options.filterOn = parseFilterPlace(filterOn);
-    options.backend = backend;
+    options.backend = parseBackend("--backend", backend);
     options.gpus = parseGpuList("--gpu", gpu, backend);
     options.gpu = options.gpus.front();
     if (options.gpus.size() == 1) options.gpus.clear();
@@ -512,7 +512,7 @@ struct FdkCommand {
     // A jthread: joined on every path, also when reading fails.
     std::jthread gpuWarmUp;
     if (backend == "cuda")
-      gpuWarmUp = std::jthread([device = options.gpu] { warmUpCuda(device); });
+      gpuWarmUp = std::jthread([device = options.gpu] { cuda::warmUp(device); });
     else if (backend != "cpu" && !slabsAsked)
       gpuWarmUp = std::jthread([device = options.gpu] { gl::warmUpHeadless(device); });
     const auto readStart = std::chrono::steady_clock::now();

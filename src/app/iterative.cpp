@@ -21,7 +21,9 @@
 #include "glrecon/io.h"
 #include "glrecon/parse.h"
 #include "glrecon/phantom.h"
-#include "glrecon/projector.h"
+#include "glrecon/limits.h"
+#include "glrecon/operator.h"
+#include "validation.h"
 #include "glrecon/roi.h"
 
 namespace glrecon::app {
@@ -30,8 +32,19 @@ namespace {
 
 std::string backendHelp() {
   std::string names;
-  for (const std::string& n : availableProjectors()) names += (names.empty() ? "" : ", ") + n;
-  return "Projector backend: " + names;
+  for (Backend b : builtBackends())
+    if (b != Backend::GraphicsMp) names += (names.empty() ? "" : ", ") + std::string(backendInfo(b).name);
+  return "Operator backend: " + names;
+}
+
+// The iterative commands' --backend: cpu, graphics, compute or cuda (graphics-mp differs from graphics in Fdk back only).
+Backend projectorBackend(const std::string& name) {
+  const std::optional<Backend> backend = name == "graphics-mp" ? std::nullopt : backendNamed(name);
+  if (backend) return *parseBackend("--backend", name, false);
+  std::string known;
+  for (Backend b : builtBackends())
+    if (b != Backend::GraphicsMp) known += (known.empty() ? "" : ", ") + std::string(backendInfo(b).name);
+  throw UsageError("--backend: expected one of " + known + ", found '" + glrecon::quoted(name) + "'");
 }
 
 void refuseMissingDirectory(const std::string& output) {
@@ -76,17 +89,18 @@ struct ProjectCommand {
     const Image volume = readMetaImage(volumePath);
     const DetectorLayout layout = DetectorLayout::centred(static_cast<int>(nu), static_cast<int>(nv), su, sv);
     const Geometry geometry = Geometry::fromCircular(readRtkGeometry(geometryPath), layout);
-    ProjectorOptions po;
-    po.gpu = gpu;
+    OperatorOptions po;
+    po.device = gpu;
     po.threads = threads;
     po.step = step;
-    auto projector = makeProjector(backend, geometry, volume.grid(), po);
+    auto projector = makeOperator(projectorBackend(backend), geometry, volume.grid(), po);
     Image out({layout.nu, layout.nv, static_cast<int>(geometry.size())}, {layout.spacingU, layout.spacingV, 1.0},
               {layout.originU, layout.originV, 0.0});
     std::vector<std::size_t> views(geometry.size());
     std::iota(views.begin(), views.end(), std::size_t{0});
     const auto t0 = std::chrono::steady_clock::now();
-    projector->forward(volume.data.data(), views.data(), views.size(), out.data.data());
+    projector->setVolume(volume.data.data());
+    projector->forward(views.data(), views.size(), out.data.data());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     writeMetaImage(output, out, overwrite);
     if (!quiet) {
@@ -152,6 +166,7 @@ struct IterativeCommand {
     options.lambda = lambda;
     options.positivity = positivity;
     if (iterations < 1) throw UsageError("--iterations: expected at least 1, found " + std::to_string(iterations));
+    const Backend chosen = projectorBackend(backend);  // before any reading: a bad name costs nothing
     const VolumeGrid grid = parseVolumeGrid(size, spacing, origin);
     for (const std::string& path : {output, residualCsv, residualPng}) {
       if (path.empty()) continue;
@@ -167,11 +182,11 @@ struct IterativeCommand {
       options.initial = &initialVolume;
     }
     if (!roi.empty()) options.mask = makeRegionOfInterest(roi, geometry, grid).mask;
-    ProjectorOptions po;
-    po.gpu = gpu;
+    OperatorOptions po;
+    po.device = gpu;
     po.threads = threads;
     po.step = step;
-    auto projector = makeProjector(backend, geometry, grid, po);
+    auto projector = makeOperator(chosen, geometry, grid, po);
     if (!quiet)
       std::fprintf(stderr, "%s: %d x %d x %d voxels from %zu projections of %d x %d, %s, step %.4g mm\n", methodName(method), grid.size[0],
                    grid.size[1], grid.size[2], geometry.size(), geometry.detector.nu, geometry.detector.nv, projector->description().c_str(),
@@ -191,7 +206,7 @@ struct IterativeCommand {
     writeMetaImage(output, result, overwrite);
     if (!residualCsv.empty()) writeResidualCsv(residualCsv, report, overwrite);
     if (!residualPng.empty())
-      writeResidualPng(residualPng, report, std::string(methodName(method)) + " on " + projector->name() + ", " + std::to_string(report.subsets) +
+      writeResidualPng(residualPng, report, std::string(methodName(method)) + " on " + backendInfo(projector->backend()).name + ", " + std::to_string(report.subsets) +
                                                 " subset(s)", overwrite);
     if (!quiet) {
       std::fprintf(stderr, "%s: %d iterations, %d subset(s), lambda %.3g: final residual %.6g (%.4g of ||b||); %.2f s (setup %.2f s; forward %.2f s, back %.2f s)\n",
@@ -325,17 +340,23 @@ struct IterativeBenchCommand {
       const std::string name = list.substr(0, pos);
       if (name.empty()) continue;
       try {
-        ProjectorOptions po;
-        po.gpu = gpu;
+        OperatorOptions po;
+        po.device = gpu;
         po.threads = threads;
-        auto p = makeProjector(name, geometry, grid, po);
+        auto p = makeOperator(projectorBackend(name), geometry, grid, po);
         std::vector<float> out(geometry.size() * geometry.detector.nu * geometry.detector.nv), vol(grid.voxelCount());
-        p->forward(truth.data.data(), views.data(), 1, out.data());  // warm-up: compile, allocate
+        p->setVolume(truth.data.data());
+        p->forward(views.data(), 1, out.data());  // warm-up: compile, allocate
+        // Forward from a host volume (its upload counted) to host projections; back from host projections to a host volume.
         auto t0 = std::chrono::steady_clock::now();
-        p->forward(truth.data.data(), views.data(), views.size(), out.data());
+        p->setVolume(truth.data.data());
+        p->forward(views.data(), views.size(), out.data());
         const double fwd = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::fill(vol.begin(), vol.end(), 0.0f);
+        p->setVolume(vol.data());
         t0 = std::chrono::steady_clock::now();
-        p->back(out.data(), views.data(), views.size(), vol.data());
+        p->back(out.data(), views.data(), views.size(), Weighting::Adjoint);
+        p->readVolume(vol.data());
         const double bck = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         IterativeOptions io;
         io.iterations = 1;

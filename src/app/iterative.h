@@ -26,8 +26,8 @@ struct IterativeLiveOptions {
   bool overwrite = false;
   bool quiet = false;  ///< no per-iteration lines
   std::optional<std::pair<double, double>> range;  ///< grey range (default: percentiles of the first iteration)
-  std::string projectorBackend = "cpu";  ///< created here: in a window, GL projectors share the window's context
-  ProjectorOptions projectorOptions;
+  Backend projectorBackend = Backend::Cpu;  ///< created here: in a window, GL operators share the window's context
+  OperatorOptions projectorOptions;
 };
 void runIterativeLive(const Geometry& geometry, const Image& projections, const VolumeGrid& grid,
                       const IterativeOptions& options, const IterativeLiveOptions& live);

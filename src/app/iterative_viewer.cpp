@@ -52,8 +52,8 @@ void runIterativeLive(const Geometry& geometry, const Image& projections, const 
   Image result;
 
   if (!live.window) {
-    auto owned = makeProjector(live.projectorBackend, geometry, grid, live.projectorOptions);
-    Projector& projector = *owned;
+    auto owned = makeOperator(live.projectorBackend, geometry, grid, live.projectorOptions);
+    ConeBeamOperator& projector = *owned;
     // Headless: a line per iteration, and PNG slices after every iteration when a snapshot directory is given.
     std::optional<std::pair<double, double>> range = live.range;
     if (!live.snapshots.empty()) fs::create_directories(live.snapshots);
@@ -73,7 +73,7 @@ void runIterativeLive(const Geometry& geometry, const Image& projections, const 
                                   });
     if (!live.snapshots.empty()) {
       writeResidualCsv((fs::path(live.snapshots) / "residual.csv").string(), report, true);
-      writeResidualPng((fs::path(live.snapshots) / "residual.png").string(), report, std::string(method) + " on " + projector.name(), true);
+      writeResidualPng((fs::path(live.snapshots) / "residual.png").string(), report, std::string(method) + " on " + backendInfo(projector.backend()).name, true);
       if (!live.quiet) std::fprintf(stderr, "view: wrote snapshots, residual.csv and residual.png into %s\n", live.snapshots.c_str());
     }
   } else {
@@ -82,10 +82,10 @@ void runIterativeLive(const Geometry& geometry, const Image& projections, const 
     auto context = gl::Context::window(3 * cell, cell + kTextHeight, std::string("glrecon view: ") + method, live.screenshot.empty());
     GLFWwindow* window = context->glfwWindow();
     // GL projectors draw in the window's context: one context current on this thread, no switching between EGL and GLX.
-    ProjectorOptions po = live.projectorOptions;
+    OperatorOptions po = live.projectorOptions;
     po.context = context.get();
-    auto owned = makeProjector(live.projectorBackend, geometry, grid, po);
-    Projector& projector = *owned;
+    auto owned = makeOperator(live.projectorBackend, geometry, grid, po);
+    ConeBeamOperator& projector = *owned;
     context->makeCurrent();
     glfwSwapInterval(0);
     struct Panel {
@@ -219,7 +219,7 @@ void runIterativeLive(const Geometry& geometry, const Image& projections, const 
                                       }
                                       char buffer[256];
                                       std::snprintf(buffer, sizeof buffer, "%s on %s: iteration %d/%d, subset %d/%d, residual %.4g (%.3g of ||b||)",
-                                                    method, projector.name().c_str(), r.iteration, options.iterations, r.subset, r.subsets,
+                                                    method, backendInfo(projector.backend()).name, r.iteration, options.iterations, r.subset, r.subsets,
                                                     r.residual, dataNorm > 0 ? r.residual / dataNorm : 0.0);
                                       line = buffer;
                                       glfwPollEvents();

@@ -22,7 +22,7 @@
 #include "iterative.h"
 #include "glrecon/fdk.h"
 #include "glrecon/phantom.h"
-#include "glrecon/projector.h"
+#include "glrecon/operator.h"
 
 namespace glrecon::app {
 namespace fs = std::filesystem;
@@ -103,7 +103,7 @@ struct LiveOptions {
 
   StreamOptions streamOptions() const {
     StreamOptions o;
-    o.fdk.backend = backend;
+    o.fdk.backend = parseBackend("--backend", backend);
     o.fdk.gpu = gpu;
     o.fdk.threads = threads;
     o.fdk.progress = !quiet;
@@ -159,9 +159,11 @@ struct LiveOptions {
       if (!fs::exists(snapshots)) outputs.track(snapshots);
       fs::create_directories(snapshots);
       o.batchBoundary = every;
-      o.onBatch = [&](std::size_t done, Backprojector& b) {
+      o.onBatch = [&](std::size_t done, ConeBeamOperator& b) {
         if (done >= next && done < geometry.size()) {
-          shots.write(b.volume(), done, geometry.size());
+          Image volume(b.blockGrid());
+          b.readVolume(volume.data.data());
+          shots.write(std::move(volume), done, geometry.size());
           next = (done / every + 1) * every;
         }
       };
@@ -261,13 +263,13 @@ struct ViewCommand {
       geometry = Geometry::fromCircular(readRtkGeometry(geometryPath), detectorLayoutOf(projections));
       checkProjectionsMatch(geometry, projections, projectionsPath);
     }
-    ProjectorOptions po;
-    po.gpu = live.gpu;
+    OperatorOptions po;
+    po.device = live.gpu;
     po.threads = live.threads;
     const bool display = std::getenv("DISPLAY") != nullptr || std::getenv("WAYLAND_DISPLAY") != nullptr;
     IterativeLiveOptions lo;
     lo.window = display && !headless && live.snapshots.empty();
-    lo.projectorBackend = live.backend == "auto" ? "cpu" : live.backend;
+    lo.projectorBackend = live.backend == "auto" ? Backend::Cpu : *parseBackend("--backend", live.backend, false);
     lo.projectorOptions = po;
     lo.snapshots = live.snapshots;
     lo.screenshot = screenshot;

@@ -6,7 +6,7 @@
 
 #include "glrecon/errors.h"
 #include "glrecon/limits.h"
-#include "glrecon/backprojector.h"
+#include "glrecon/operator.h"
 
 namespace glrecon::app {
 namespace {
@@ -104,7 +104,8 @@ void checkJobMemory(const std::string& command, const std::string& what, std::ui
 
 std::vector<int> parseGpuList(const std::string& option, const std::string& text, const std::string& backend) {
   if (text == "all") {
-    const int count = deviceCount(backend == "auto" ? "graphics" : backend);
+    const std::optional<Backend> named = backendNamed(backend == "auto" ? "graphics" : backend);
+    const int count = named ? deviceCount(*named) : 0;
     if (count < 1) throw UsageError(option + ": expected a device for the " + backend + " backend, found none");
     std::vector<int> all(count);
     for (int i = 0; i < count; ++i) all[i] = i;
@@ -125,6 +126,19 @@ std::vector<int> parseGpuList(const std::string& option, const std::string& text
     start = comma + 1;
   }
   return list;
+}
+
+std::optional<Backend> parseBackend(const std::string& option, const std::string& text, bool allowAuto) {
+  if (allowAuto && text == "auto") return std::nullopt;
+  const std::optional<Backend> backend = backendNamed(text);
+  if (backend && backendInfo(*backend).built) return backend;
+  std::string known;
+  for (Backend b : builtBackends()) known += std::string(backendInfo(b).name) + ", ";
+  if (backend)
+    throw UsageError(option + " " + text + ": this build has no " + text + " backend (CMake found no CUDA compiler; build with nvcc on the PATH)");
+  if (allowAuto) throw UsageError(option + ": expected one of " + known + "auto; found '" + quoted(text) + "'");
+  known.resize(known.size() - 2);
+  throw UsageError(option + ": expected one of " + known + ", found '" + quoted(text) + "'");
 }
 
 }  // namespace glrecon::app

@@ -4,7 +4,10 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <optional>
 #include <vector>
+
+#include "glrecon/operator.h"
 
 namespace glrecon::app {
 
@@ -23,5 +26,9 @@ void checkJobMemory(const std::string& command, const std::string& what, std::ui
 /// --gpu's value: an index, a list of indices ("0,1"; one may repeat, to test the slab queue on one device) or
 /// "all" (every device the backend can use). Throws UsageError naming `option` for anything else.
 std::vector<int> parseGpuList(const std::string& option, const std::string& text, const std::string& backend);
+
+/// --backend's value: a backend of this build, or (allowAuto) auto, as an empty optional. Throws UsageError naming
+/// `option` and the backends known.
+std::optional<Backend> parseBackend(const std::string& option, const std::string& text, bool allowAuto = true);
 
 }  // namespace glrecon::app

@@ -18,10 +18,9 @@
 #include <cstdio>
 #include <thread>
 
-#include "glrecon/compute_backprojector.h"
 #include "glrecon/errors.h"
 #include "device/gl/shader.h"
-#include "glrecon/graphics_backprojector.h"
+#include "operators/gl/gl_operator.h"
 #include "glrecon/io.h"
 #include "glrecon/parse.h"
 
@@ -149,29 +148,19 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
     setUpWindowInput(state, context->glfwWindow());
   }
 
-  // The backprojector draws in this window's context; the viewer samples its volume texture.
-  std::unique_ptr<Backprojector> owned;
-  Backprojector* backprojector = nullptr;
-  unsigned liveTexture = 0;  // the GL backprojector's volume; 0 with the cpu backend
-  BackprojectorOptions bo;
+  // The operator draws in this window's context; the viewer samples its volume texture.
+  const Backend backend = options.fdk.backend.value_or(Backend::Graphics);
+  if (backend == Backend::Cuda)
+    throw UsageError(field("backend") + ": expected graphics, graphics-mp, compute, cpu or auto in a window (the slices are drawn from the "
+                     "OpenGL operator's texture; cpu uploads them), found cuda");
+  OperatorOptions bo;
   bo.window = options.fdk.window;
   bo.threads = options.fdk.threads;
-  const std::string backend = options.fdk.backend == "auto" ? "graphics" : options.fdk.backend;
-  if (backend == "graphics" || backend == "graphics-mp") {
-    auto graphics = std::make_unique<GraphicsBackprojector>(*context, geometry, grid, bo, backend == "graphics-mp");
-    liveTexture = graphics->volumeTexture();
-    owned = std::move(graphics);
-  } else if (backend == "compute") {
-    auto compute = std::make_unique<ComputeBackprojector>(*context, geometry, grid, bo);
-    liveTexture = compute->volumeTexture();
-    owned = std::move(compute);
-  } else if (backend == "cpu") {
-    owned = std::make_unique<CpuBackprojector>(geometry, grid, bo);
-  } else {
-    throw UsageError("view: --backend: expected graphics, graphics-mp, compute, cpu or auto in a window (the slices are drawn from the "
-                     "OpenGL backprojector's texture; cpu uploads them), found '" + options.fdk.backend + "'");
-  }
-  backprojector = owned.get();
+  bo.context = context.get();
+  std::unique_ptr<ConeBeamOperator> owned = makeOperator(backend, geometry, grid, bo);
+  ConeBeamOperator* backprojector = owned.get();
+  auto* glOperator = dynamic_cast<GlOperator*>(backprojector);
+  const unsigned liveTexture = glOperator ? glOperator->volumeTexture() : 0;  // 0 with the cpu backend
   const bool live = liveTexture != 0;
   // With the CPU backend the viewer keeps its own texture, refreshed from the host volume.
   gl::Texture hostVolume;
@@ -220,7 +209,8 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
   std::size_t reconstructionFrames = 0;
 
   const auto readRange = [&] {
-    Image v = backprojector->volume();
+    Image v(grid);
+    backprojector->readVolume(v.data.data());
     const double scale = done ? static_cast<double>(total) / done : 1.0;
     for (float& x : v.data) x = static_cast<float>(x * scale);
     const auto r = percentileRange(v, 0.5, 99.5);
@@ -323,7 +313,7 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
   // the rate a user watching the scan sees, without the start (reading, filter warm-up) or the final readback.
   std::chrono::steady_clock::time_point firstBatch{}, lastBatch{};
   std::size_t framesAtFirstBatch = 0, framesAtLastBatch = 0;
-  options.onBatch = [&](std::size_t d, Backprojector& b) {
+  options.onBatch = [&](std::size_t d, ConeBeamOperator& b) {
     done = d;
     lastBatch = std::chrono::steady_clock::now();
     framesAtLastBatch = frames;
@@ -338,7 +328,8 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
     }
     if (!state.rangeSet && done >= std::max<std::size_t>(1, total / 10)) readRange();
     if (!live && frameDue()) {  // cpu backend: refresh the viewer's copy of the volume
-      const Image v = b.volume();
+      Image v(grid);
+      b.readVolume(v.data.data());
       glTextureSubImage3D(hostVolume.id(), 0, 0, 0, 0, n[0], n[1], n[2], GL_RED, GL_FLOAT, v.data.data());
     }
     do {

@@ -33,9 +33,9 @@ RowBand slabRowBand(const Geometry& geometry, std::size_t view, const VolumeGrid
 }
 
 void checkSlab(const VolumeGrid& grid, int capacity, int firstRow, int rows) {
-  if (capacity <= 0) throw UsageError("setSlab: the backprojector was not made for slabs (BackprojectorOptions::slabRows)");
+  if (capacity <= 0) throw UsageError("moveBlock: the operator was not made for blocks (OperatorOptions::blockRows)");
   if (firstRow < 0 || firstRow % kSlabGranule != 0 || rows <= 0 || rows > capacity || firstRow + rows > grid.size[1])
-    throw UsageError("setSlab: expected rows [first, first + n) with first a multiple of " + std::to_string(kSlabGranule) +
+    throw UsageError("moveBlock: expected rows [first, first + n) with first a multiple of " + std::to_string(kSlabGranule) +
                      ", 0 < n <= " + std::to_string(capacity) + " and first + n <= " + std::to_string(grid.size[1]) + ", found first " +
                      std::to_string(firstRow) + ", n " + std::to_string(rows));
 }
@@ -58,31 +58,6 @@ RegionOfInterest slabRegion(const RegionOfInterest& region, int firstRow, int ro
                 slab.mask.begin() + static_cast<std::size_t>(k) * rows * nx);
   slab.updateSpans();
   return slab;
-}
-
-SlabCost slabCost(const std::string& backend, const Geometry& geometry, const VolumeGrid& grid, int window, bool region) {
-  const std::uint64_t nx = grid.size[0], nz = grid.size[2];
-  const std::uint64_t projection = static_cast<std::uint64_t>(geometry.detector.nu) * geometry.detector.nv * 4;
-  SlabCost cost;
-  // The cpu backend uploads nothing: its "device" is host memory, where the slab is all it adds.
-  cost.fixedBytes = backend == "cpu" ? 0 : 2 * static_cast<std::uint64_t>(std::max(1, window)) * projection;
-  cost.bytesPerRow = nx * nz * 4;  // the float volume
-  if (backend != "cpu") {
-    // Room for the filter on the GPU (FdkOptions::filterOn): two windows of raw projections (one on GL) and its
-    // tables (the cosine weights, a row of weights per view, the taps).
-    const std::uint64_t rawWindows = backend == "cuda" ? 2 : 1;
-    cost.fixedBytes += rawWindows * static_cast<std::uint64_t>(std::max(1, window)) * projection +
-                       (static_cast<std::uint64_t>(geometry.detector.nu) * (geometry.detector.nv + geometry.size() + 1)) * 4;
-  }
-  if (backend == "graphics" || backend == "graphics-mp") {
-    // The window's upload buffer (two halves) and the readback buffer (a chunk of slices) beside the texture.
-    cost.fixedBytes += 2 * static_cast<std::uint64_t>(std::max(1, window)) * projection;
-    if (region) cost.bytesPerRow += nx * nz * 4;  // a depth-stencil texture array (24+8 bits) beside the volume
-  } else if (backend == "compute" || backend == "cuda") {
-    if (backend == "compute") cost.fixedBytes += 2 * static_cast<std::uint64_t>(std::max(1, window)) * projection;
-    if (region) cost.bytesPerRow += nx * 8;  // per (x, y) column its z range
-  }
-  return cost;
 }
 
 SlabPlan planSlabs(const VolumeGrid& grid, const SlabCost& cost, std::uint64_t budgetBytes, const std::string& what,

@@ -8,7 +8,7 @@
 #include <thread>
 #include <numeric>
 
-#include "glrecon/backprojector.h"
+#include "device/gl/context.h"
 #include "glrecon/errors.h"
 #include "glrecon/parallel.h"
 #include "glrecon/progress.h"
@@ -44,32 +44,64 @@ FilterPlace parseFilterPlace(const std::string& text) {
   throw UsageError(field("filterOn") + ": expected auto, cpu or gpu, found '" + text + "'");
 }
 
-UsageError filterOnGpuRefused(const std::string& backend, bool trajectoryAllows) {
-  const std::string found = backend == "cpu"       ? "the cpu backend"
-                            : !trajectoryAllows    ? "views whose detector differs in shape relative to the source"
-                                                   : "the " + backend + " backend on this device (a software renderer, or not "
-                                                     "enough GPU memory or storage-block size for the filter's buffers)";
+UsageError filterOnGpuRefused(Backend backend, bool trajectoryAllows) {
+  const std::string name = backendInfo(backend).name;
+  const std::string found = !backendInfo(backend).filtersOnDevice ? "the " + name + " backend"
+                            : !trajectoryAllows                  ? "views whose detector differs in shape relative to the source"
+                                                                 : "the " + name + " backend on this device (a software renderer, or not "
+                                                                   "enough GPU memory or storage-block size for the filter's buffers)";
   return UsageError(field("filterOn") + " gpu: expected a backend that filters on the GPU (cuda, compute, graphics, graphics-mp) with room "
                     "for it, and views that share one cosine table; found " + found + " (" + field("filterOn") + " auto or cpu filters on the CPU)");
 }
 
-void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter& filter, Backprojector& backprojector,
-            float* destination, const FdkOptions& options, FdkReport& report) {
-  runFdk(geometry, projections, filter, backprojector, [destination] { return destination; }, options, report);
+OperatorOptions operatorOptions(const FdkOptions& options) {
+  OperatorOptions o;
+  o.threads = options.threads;
+  o.device = options.gpu;
+  o.window = options.window;
+  o.rememberWindow = options.rememberWindow;
+  o.retune = options.retune;
+  o.substackStencil = options.substackStencil;
+  return o;
 }
 
-void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter& filter, Backprojector& backprojector,
+Backend chooseBackend(const FdkOptions& options, std::string* note) {
+  if (options.backend) return *options.backend;
+  // A software rasterizer runs the graphics path far slower than the vectorized CPU backend, so auto takes the
+  // graphics pipeline only on a hardware GPU.
+  std::string reason;
+  try {
+    // A bare context tells the renderer before any volume-sized allocation.
+    const gl::DeviceInfo device = gl::Context::headless(options.gpu)->info();
+    if (!device.software) {
+      if (note) *note = "auto: graphics backend on the hardware GPU " + device.renderer;
+      return Backend::Graphics;
+    }
+    reason = "only a software renderer (" + device.renderer + ")";
+  } catch (const gl::GlError& e) {
+    reason = std::string("no usable OpenGL: ") + e.what();
+  }
+  if (note) *note = "auto: cpu backend, " + reason;
+  return Backend::Cpu;
+}
+
+void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter& filter, ConeBeamOperator& op,
+            float* destination, const FdkOptions& options, FdkReport& report) {
+  runFdk(geometry, projections, filter, op, [destination] { return destination; }, options, report);
+}
+
+void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter& filter, ConeBeamOperator& op,
             const FdkDestination& destination, const FdkOptions& options, FdkReport& report) {
   const std::size_t count = geometry.size(), batch = std::max<std::size_t>(1, options.batch);
   const std::size_t pixels = projections.sliceStride();
   const DensityKill& kill = options.densityKill;
   if (kill.enabled && !(kill.high > kill.low && kill.margin >= 0 && kill.after > 0 && kill.after < 1))
     throw UsageError(field("densityRange") + ": expected LOW < HIGH, MARGIN >= 0 and " + field("densityAfter") + " in (0, 1)");
-  const detail::DeviceFilterScope deviceFilter(filter, backprojector, options.filterOn);
+  const detail::DeviceFilterScope deviceFilter(filter, op, options.filterOn);
   report.filteredOnGpu = deviceFilter.active();
 
   // Filtered projections wait in a ring of `slots` (a whole number of batches, so a batch is contiguous)
-  // for the backprojector; filter threads take projections in order and never run more than the ring ahead.
+  // for the op; filter threads take projections in order and never run more than the ring ahead.
   const std::size_t slots = batch * 4;
   std::vector<float> ring(deviceFilter.active() ? 0 : slots * pixels);
   std::vector<std::size_t> filled(slots, SIZE_MAX);  // which projection each slot holds once filtered
@@ -79,9 +111,9 @@ void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter&
   bool stop = false;
   std::exception_ptr failure;
   double filterBusy = 0;
-  // The backprojector's thread (this one) needs a core of its own when it feeds a GPU.
+  // The op's thread (this one) needs a core of its own when it feeds a GPU.
   const int threads = resolveThreadCount(options.threads);
-  const int filterThreads = backprojector.name() == "cpu" ? threads : std::max(1, threads - 1);
+  const int filterThreads = op.backend() == Backend::Cpu ? threads : std::max(1, threads - 1);
   const auto filterWorker = [&] {
     for (;;) {
       std::size_t p;
@@ -118,13 +150,13 @@ void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter&
     }
     pool.clear();  // joins
   };
-  // On the device the raw projections go straight to the backprojector: no pool, no ring.
+  // On the device the raw projections go straight to the op: no pool, no ring.
   if (!deviceFilter.active())
     for (int t = 0; t < filterThreads; ++t) pool.emplace_back(filterWorker);
 
   std::vector<std::size_t> views(batch);
   bool killed = false;
-  Progress progress("fdk (" + backprojector.name() + ")", count, "proj", options.progress);
+  Progress progress(std::string("fdk (") + backendInfo(op.backend()).name + ")", count, "proj", options.progress);
   try {
     for (std::size_t first = 0; first < count; first += batch) {
       const std::size_t n = std::min(batch, count - first);
@@ -146,11 +178,11 @@ void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter&
         t = std::chrono::steady_clock::now();
         batchData = ring.data() + (first % slots) * pixels;
       }
-      backprojector.backproject(batchData, views.data(), n);
+      op.back(batchData, views.data(), n, Weighting::Fdk);
       if (kill.enabled && !killed && first + n >= kill.after * count && first + n < count) {
         // Judge voxels by their value so far scaled to the whole scan: a voxel k of N projections in holds
         // about k/N of its final value.
-        backprojector.killOutsideRange(kill.low - kill.margin, kill.high + kill.margin, static_cast<double>(count) / (first + n));
+        op.killOutsideRange(kill.low - kill.margin, kill.high + kill.margin, static_cast<double>(count) / (first + n));
         killed = true;
         report.killedAfter = first + n;
       }
@@ -172,13 +204,13 @@ void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter&
   float* out = destination();  // asked for only now: its memory may be paged in meanwhile
   report.pageInWaitSeconds += secondsSince(t);
   t = std::chrono::steady_clock::now();
-  const double readbackBefore = backprojector.timings().readback;
-  backprojector.readVolume(out);  // GPU backends: the last partial window, then the readback
+  const double readbackBefore = op.timings().readback;
+  op.readVolume(out);  // GPU backends: the last partial window, then the readback
   report.backprojectSeconds += secondsSince(t);
-  report.readbackSeconds = backprojector.timings().readback - readbackBefore;
+  report.readbackSeconds = op.timings().readback - readbackBefore;
   progress.finish();
-  report.backend = backprojector.description();
-  report.culledFraction = backprojector.culledFraction();
+  report.backend = op.description();
+  report.culledFraction = op.culledFraction();
   (void)killed;
 }
 
@@ -215,7 +247,7 @@ Image reconstructFdk(const Geometry& geometry, const Image& projections, const V
     output.wait();
     return volume;
   }
-  // The output is paged in (zeroed) by another thread while the backprojector is made and the scan runs: at
+  // The output is paged in (zeroed) by another thread while the op is made and the scan runs: at
   // 512^3 that is 512 MiB of page faults, a tenth of a second that would otherwise follow the readback.
   Image volume;  // declared first: the future below (which waits for its task) goes before it
   std::future<void> output = std::async(std::launch::async, [&] { volume = Image(grid); });
@@ -236,28 +268,29 @@ void reconstructFdkInto(const Geometry& geometry, const Image& projections, cons
 }
 
 namespace {
-// Steps 1 to 4 on one block, the inputs checked: the filter, the backprojector, the run, the kill's scaling and the
+// Steps 1 to 4 on one block, the inputs checked: the filter, the op, the run, the kill's scaling and the
 // region, into `destination`; `start` is where the report's clock began.
 void reconstructOneBlock(const Geometry& geometry, const Image& projections, const VolumeGrid& grid, const FdkOptions& options,
                          const FdkDestination& destination, FdkReport* report, std::chrono::steady_clock::time_point start) {
   const FdkFilter filter(geometry, options.filter);
-  BackprojectorOptions backprojectorOptions;
-  backprojectorOptions.threads = options.threads;
-  backprojectorOptions.gpu = options.gpu;
-  backprojectorOptions.window = options.window;
-  backprojectorOptions.rememberWindow = options.rememberWindow;
-  backprojectorOptions.retune = options.retune;
-  backprojectorOptions.substackStencil = options.substackStencil;
   FdkReport local;
-  std::unique_ptr<Backprojector> backprojector =
-      makeBackprojector(options.backend, geometry, grid, backprojectorOptions, &local.autoNote);
+  const Backend backend = chooseBackend(options, &local.autoNote);
+  std::unique_ptr<ConeBeamOperator> op;
+  try {
+    op = makeOperator(backend, geometry, grid, operatorOptions(options));
+  } catch (const InputError& e) {
+    if (options.backend) throw;
+    // auto: the volume does not fit the GPU; the cpu backend holds it in host memory.
+    local.autoNote = std::string("auto: cpu backend, the volume does not fit the GPU: ") + e.what();
+    op = makeOperator(Backend::Cpu, geometry, grid, operatorOptions(options));
+  }
   local.shortScan = filter.isShortScan();
   RegionOfInterest region;
   if (!options.roi.empty()) {
     region = makeRegionOfInterest(options.roi, geometry, grid);
     local.region = region.description;
     local.regionVoxels = region.insideCount();
-    backprojector->setRegion(region);
+    op->setRegion(region);
   }
   if (options.densityKill.enabled && options.roi.empty()) {
     local.region = "whole volume";
@@ -265,10 +298,10 @@ void reconstructOneBlock(const Geometry& geometry, const Image& projections, con
   }
   local.setupSeconds = secondsSince(start);
   float* out = nullptr;
-  runFdk(geometry, projections, filter, *backprojector, [&] { return out = destination(); }, options, local);
+  runFdk(geometry, projections, filter, *op, [&] { return out = destination(); }, options, local);
   if (local.killedAfter > 0) {
     // Stopped voxels hold the partial sum of the projections before the kill: scale it to the whole scan.
-    const std::vector<std::uint8_t> active = backprojector->activeMask();
+    const std::vector<std::uint8_t> active = op->activeMask();
     const std::vector<std::uint8_t>* inside = region.mask.empty() ? nullptr : &region.mask;
     const float scale = static_cast<float>(static_cast<double>(geometry.size()) / local.killedAfter);
     for (std::size_t i = 0; i < grid.voxelCount(); ++i)

@@ -17,7 +17,6 @@
 #include <numeric>
 #include <thread>
 
-#include "glrecon/backprojector.h"
 #include "glrecon/errors.h"
 #include "glrecon/fdk.h"
 #include "glrecon/limits.h"
@@ -36,7 +35,7 @@ double secondsSince(std::chrono::steady_clock::time_point t) {
 // choice may take (cuda's default 32; the GL search tries up to 64).
 int plannedWindow(const FdkOptions& options) {
   if (options.window > 0) return options.window;
-  return options.backend == "cuda" ? (options.window == kMaximumWindow ? 128 : 32) : 64;
+  return chooseBackend(options) == Backend::Cuda ? (options.window == kMaximumWindow ? 128 : 32) : 64;
 }
 
 // Filtered projections, kept once: in memory, or in a deleted temporary file under `scratch`, mapped.
@@ -82,17 +81,18 @@ class FilteredStore {
 SlabPlan planFdkSlabs(const Geometry& geometry, const VolumeGrid& grid, const FdkOptions& options) {
   const std::vector<int> gpus = options.gpus.empty() ? std::vector<int>{options.gpu} : options.gpus;
   const bool region = !options.roi.empty();
-  const SlabCost cost = slabCost(options.backend, geometry, grid, plannedWindow(options), region);
+  const Backend backend = chooseBackend(options);
+  const SlabCost cost = operatorCost(backend, geometry, grid, plannedWindow(options), region);
   const std::uint64_t whole = cost.fixedBytes + cost.bytesPerRow * static_cast<std::uint64_t>(grid.size[1]);
   std::uint64_t budget = options.gpuMemory;
   std::string what = field("gpuMemory") + " " + formatBytes(budget);
   if (budget == 0) {
-    if (gpus.size() == 1 && (options.backend == "cpu" || whole < (std::uint64_t{1} << 30))) return {};
+    if (gpus.size() == 1 && (backend == Backend::Cpu || whole < (std::uint64_t{1} << 30))) return {};
     // Measured: the smallest free memory of the devices named, less a margin for the driver's own buffers.
     budget = UINT64_MAX;
-    for (int gpu : gpus) budget = std::min(budget, deviceMemoryAvailable(options.backend, gpu));
+    for (int gpu : gpus) budget = std::min(budget, deviceMemoryAvailable(backend, gpu));
     if (budget != UINT64_MAX) budget -= std::min(budget, budget / 16 + (std::uint64_t{256} << 20));
-    what = options.backend + " device " + std::to_string(gpus.front()) + " (free memory " + formatBytes(budget) + " usable)";
+    what = std::string(backendInfo(backend).name) + " device " + std::to_string(gpus.front()) + " (free memory " + formatBytes(budget) + " usable)";
     if (gpus.size() == 1 && whole <= budget) return {};
   }
   return planSlabs(grid, cost, budget, what, static_cast<int>(gpus.size()));
@@ -135,7 +135,8 @@ void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, con
   std::atomic<std::size_t> nextToFilter{0};
   double filterBusy = 0;
   const int threads = resolveThreadCount(options.threads);
-  const int filterThreads = options.backend == "cpu" ? threads : std::max(1, threads - static_cast<int>(gpus.size()));
+  const Backend backend = chooseBackend(options);
+  const int filterThreads = backend == Backend::Cpu ? threads : std::max(1, threads - static_cast<int>(gpus.size()));
   const auto fail = [&](std::exception_ptr e) {
     std::lock_guard lock(mutex);
     if (!failure) failure = e;
@@ -146,8 +147,8 @@ void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, con
   // worker filters every projection into the store before its first slab; else, or where it turns out it cannot,
   // a pool of CPU threads does.
   const DeviceFilter* device =
-      options.filterOn != FilterPlace::Cpu && options.backend != "cpu" ? filter.deviceFilter() : nullptr;
-  if (!device && options.filterOn == FilterPlace::Gpu) throw filterOnGpuRefused(options.backend, false);
+      options.filterOn != FilterPlace::Cpu && backendInfo(backend).filtersOnDevice ? filter.deviceFilter() : nullptr;
+  if (!device && options.filterOn == FilterPlace::Gpu) throw filterOnGpuRefused(backend, false);
   bool filteredOnGpu = false;
   double gpuFilterSeconds = 0;
   std::vector<std::jthread> filterPool;
@@ -188,21 +189,18 @@ void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, con
   std::vector<double> uploaded(gpus.size(), 0.0), backprojectSeconds(gpus.size(), 0.0), readbackSeconds(gpus.size(), 0.0);
   std::vector<double> setupSeconds(gpus.size(), 0.0), waitSeconds(gpus.size(), 0.0);
   std::mutex progressMutex;
-  const std::string label = "fdk (" + options.backend + ", " + std::to_string(plan.slabs.size()) + (plan.slabs.size() == 1 ? " slab" : " slabs") +
+  const std::string label = std::string("fdk (") + backendInfo(backend).name + ", " + std::to_string(plan.slabs.size()) + (plan.slabs.size() == 1 ? " slab" : " slabs") +
                             (gpus.size() > 1 ? " on " + std::to_string(gpus.size()) + " devices" : "") + ")";
   Progress progress(label, count * plan.slabs.size(), "proj", options.progress);
   const auto worker = [&](std::size_t w) {
     try {
       const auto t0 = std::chrono::steady_clock::now();
-      BackprojectorOptions bo;
-      bo.threads = options.backend == "cpu" ? options.threads : std::max(1, threads / static_cast<int>(gpus.size()));
-      bo.gpu = gpus[w];
-      bo.window = options.window;
-      bo.rememberWindow = options.rememberWindow;
+      OperatorOptions bo = operatorOptions(options);
+      bo.threads = backend == Backend::Cpu ? options.threads : std::max(1, threads / static_cast<int>(gpus.size()));
+      bo.device = gpus[w];
       bo.retune = options.retune && w == 0;
-      bo.substackStencil = options.substackStencil;
-      bo.slabRows = plan.rowsPerSlab;
-      std::unique_ptr<Backprojector> backprojector = makeBackprojector(options.backend, geometry, grid, bo);
+      bo.blockRows = plan.rowsPerSlab;
+      std::unique_ptr<ConeBeamOperator> backprojector = makeOperator(backend, geometry, grid, bo);
       setupSeconds[w] = secondsSince(t0);
       if (device && w == 0) {
         const auto tf = std::chrono::steady_clock::now();
@@ -214,7 +212,7 @@ void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, con
           std::iota(views.begin(), views.begin() + n, p0);
           if (!backprojector->filterProjections(*device, projections.slice(static_cast<int>(p0)), views.data(), n, store.data() + p0 * pixels,
                                                 options.filterOn == FilterPlace::Gpu)) {
-            if (options.filterOn == FilterPlace::Gpu) throw filterOnGpuRefused(options.backend, true);
+            if (options.filterOn == FilterPlace::Gpu) throw filterOnGpuRefused(backend, true);
             // Only the first call can say no (the device's buffers are made once, then kept): the pool starts from
             // projection 0, which no worker has read yet.
             if (p0 > 0) throw std::logic_error("reconstructFdkSlabs: the device stopped filtering after projection " + std::to_string(p0));
@@ -246,7 +244,7 @@ void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, con
           if (stop) break;
         }
         const auto [first, rows] = plan.slabs[s];
-        backprojector->setSlab(first, rows);
+        backprojector->moveBlock(first, rows);
         RegionOfInterest slabRoi;
         if (!region.mask.empty()) {
           slabRoi = slabRegion(region, first, rows);
@@ -263,7 +261,7 @@ void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, con
             waitSeconds[w] += secondsSince(tw);
           }
           std::iota(views.begin(), views.begin() + n, p0);
-          backprojector->backproject(store.data() + p0 * pixels, views.data(), n);
+          backprojector->back(store.data() + p0 * pixels, views.data(), n, Weighting::Fdk);
           std::lock_guard lock(progressMutex);
           projectionsDone += n;
           progress.update(projectionsDone);

@@ -134,7 +134,7 @@ std::unique_ptr<ProjectionSource> simulatedScanner(const Phantom& phantom, const
 }
 
 Image reconstructStreaming(ProjectionSource& source, const Geometry& geometry, const VolumeGrid& grid, const StreamOptions& options,
-                           StreamReport* report, Backprojector* external) {
+                           StreamReport* report, ConeBeamOperator* external) {
   const auto start = std::chrono::steady_clock::now();
   geometry.validate("stream");
   grid.validate("stream");
@@ -146,17 +146,10 @@ Image reconstructStreaming(ProjectionSource& source, const Geometry& geometry, c
   const FdkFilter filter(geometry, options.fdk.filter);
   StreamReport local;
   local.shortScan = filter.isShortScan();
-  std::unique_ptr<Backprojector> owned;
-  Backprojector* backprojector = external;
+  std::unique_ptr<ConeBeamOperator> owned;
+  ConeBeamOperator* backprojector = external;
   if (!backprojector) {
-    BackprojectorOptions bo;
-    bo.threads = options.fdk.threads;
-    bo.gpu = options.fdk.gpu;
-    bo.window = options.fdk.window;
-    bo.rememberWindow = options.fdk.rememberWindow;
-    bo.retune = options.fdk.retune;
-    bo.substackStencil = options.fdk.substackStencil;
-    owned = makeBackprojector(options.fdk.backend, geometry, grid, bo, &local.autoNote);
+    owned = makeOperator(chooseBackend(options.fdk, &local.autoNote), geometry, grid, operatorOptions(options.fdk));
     backprojector = owned.get();
   }
   RegionOfInterest region;
@@ -243,7 +236,7 @@ Image reconstructStreaming(ProjectionSource& source, const Geometry& geometry, c
     });
 
   // Consumer (this thread, the GL thread): backprojects in order, in batches of what is ready.
-  Progress progress("stream (" + backprojector->name() + ")", count, "proj", options.fdk.progress);
+  Progress progress(std::string("stream (") + backendInfo(backprojector->backend()).name + ")", count, "proj", options.fdk.progress);
   const std::size_t batch = std::max<std::size_t>(1, options.fdk.batch);
   std::vector<float> buffer;
   std::vector<std::size_t> views;
@@ -267,7 +260,7 @@ Image reconstructStreaming(ProjectionSource& source, const Geometry& geometry, c
         s.changed.notify_all();  // room for the reader
       }
       const auto t = std::chrono::steady_clock::now();
-      backprojector->backproject(buffer.data(), views.data(), views.size());
+      backprojector->back(buffer.data(), views.data(), views.size(), Weighting::Fdk);
       local.backprojectSeconds += since(t);
       progress.update(s.nextConsume);
       if (options.onBatch) options.onBatch(s.nextConsume, *backprojector);
@@ -281,7 +274,8 @@ Image reconstructStreaming(ProjectionSource& source, const Geometry& geometry, c
   reader.join();
   for (auto& f : filters) f.join();
   const auto t = std::chrono::steady_clock::now();
-  Image volume = backprojector->volume();
+  Image volume(grid);
+  backprojector->readVolume(volume.data.data());
   local.backprojectSeconds += since(t);
   if (!region.mask.empty()) applyRegion(volume, region);
   progress.finish();

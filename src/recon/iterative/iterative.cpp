@@ -1,8 +1,7 @@
-// SART / OS-SART, SIRT, CGLS and OS-EM over the Projector interface. The subset methods (SART, OS-SART, OS-EM, and
-// SIRT as their one-subset case) keep the iterate where the projector computes (Projector::setIterate): on the
-// device for the GPU backends (cuda, graphics, compute), so a subset moves only its projections and corrections;
-// on the host for cpu. CGLS works on the host with forward() and back() over all views (one round trip per
-// iteration).
+// SART / OS-SART, SIRT, CGLS and OS-EM over ConeBeamOperator. The subset methods (SART, OS-SART, OS-EM, and SIRT as
+// their one-subset case) keep the iterate where the operator computes (its volume): on the device for the GPU backends
+// (cuda, graphics, compute), so a subset moves only its projections and corrections; on the host for cpu. CGLS works
+// on the host with forward() and back() over all views (one round trip per iteration).
 #include "glrecon/iterative.h"
 
 #include <algorithm>
@@ -69,7 +68,7 @@ std::vector<std::vector<std::size_t>> orderedSubsets(std::size_t views, int subs
   return out;
 }
 
-Image reconstructIterative(Projector& projector, const Geometry& geometry, const Image& projections, const VolumeGrid& grid,
+Image reconstructIterative(ConeBeamOperator& op, const Geometry& geometry, const Image& projections, const VolumeGrid& grid,
                            const IterativeOptions& options, IterativeReport* report, const IterationCallback& callback) {
   const IterativeMethod method = options.method;
   const std::size_t views = geometry.size(), nu = geometry.detector.nu, nv = geometry.detector.nv, pixels = nu * nv;
@@ -145,23 +144,28 @@ Image reconstructIterative(Projector& projector, const Geometry& geometry, const
   std::vector<std::size_t> all(views);
   std::iota(all.begin(), all.end(), std::size_t{0});
   std::vector<float> rayLength(views * pixels);
-  projector.forward(ones.data(), all.data(), views, rayLength.data());
+  op.setVolume(ones.data());
+  op.forward(all.data(), views, rayLength.data());
   // A ray shorter than one marching step inside the volume is below what A resolves: its length and its
   // projection each carry an error of up to a step's worth of samples at the box's ends (backends differ there by
   // one sample), so r / length would amplify rounding into a large update at the volume's edge.
   const float rayFloor = static_cast<float>(
-      std::max(kRelativeFloor * *std::max_element(rayLength.begin(), rayLength.end()), projector.step()));
-  // B_S 1 per subset, kept when it fits in 512 MiB and the iterate is on the host (a device projector computes
+      std::max(kRelativeFloor * *std::max_element(rayLength.begin(), rayLength.end()), op.step()));
+  // B_S 1 per subset, kept when it fits in 512 MiB and the iterate is on the host (a device op computes
   // it next to the iterate; otherwise updateIterate computes it each time).
-  const bool cacheWeights = method != IterativeMethod::Cgls && !projector.iterateOnDevice() &&
+  const bool cacheWeights = method != IterativeMethod::Cgls && !op.computesSubsetWeights() &&
                             static_cast<double>(order.size()) * voxels * 4 <= 512.0 * (1 << 20);
   std::vector<std::vector<float>> cachedWeights;
+  const std::vector<float> zeros(voxels, 0.0f);
+  // B r for host vectors: the operator's volume cleared, back-projected into, read.
+  const auto backInto = [&](const float* r, const std::vector<std::size_t>& subset, float* out) {
+    op.setVolume(zeros.data());
+    op.back(r, subset.data(), subset.size(), Weighting::Adjoint);
+    op.readVolume(out);
+  };
   if (cacheWeights) {
     const std::vector<float> onesProjections(views * pixels, 1.0f);
-    for (const std::vector<std::size_t>& subset : order) {
-      std::vector<float>& w = cachedWeights.emplace_back(voxels);
-      projector.back(onesProjections.data(), subset.data(), subset.size(), w.data());
-    }
+    for (const std::vector<std::size_t>& subset : order) backInto(onesProjections.data(), subset, cachedWeights.emplace_back(voxels).data());
   }
   rep.setupSeconds = since(start);
 
@@ -190,9 +194,10 @@ Image reconstructIterative(Projector& projector, const Geometry& geometry, const
     // CGLS (Hestenes & Stiefel on the normal equations): r = b - A x, s = B r, p = s; per iteration
     // q = A p, alpha = |s|^2 / |q|^2, x += alpha p, r -= alpha q, s = B r, beta = |s_new|^2 / |s|^2, p = s + beta p.
     std::vector<float> r(views * pixels), q(views * pixels), s(voxels), p(voxels);
-    projector.forward(x.data(), all.data(), views, q.data());
+    op.setVolume(x.data());
+    op.forward(all.data(), views, q.data());
     for (std::size_t i = 0; i < r.size(); ++i) r[i] = projections.data[i] - q[i];
-    projector.back(r.data(), all.data(), views, s.data());
+    backInto(r.data(), all, s.data());
     for (std::size_t i = 0; i < voxels; ++i)
       if (!inside(i)) s[i] = 0.0f;
     p = s;
@@ -201,12 +206,13 @@ Image reconstructIterative(Projector& projector, const Geometry& geometry, const
       const auto t0 = Clock::now();
       const double residual = std::sqrt(sumSquares(r));
       if (gamma > 0.0) {
-        projector.forward(p.data(), all.data(), views, q.data());
+        op.setVolume(p.data());
+        op.forward(all.data(), views, q.data());
         const double qq = sumSquares(q);
         const double alpha = qq > 0.0 ? gamma / qq : 0.0;
         for (std::size_t i = 0; i < voxels; ++i) x[i] += static_cast<float>(alpha * p[i]);
         for (std::size_t i = 0; i < r.size(); ++i) r[i] -= static_cast<float>(alpha * q[i]);
-        projector.back(r.data(), all.data(), views, s.data());
+        backInto(r.data(), all, s.data());
         for (std::size_t i = 0; i < voxels; ++i)
           if (!inside(i)) s[i] = 0.0f;
         const double next = sumSquares(s);
@@ -223,7 +229,8 @@ Image reconstructIterative(Projector& projector, const Geometry& geometry, const
     rule.multiplicative = method == IterativeMethod::Osem;
     rule.lambda = static_cast<float>(lambda);
     rule.positivity = options.positivity;
-    projector.setIterate(x.data(), voxels, mask.empty() ? nullptr : mask.data());
+    op.setVolume(x.data());
+    op.setUpdateMask(mask.empty() ? nullptr : mask.data());
     for (int it = 1; it <= options.iterations; ++it) {
       const auto t0 = Clock::now();
       double squares = 0;
@@ -231,7 +238,7 @@ Image reconstructIterative(Projector& projector, const Geometry& geometry, const
         const std::vector<std::size_t>& subset = order[si];
         gather(subset);
         ax.resize(b.size());
-        projector.forwardIterate(subset.data(), subset.size(), ax.data());
+        op.forward(subset.data(), subset.size(), ax.data());
         correction.resize(b.size());
         for (std::size_t i = 0; i < subset.size(); ++i) {
           const float* length = rayLength.data() + subset[i] * pixels;
@@ -252,25 +259,26 @@ Image reconstructIterative(Projector& projector, const Geometry& geometry, const
         // bilinear weight under 1/256 of a full one reads 0 on one backend and not on another. Such voxels wait
         // for the subsets that see them: below 1/256 of one view's largest weight a voxel counts as unseen
         // (SubsetRule, applySubsetRule).
-        projector.updateIterate(correction.data(), subset.data(), subset.size(), rule,
+        op.updateSubset(correction.data(), subset.data(), subset.size(), rule,
                                 cacheWeights ? cachedWeights[si].data() : nullptr);
         if (callback && options.everySubset && si + 1 < order.size()) {
-          projector.getIterate(x.data());
+          op.readVolume(x.data());
           callback({it, static_cast<int>(si + 1), static_cast<int>(order.size()), std::sqrt(squares), since(t0)}, x);
         }
       }
       IterationRecord rec{it, static_cast<int>(order.size()), static_cast<int>(order.size()), std::sqrt(squares), since(t0)};
       rep.iterations.push_back(rec);
       if (callback) {
-        projector.getIterate(x.data());
+        op.readVolume(x.data());
         callback(rec, x);
       }
     }
-    projector.getIterate(x.data());
+    op.readVolume(x.data());
   }
   // The final residual: one more forward projection of the result.
   std::vector<float> final(views * pixels);
-  projector.forward(x.data(), all.data(), views, final.data());
+  op.setVolume(x.data());
+  op.forward(all.data(), views, final.data());
   double squares = 0;
   for (std::size_t i = 0; i < final.size(); ++i) {
     const double r = static_cast<double>(projections.data[i]) - final[i];

@@ -2,16 +2,16 @@
 // What the OpenGL backprojectors (graphics and compute) share: the context, the volume (an R32F texture
 // array, one layer per z slice, that stays on the GPU), the window of filtered projections (an R32F texture
 // array, bilinear, border 0) with its matrices (a uniform buffer at binding 0), the automatic window
-// search, the size limits and the readback. In slab mode (BackprojectorOptions::slabRows) the volume holds
-// rows [slabFirst, slabFirst + rows) of y only, and each projection's upload only the detector rows the slab
-// can reach (slabRowBand); matrices stay the whole grid's. Internal to src/backproject.
+// search, the size limits and the readback. Made for blocks (OperatorOptions::blockRows), the volume holds rows
+// [blockFirst, blockFirst + rows) of y only, and each projection's upload only the detector rows the block can reach
+// (slabRowBand); matrices stay the whole grid's. Internal to src/operators/gl.
 #include <functional>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "glrecon/backprojector.h"
+#include "glrecon/operator.h"
 #include "device/gl/context.h"
 #include "device/gl/objects.h"
 
@@ -21,31 +21,32 @@ GLint glInteger(GLenum name);
 /// Projections per pass the uniform block holds (3 vec4 rows each).
 int uniformWindowLimit();
 
-class GlVolumeBackend {
+class GlVolume {
  public:
   /// Uses `borrowed` when given (a viewer's window), else a headless context on options.gpu; makes it current,
   /// checks the volume against the device's limits and allocates it (zeroed).
-  GlVolumeBackend(gl::Context* borrowed, const Geometry& geometry, const VolumeGrid& grid, const BackprojectorOptions& options,
+  GlVolume(gl::Context* borrowed, const Geometry& geometry, const VolumeGrid& grid, const OperatorOptions& options,
                   const std::string& name);
-  ~GlVolumeBackend();
-  GlVolumeBackend(const GlVolumeBackend&) = delete;
-  GlVolumeBackend& operator=(const GlVolumeBackend&) = delete;
+  ~GlVolume();
+  GlVolume(const GlVolume&) = delete;
+  GlVolume& operator=(const GlVolume&) = delete;
 
   /// Once the backend knows its largest window: validates --window, prepares the search, allocates the
   /// projection texture and matrix buffer, checks memory.
   void setWindowLimit(int maxWindow);
 
   gl::Context& context() { return *context_; }
+  const gl::DeviceInfo& contextInfo() const { return context_->info(); }
   const std::string& where() const { return where_; }
 
   /// Uploads projections into the window; calls `draw` each time the window is full (timed while searching).
   void add(const float* projections, const std::size_t* views, std::size_t count, const std::function<void()>& draw);
-  /// Backprojector::filterOnDevice for both GL backends: from now on add() takes raw projections, copies them
+  /// ConeBeamOperator::filterOnDevice for both GL backends: from now on add() takes raw projections, copies them
   /// into a device buffer and filters them into the window's layers (shaders/filter_rows.comp); nullptr: off.
-  /// False in slab mode (row bands are staged, and their projections come filtered once for all slabs), and,
+  /// False when made for blocks (row bands are staged, and their projections come filtered once for all blocks), and,
   /// unless `force`, on a software renderer (there the CPU's FFTs beat the shader's nu^2 products many times).
   bool filterOnDevice(const DeviceFilter* filter, bool force);
-  /// Backprojector::filterProjections for both GL backends: through the window's first layers and back (no
+  /// ConeBeamOperator::filterProjections for both GL backends: through the window's first layers and back (no
   /// projections may be pending).
   bool filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count, float* filtered,
                          bool force);
@@ -59,22 +60,22 @@ class GlVolumeBackend {
   void readVolumeInto(float* destination);
   /// Zeroes the volume and forgets the pending window, the timings and the fences' passes (keeps the window).
   void reset();
-  /// Slab mode: checks the slab (checkSlab), forgets the pending window as reset() does and zeroes the volume,
+  /// Made for blocks: checks the block (checkSlab), forgets the pending window as reset() does and zeroes the volume,
   /// which from now on holds rows [firstRow, firstRow + rows) of y. Keeps the window and its search.
-  void setSlab(int firstRow, int rows);
-  /// The grid the volume holds now: the whole grid, or the slab's (slabGrid).
+  void moveBlock(int firstRow, int rows);
+  /// The grid the volume holds now: the whole grid, or the block's (slabGrid).
   VolumeGrid heldGrid() const;
   std::size_t heldVoxels() const { return static_cast<std::size_t>(grid.size[0]) * rows * grid.size[2]; }
   std::string windowDescription() const;
 
   const Geometry& geometry;
-  const VolumeGrid grid;  // the whole grid: matrices and voxel indices are its own, in slab mode too
-  const BackprojectorOptions options;
-  const int slabCapacity;  // options.slabRows: the most rows of y held (0: no slabs, the whole grid)
-  const int allocatedRows; // rows of y the volume texture has (ny, or min(slabRows, ny))
-  int slabFirst = 0;       // the first row of y the volume holds (0 without slabs)
-  int rows = 0;            // rows of y the volume holds now (ny without slabs)
-  double uploaded = 0;     // projection bytes sent to the GPU (whole projections, or the slabs' row bands)
+  const VolumeGrid grid;  // the whole grid: matrices and voxel indices are its own, in a block too
+  const OperatorOptions options;
+  const int blockCapacity;  // options.blockRows: the most rows of y held (0: not made for blocks, the whole grid)
+  const int allocatedRows;  // rows of y the volume texture has (ny, or min(blockRows, ny))
+  int blockFirst = 0;       // the first row of y the volume holds (0 for the whole grid)
+  int rows = 0;             // rows of y the volume holds now (ny for the whole grid)
+  double uploaded = 0;      // projection bytes sent to the GPU (whole projections, or the blocks' row bands)
   gl::Texture volume, projections;  // projections: two halves of maxWindow layers, used in turn
   gl::Buffer matrices;
   int layerBase = 0;  // first layer of the half the current window uses (shaders add it to the slot)
@@ -82,7 +83,7 @@ class GlVolumeBackend {
   int window = 1;
   std::vector<std::size_t> pending;  // views in the projection texture, slot = position
   std::vector<std::pair<int, double>> timings;
-  BackprojectorTimings profile;  // filled when options.profile
+  OperatorTimings profile;  // upload, compute, readback: filled when options.profile (readback always)
  private:
   void drawWindow(const std::function<void()>& draw);
   std::string windowCacheKey() const;

@@ -1,3 +1,9 @@
+// The CPU operator: the reference every GPU backend is held to, and the fallback without a GPU. Fdk back is voxel
+// driven over x-rows (AVX2 where the CPU has it, with the scalar path's rounding); forward and Adjoint back follow the
+// shaders step for step in float (shaders/project_common.glsl), so backends differ only by rounding and the texture
+// units' interpolation.
+#include "operators/cpu/cpu_operator.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -6,7 +12,6 @@
 #include <immintrin.h>
 #endif
 
-#include "glrecon/backprojector.h"
 #include "glrecon/errors.h"
 #include "glrecon/parallel.h"
 #include "glrecon/slab.h"
@@ -109,45 +114,211 @@ void accumulateRow(float* out, int begin, int end, const RowCoefficients& c, con
   accumulateRowScalar(out, begin, end, c, q, pitch, nu, nv);
 }
 
-}  // namespace
+// A copy of the volume with a zero border (1 voxel before, 2 after on every axis): every trilinear sample of a
+// point with indices in [-1, n] then reads inside the copy, no bounds checks, and the border gives the "0
+// outside the volume" of a texture clamped to a zero border.
+struct PaddedVolume {
+  int nx, ny, nz;  // padded sizes
+  std::vector<float> data;
+  PaddedVolume(const float* volume, const std::array<int, 3>& size)
+      : nx(size[0] + 3), ny(size[1] + 3), nz(size[2] + 3), data(static_cast<std::size_t>(nx) * ny * nz, 0.0f) {
+    for (int k = 0; k < size[2]; ++k)
+      for (int j = 0; j < size[1]; ++j)
+        std::copy_n(volume + (static_cast<std::size_t>(k) * size[1] + j) * size[0], size[0],
+                    data.begin() + ((static_cast<std::size_t>(k + 1) * ny + (j + 1)) * nx + 1));
+  }
+  // Trilinear sample at continuous voxel index p (voxel centres at integers), p clamped to [-1, n].
+  float sample(float x, float y, float z) const {
+    x = std::min(std::max(x, -1.0f), static_cast<float>(nx - 3)) + 1.0f;
+    y = std::min(std::max(y, -1.0f), static_cast<float>(ny - 3)) + 1.0f;
+    z = std::min(std::max(z, -1.0f), static_cast<float>(nz - 3)) + 1.0f;
+    const int i = static_cast<int>(x), j = static_cast<int>(y), k = static_cast<int>(z);  // >= 0: truncation is floor
+    const float fx = x - static_cast<float>(i), fy = y - static_cast<float>(j), fz = z - static_cast<float>(k);
+    const float* p = data.data() + (static_cast<std::size_t>(k) * ny + j) * nx + i;
+    const std::size_t sy = static_cast<std::size_t>(nx), sz = static_cast<std::size_t>(nx) * ny;
+    const float c00 = p[0] + fx * (p[1] - p[0]), c10 = p[sy] + fx * (p[sy + 1] - p[sy]);
+    const float c01 = p[sz] + fx * (p[sz + 1] - p[sz]), c11 = p[sz + sy] + fx * (p[sz + sy + 1] - p[sz + sy]);
+    const float c0 = c00 + fy * (c10 - c00), c1 = c01 + fy * (c11 - c01);
+    return c0 + fz * (c1 - c0);
+  }
+};
 
-CpuBackprojector::CpuBackprojector(const Geometry& geometry, const VolumeGrid& grid, const BackprojectorOptions& options)
-    : geometry_(geometry),
-      grid_(grid),
-      slabCapacity_(options.slabRows),
-      threads_(resolveThreadCount(options.threads)),
-      volume_(options.slabRows > 0 ? slabGrid(grid, 0, std::min(options.slabRows, grid.size[1])) : grid) {
-  geometry.validate("CPU backprojector");
-  grid.validate("CPU backprojector");
+double since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-void CpuBackprojector::setSlab(int firstRow, int rows) {
-  checkSlab(grid_, slabCapacity_, firstRow, rows);
-  if (killed_) throw UsageError("setSlab: not after a density-range kill");
-  slabFirst_ = firstRow;
-  volume_ = Image(slabGrid(grid_, firstRow, rows));
+}  // namespace
+
+CpuOperator::CpuOperator(const Geometry& geometry, const VolumeGrid& grid, const OperatorOptions& options)
+    : ConeBeamOperator(Backend::Cpu, geometry, grid, options),
+      threads_(resolveThreadCount(options.threads)),
+      nu_(geometry.detector.nu),
+      nv_(geometry.detector.nv),
+      volume_(blockGrid()),
+      views_(detail::projectorViews(geometry, grid)) {}
+
+void CpuOperator::requireWholeGrid(const char* what) const {
+  if (options_.blockRows > 0)
+    throw UsageError(std::string(what) + ": expected an operator of the whole grid (this one was made for blocks of " +
+                     std::to_string(blockCapacity()) + " rows)");
+}
+
+void CpuOperator::moveBlock(int firstRow, int rows) {
+  if (killed_) throw UsageError("moveBlock: not after a density-range kill");
+  setBlock(firstRow, rows);
+  volume_ = Image(blockGrid());
   active_.clear();
   spans_.clear();
   rowPartial_.clear();
   updatesSkipped_ = updatesTotal_ = 0;
 }
 
-Image CpuBackprojector::volume() {
-  const auto start = std::chrono::steady_clock::now();
-  Image copy = volume_;
-  timings_.readback += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return copy;
-}
-
-void CpuBackprojector::reset() {
+void CpuOperator::reset() {
   // The kill shrank the active set from this scan's values: it cannot carry over to the next one.
-  if (killed_) throw UsageError("reset: not after a density-range kill (make a new backprojector)");
+  if (killed_) throw UsageError("reset: not after a density-range kill (make a new operator)");
   std::fill(volume_.data.begin(), volume_.data.end(), 0.0f);
   updatesSkipped_ = updatesTotal_ = 0;
   timings_ = {};
 }
 
-void CpuBackprojector::backproject(const float* projections, const std::size_t* views, std::size_t count) {
+void CpuOperator::setVolume(const float* voxels) { std::copy_n(voxels, volume_.data.size(), volume_.data.begin()); }
+
+void CpuOperator::readVolume(float* destination) {
+  const auto start = std::chrono::steady_clock::now();
+  // Page-sized pieces on all threads: the destination may be untouched memory (a mapped output file).
+  const float* from = volume_.data.data();
+  parallelFor(volume_.data.size(), std::size_t{1} << 18, threads_,
+              [&](std::size_t b, std::size_t e) { std::copy(from + b, from + e, destination + b); });
+  timings_.readback += since(start);
+}
+
+void CpuOperator::back(const float* projections, const std::size_t* views, std::size_t count, Weighting weighting) {
+  for (std::size_t p = 0; p < count; ++p)
+    if (views[p] >= geometry_.size()) throw std::out_of_range("back: view index beyond the geometry");
+  if (weighting == Weighting::Fdk) return fdkBack(projections, views, count);
+  requireWholeGrid("back (Adjoint)");
+  const auto start = std::chrono::steady_clock::now();
+  adjointBack(projections, views, count, volume_.data.data());
+  timings_.back += since(start);
+}
+
+void CpuOperator::setUpdateMask(const std::uint8_t* mask) { mask_ = mask; }
+
+void CpuOperator::updateSubset(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
+                               const float* cachedWeights) {
+  requireWholeGrid("updateSubset");
+  const auto start = std::chrono::steady_clock::now();
+  const std::size_t voxels = volume_.data.size();
+  update_.assign(voxels, 0.0f);
+  adjointBack(correction, views, count, update_.data());
+  const float* weights = cachedWeights;
+  if (!weights) {
+    // B_S(1): a correction of ones over the subset's projections.
+    weights_.assign(voxels, 0.0f);
+    ones_.resize(std::max(ones_.size(), count * static_cast<std::size_t>(nu_) * nv_), 1.0f);
+    adjointBack(ones_.data(), views, count, weights_.data());
+    weights = weights_.data();
+  }
+  applySubsetRule(volume_.data.data(), update_.data(), weights, mask_, voxels, count, rule);
+  timings_.back += since(start);
+}
+
+void CpuOperator::forward(const std::size_t* views, std::size_t count, float* projections) {
+  requireWholeGrid("forward");
+  const auto start = std::chrono::steady_clock::now();
+  const PaddedVolume padded(volume_.data.data(), grid_.size);
+  const float step = static_cast<float>(step_);
+  const float sp[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
+  const float hi[3] = {static_cast<float>(grid_.size[0]), static_cast<float>(grid_.size[1]), static_cast<float>(grid_.size[2])};
+  std::vector<double> samples(count * nv_, 0.0);
+  parallelFor(count * nv_, 4, threads_, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t row = begin; row < end; ++row) {
+      const std::size_t p = row / nv_;
+      const int iv = static_cast<int>(row % nv_);
+      const detail::ProjectorView& o = views_[views[p]];
+      float* out = projections + row * nu_;
+      double taken = 0;
+      for (int iu = 0; iu < nu_; ++iu) {
+        const float fu = static_cast<float>(iu), fv = static_cast<float>(iv);
+        float d[3], dir[3];
+        for (int a = 0; a < 3; ++a) d[a] = o.e0[a] + fu * o.eu[a] + fv * o.ev[a];
+        const float length = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        // The clip box: where the trilinear interpolant with a zero border can be non-zero.
+        float tmin = 0.0f, tmax = length;
+        bool miss = false;
+        for (int a = 0; a < 3; ++a) {
+          dir[a] = d[a] / length / sp[a];  // voxel-index units per mm along the ray
+          if (dir[a] != 0.0f) {
+            const float t0 = (-1.0f - o.sourceIndex[a]) / dir[a], t1 = (hi[a] - o.sourceIndex[a]) / dir[a];
+            tmin = std::max(tmin, std::min(t0, t1));
+            tmax = std::min(tmax, std::max(t0, t1));
+          } else if (o.sourceIndex[a] < -1.0f || o.sourceIndex[a] > hi[a]) {
+            miss = true;
+          }
+        }
+        float sum = 0.0f;
+        if (!miss && tmax > tmin) {
+          const int n = static_cast<int>(std::ceil((tmax - tmin) / step));
+          for (int k = 0; k < n; ++k) {
+            const float t = tmin + (static_cast<float>(k) + 0.5f) * step;
+            sum += padded.sample(o.sourceIndex[0] + t * dir[0], o.sourceIndex[1] + t * dir[1], o.sourceIndex[2] + t * dir[2]);
+          }
+          taken += n;
+        }
+        out[iu] = sum * step;
+      }
+      samples[row] = taken;
+    }
+  });
+  for (double s : samples) timings_.samples += s;
+  timings_.forward += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// volume += B projections, the Adjoint weighting. Per voxel the sum over the views is formed first, then added: with the
+// volume at zero, the result is the sum itself, bit for bit.
+void CpuOperator::adjointBack(const float* projections, const std::size_t* views, std::size_t count, float* volume) {
+  const auto start = std::chrono::steady_clock::now();
+  // Projections with a zero border (1 pixel before, 2 after), as the CPU backprojector pads them.
+  const int pitch = nu_ + 3, rows = nv_ + 3;
+  std::vector<float> padded(count * static_cast<std::size_t>(pitch) * rows, 0.0f);
+  for (std::size_t p = 0; p < count; ++p)
+    for (int v = 0; v < nv_; ++v)
+      std::copy_n(projections + (p * nv_ + v) * nu_, nu_, padded.begin() + (p * rows + v + 1) * pitch + 1);
+  const float sp[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
+  const int nx = grid_.size[0], ny = grid_.size[1], nz = grid_.size[2];
+  const float maxU = static_cast<float>(nu_), maxV = static_cast<float>(nv_);
+  parallelFor(static_cast<std::size_t>(ny) * nz, 4, threads_, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t row = begin; row < end; ++row) {
+      const int j = static_cast<int>(row % ny), k = static_cast<int>(row / ny);
+      float* out = volume + row * nx;
+      for (int i = 0; i < nx; ++i) {
+        const float x[3] = {static_cast<float>(i), static_cast<float>(j), static_cast<float>(k)};
+        float sum = 0.0f;
+        for (std::size_t p = 0; p < count; ++p) {
+          const detail::ProjectorView& o = views_[views[p]];
+          float h[3];
+          for (int r = 0; r < 3; ++r) h[r] = o.matrix[r][0] * x[0] + o.matrix[r][1] * x[1] + o.matrix[r][2] * x[2] + o.matrix[r][3];
+          const float u = std::min(std::max(h[0] / h[2], -1.0f), maxU) + 1.0f;
+          const float v = std::min(std::max(h[1] / h[2], -1.0f), maxV) + 1.0f;
+          const int iu = static_cast<int>(u), iv = static_cast<int>(v);
+          const float au = u - static_cast<float>(iu), av = v - static_cast<float>(iv);
+          const float* q = padded.data() + (p * rows + iv) * pitch + iu;
+          const float top = q[0] + au * (q[1] - q[0]), bottom = q[pitch] + au * (q[pitch + 1] - q[pitch]);
+          const float value = top + av * (bottom - top);
+          float rs[3];
+          for (int a = 0; a < 3; ++a) rs[a] = (x[a] - o.sourceIndex[a]) * sp[a];
+          const float distance = std::sqrt(rs[0] * rs[0] + rs[1] * rs[1] + rs[2] * rs[2]);
+          const float depth = rs[0] * o.normal[0] + rs[1] * o.normal[1] + rs[2] * o.normal[2];
+          sum += value * (o.weight * distance / (depth * depth * depth));
+        }
+        out[i] += sum;
+      }
+    }
+  });
+  timings_.back += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void CpuOperator::fdkBack(const float* projections, const std::size_t* views, std::size_t count) {
   const auto start = std::chrono::steady_clock::now();
   const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
   // A zero border lets the inner loop clamp coordinates to [-1, n] instead of branching: a sample clamped
@@ -172,7 +343,7 @@ void CpuBackprojector::backproject(const float* projections, const std::size_t* 
     matrices[p].data = dst + pu + 1;  // pixel (0,0)
   }
 
-  // In slab mode the volume holds rows [slabFirst_, slabFirst_ + ny) of y; j below is the global row.
+  // The volume holds rows [firstRow(), firstRow() + ny) of y; j below is the global row.
   const int nx = grid_.size[0], ny = volume_.size[1], nz = grid_.size[2];
   // Work unit: a block of x-rows at one y and consecutive z (an axial strip, 16 KiB of volume at 256^3).
   // y is the rotation axis, so the strip projects onto a band of only a few detector rows in every
@@ -185,7 +356,7 @@ void CpuBackprojector::backproject(const float* projections, const std::size_t* 
     for (const ViewMatrix& vm : matrices) {
       const auto& m = vm.m;
       for (std::size_t row = begin; row < end; ++row) {
-        const int k = static_cast<int>(row % nz), local = static_cast<int>(row / nz), j = slabFirst_ + local;
+        const int k = static_cast<int>(row % nz), local = static_cast<int>(row / nz), j = firstRow() + local;
         const std::size_t rowIndex = static_cast<std::size_t>(k) * ny + local;
         const int first = restricted ? spans_[rowIndex].first : 0, last = restricted ? spans_[rowIndex].second : nx;
         if (first >= last) continue;
@@ -222,14 +393,14 @@ void CpuBackprojector::backproject(const float* projections, const std::size_t* 
   timings_.compute += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-void CpuBackprojector::setRegion(const RegionOfInterest& roi) {
+void CpuOperator::setRegion(const RegionOfInterest& roi) {
   if (roi.size != volume_.size) throw std::invalid_argument("setRegion: the region's grid differs from the volume's");
   active_ = roi.mask;
   spans_ = roi.rowSpans;
   rowPartial_.assign(spans_.size(), 0);
 }
 
-void CpuBackprojector::killOutsideRange(double low, double high, double scale) {
+void CpuOperator::killOutsideRange(double low, double high, double scale) {
   killed_ = true;
   if (active_.empty()) {
     RegionOfInterest all;

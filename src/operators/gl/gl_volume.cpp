@@ -1,4 +1,4 @@
-#include "gl_volume_backend.h"
+#include "operators/gl/gl_volume.h"
 
 #include <algorithm>
 #include <chrono>
@@ -36,23 +36,21 @@ GLint glInteger(GLenum name) {
 
 int uniformWindowLimit() { return glInteger(GL_MAX_UNIFORM_BLOCK_SIZE) / (3 * 16); }
 
-GlVolumeBackend::GlVolumeBackend(gl::Context* borrowed, const Geometry& g, const VolumeGrid& v, const BackprojectorOptions& o,
+GlVolume::GlVolume(gl::Context* borrowed, const Geometry& g, const VolumeGrid& v, const OperatorOptions& o,
                                  const std::string& name)
     : geometry(g),
       grid(v),
       options(o),
-      slabCapacity(std::max(0, o.slabRows)),
-      allocatedRows(o.slabRows > 0 ? std::min(o.slabRows, v.size[1]) : v.size[1]),
+      blockCapacity(std::max(0, o.blockRows)),
+      allocatedRows(o.blockRows > 0 ? std::min(o.blockRows, v.size[1]) : v.size[1]),
       rows(allocatedRows) {
   if (borrowed) {
     context_ = borrowed;
   } else {
-    ownedContext_ = gl::Context::headless(o.gpu);
+    ownedContext_ = gl::Context::headless(o.device);
     context_ = ownedContext_.get();
   }
   context_->makeCurrent();
-  geometry.validate(name.c_str());
-  grid.validate(name.c_str());
   where_ = name + " on " + context_->info().renderer;
 
   // Limits: the volume lives in one texture array, processed at slice resolution; projections in another.
@@ -64,11 +62,11 @@ GlVolumeBackend::GlVolumeBackend(gl::Context* borrowed, const Geometry& g, const
     if (value > max)
       throwInputError(where_, field,
                       "at most " + std::to_string(max) + " (this GPU's limit" +
-                          (slabsHelp && slabCapacity == 0 ? std::string("; ") + slabSuggestion() : std::string()) + ")",
+                          (slabsHelp && blockCapacity == 0 ? std::string("; ") + slabSuggestion() : std::string()) + ")",
                       std::to_string(value));
   };
   limit("volume size x", grid.size[0], std::min<GLint>(maxTexture, viewport[0]));
-  if (slabCapacity > 0) {
+  if (blockCapacity > 0) {
     // The texture holds allocatedRows of y, but the graphics path's viewport spans the whole grid's rows.
     limit("volume size y", grid.size[1], viewport[1]);
     limit("volume size y (rows per slab)", allocatedRows, maxTexture);
@@ -89,7 +87,7 @@ GlVolumeBackend::GlVolumeBackend(gl::Context* borrowed, const Geometry& g, const
                   std::to_string(grid.size[2]) + " volume texture").c_str());
 }
 
-GlVolumeBackend::~GlVolumeBackend() {
+GlVolume::~GlVolume() {
   context_->makeCurrent();
   for (GLsync& f : fences_)
     if (f) glDeleteSync(f);
@@ -105,7 +103,7 @@ GlVolumeBackend::~GlVolumeBackend() {
   matrices.reset();
 }
 
-void GlVolumeBackend::setWindowLimit(int limit) {
+void GlVolume::setWindowLimit(int limit) {
   maxWindow = std::max(1, std::min({limit, glInteger(GL_MAX_ARRAY_TEXTURE_LAYERS), static_cast<int>(geometry.size())}));
   if (options.window < kMaximumWindow || options.window > maxWindow)
     throw UsageError(field("window") + ": expected 1 to " + std::to_string(maxWindow) + " (this device's limit), max or auto, found " +
@@ -130,7 +128,7 @@ void GlVolumeBackend::setWindowLimit(int limit) {
   glTextureParameteri(projections.id(), GL_TEXTURE_WRAP_T, GL_CLAMP_TO_BORDER);
   const float border[4] = {0, 0, 0, 0};
   glTextureParameterfv(projections.id(), GL_TEXTURE_BORDER_COLOR, border);
-  if (slabCapacity > 0) {
+  if (blockCapacity > 0) {
     // Row bands leave the other rows of a layer as they were: never sampled by the slab's voxels, but defined.
     const float zero = 0.0f;
     glClearTexImage(projections.id(), 0, GL_RED, GL_FLOAT, &zero);
@@ -154,7 +152,7 @@ void GlVolumeBackend::setWindowLimit(int limit) {
   gl::checkError(where_.c_str());
 }
 
-void GlVolumeBackend::uploadMatrices() {
+void GlVolume::uploadMatrices() {
   std::vector<float> rows(static_cast<std::size_t>(12) * pending.size());
   for (std::size_t s = 0; s < pending.size(); ++s) {
     const ProjectionMatrix m = geometry.matrix(pending[s], grid);
@@ -171,7 +169,7 @@ double since(std::chrono::steady_clock::time_point t) {
 }
 }  // namespace
 
-void GlVolumeBackend::add(const float* data, const std::size_t* views, std::size_t count, const std::function<void()>& draw) {
+void GlVolume::add(const float* data, const std::size_t* views, std::size_t count, const std::function<void()>& draw) {
   context_->makeCurrent();
   const int nu = geometry.detector.nu, nv = geometry.detector.nv;
   const std::size_t pixels = static_cast<std::size_t>(nu) * nv;
@@ -194,12 +192,12 @@ void GlVolumeBackend::add(const float* data, const std::size_t* views, std::size
     float* to = stagingMemory_ + layer * pixels;
     const int threads = std::min(8, resolveThreadCount(options.threads));
     glBindBuffer(GL_PIXEL_UNPACK_BUFFER, staging_.id());
-    if (slabCapacity > 0) {
+    if (blockCapacity > 0) {
       // Each projection's band of rows only, staged and uploaded at its own rows of its own layer: texture
       // coordinates and size stay those of the whole detector; by the band's construction the slab's voxels
       // sample no row outside it.
       for (std::size_t s = 0; s < n; ++s) {
-        const RowBand band = slabRowBand(geometry, views[p + s], grid, slabFirst, rows);
+        const RowBand band = slabRowBand(geometry, views[p + s], grid, blockFirst, rows);
         if (band.count == 0) continue;
         const std::size_t offset = s * pixels + static_cast<std::size_t>(band.first) * nu;
         const std::size_t length = static_cast<std::size_t>(band.count) * nu;
@@ -231,18 +229,18 @@ void GlVolumeBackend::add(const float* data, const std::size_t* views, std::size
   gl::checkError(where_.c_str());
 }
 
-bool GlVolumeBackend::filterOnDevice(const DeviceFilter* filter, bool force) {
+bool GlVolume::filterOnDevice(const DeviceFilter* filter, bool force) {
   context_->makeCurrent();
   if (!filter) {
     deviceFilter_ = false;
     return true;
   }
-  if (slabCapacity > 0 || (context_->info().software && !force) || !prepareFilter(*filter)) return false;
+  if (blockCapacity > 0 || (context_->info().software && !force) || !prepareFilter(*filter)) return false;
   deviceFilter_ = true;
   return true;
 }
 
-bool GlVolumeBackend::prepareFilter(const DeviceFilter& filter) {
+bool GlVolume::prepareFilter(const DeviceFilter& filter) {
   const int nu = geometry.detector.nu, nv = geometry.detector.nv;
   filter.requireMatches(geometry);
   const auto upload = [](gl::Buffer& buffer, const std::vector<float>& data) {
@@ -280,7 +278,7 @@ bool GlVolumeBackend::prepareFilter(const DeviceFilter& filter) {
   return true;
 }
 
-bool GlVolumeBackend::filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count,
+bool GlVolume::filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count,
                                         float* filtered, bool force) {
   context_->makeCurrent();
   if (context_->info().software && !force) return false;
@@ -320,7 +318,7 @@ bool GlVolumeBackend::filterProjections(const DeviceFilter& filter, const float*
   return true;
 }
 
-void GlVolumeBackend::filterStaged(std::size_t layer, const std::size_t* views, std::size_t n) {
+void GlVolume::filterStaged(std::size_t layer, const std::size_t* views, std::size_t n) {
   const int nu = geometry.detector.nu, nv = geometry.detector.nv;
   const std::size_t bytes = static_cast<std::size_t>(nu) * nv * sizeof(float);
   glUseProgram(filterProgram_.id());
@@ -350,18 +348,18 @@ void GlVolumeBackend::filterStaged(std::size_t layer, const std::size_t* views, 
   glUseProgram(0);
 }
 
-void GlVolumeBackend::flush(const std::function<void()>& draw) {
+void GlVolume::flush(const std::function<void()>& draw) {
   context_->makeCurrent();
   if (!pending.empty()) drawPending(draw);
 }
 
-void GlVolumeBackend::finishWindow() {
+void GlVolume::finishWindow() {
   const int half = layerBase == 0 ? 0 : 1;
   fences_[half] = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
   layerBase = layerBase == 0 ? maxWindow : 0;
 }
 
-void GlVolumeBackend::drawPending(const std::function<void()>& draw) {
+void GlVolume::drawPending(const std::function<void()>& draw) {
   const auto t = std::chrono::steady_clock::now();
   draw();
   pending.clear();
@@ -375,7 +373,7 @@ void GlVolumeBackend::drawPending(const std::function<void()>& draw) {
 // While searching, runs each candidate size for two passes and times the second: the first pays for
 // first-use costs (Mesa's llvmpipe compiles a shader variant at its first draw, which made a first pass of
 // W = 2 look 30 times slower per projection than W = 1). Every pass is real work.
-void GlVolumeBackend::drawWindow(const std::function<void()>& draw) {
+void GlVolume::drawWindow(const std::function<void()>& draw) {
   if (!searching_) return drawPending(draw);
   glFinish();
   const auto start = std::chrono::steady_clock::now();
@@ -398,9 +396,9 @@ void GlVolumeBackend::drawWindow(const std::function<void()>& draw) {
   }
 }
 
-VolumeGrid GlVolumeBackend::heldGrid() const { return slabCapacity > 0 ? slabGrid(grid, slabFirst, rows) : grid; }
+VolumeGrid GlVolume::heldGrid() const { return blockCapacity > 0 ? slabGrid(grid, blockFirst, rows) : grid; }
 
-Image GlVolumeBackend::readVolume() {
+Image GlVolume::readVolume() {
   Image result(heldGrid());
   readVolumeInto(result.data.data());
   return result;
@@ -409,7 +407,7 @@ Image GlVolumeBackend::readVolume() {
 // glGetTextureImage into client memory made the driver copy through its own small buffer and ran at
 // 0.6-1.8 GB/s on the H200; into a pixel-pack buffer the copy is the GPU's, and chunks let it overlap the
 // host's copy out of the mapped memory.
-void GlVolumeBackend::readVolumeInto(float* destination) {
+void GlVolume::readVolumeInto(float* destination) {
   context_->makeCurrent();
   if (options.profile) glFinish();
   const auto t = std::chrono::steady_clock::now();
@@ -456,7 +454,7 @@ void GlVolumeBackend::readVolumeInto(float* destination) {
   profile.readback += since(t);
 }
 
-void GlVolumeBackend::reset() {
+void GlVolume::reset() {
   context_->makeCurrent();
   pending.clear();
   const float zero = 0.0f;
@@ -466,16 +464,15 @@ void GlVolumeBackend::reset() {
   gl::checkError("clearing the volume");
 }
 
-void GlVolumeBackend::setSlab(int firstRow, int count) {
-  checkSlab(grid, slabCapacity, firstRow, count);
+void GlVolume::moveBlock(int firstRow, int count) {
   context_->makeCurrent();
-  pending.clear();  // as reset(): projections not yet drawn belonged to the previous slab
-  slabFirst = firstRow;
+  pending.clear();  // as reset(): the caller drew the previous block's projections
+  blockFirst = firstRow;
   rows = count;
-  glMemoryBarrier(GL_TEXTURE_UPDATE_BARRIER_BIT);  // image stores of the previous slab (compute, AG-GPU) before the clear
+  glMemoryBarrier(GL_TEXTURE_UPDATE_BARRIER_BIT);  // image stores of the previous block (compute, AG-GPU) before the clear
   const float zero = 0.0f;
   glClearTexImage(volume.id(), 0, GL_RED, GL_FLOAT, &zero);
-  gl::checkError("clearing the volume for a slab");
+  gl::checkError("clearing the volume for a block");
 }
 
 namespace {
@@ -490,13 +487,13 @@ std::filesystem::path windowCachePath() {
 
 // One line per (backend, renderer, driver, volume, detector, window limit): the problem size matters because
 // the best window trades the volume's read-modify-write per pass against the projections' cache footprint.
-std::string GlVolumeBackend::windowCacheKey() const {
+std::string GlVolume::windowCacheKey() const {
   return where_ + " | " + context_->info().version + " | " + std::to_string(grid.size[0]) + "x" + std::to_string(grid.size[1]) + "x" +
          std::to_string(grid.size[2]) + " | " + std::to_string(geometry.detector.nu) + "x" + std::to_string(geometry.detector.nv) +
-         " | max " + std::to_string(maxWindow) + (slabCapacity > 0 ? " | slabs of " + std::to_string(allocatedRows) : "");
+         " | max " + std::to_string(maxWindow) + (blockCapacity > 0 ? " | slabs of " + std::to_string(allocatedRows) : "");
 }
 
-int GlVolumeBackend::rememberedWindow() const {
+int GlVolume::rememberedWindow() const {
   if (!options.rememberWindow || options.retune) return 0;
   const std::filesystem::path path = windowCachePath();
   if (path.empty()) return 0;
@@ -509,7 +506,7 @@ int GlVolumeBackend::rememberedWindow() const {
   return found >= 1 && found <= maxWindow ? found : 0;
 }
 
-void GlVolumeBackend::rememberWindow(int chosen) const {
+void GlVolume::rememberWindow(int chosen) const {
   if (!options.rememberWindow) return;
   const std::filesystem::path path = windowCachePath();
   if (path.empty()) return;
@@ -519,7 +516,7 @@ void GlVolumeBackend::rememberWindow(int chosen) const {
   std::ofstream(path, std::ios::app) << windowCacheKey() << '\t' << chosen << '\n';
 }
 
-std::string GlVolumeBackend::windowDescription() const {
+std::string GlVolume::windowDescription() const {
   return "window " + std::to_string(window) +
          (options.window == kMaximumWindow ? " (max)"
           : options.window != 0            ? ""

@@ -1,40 +1,40 @@
-// What every projector backend shares: the float view constants, the step, the geometry checks, the factory.
+// What every operator shares: the base class (the block of rows held, the step), the subset rule on the host, the
+// per-view constants of forward and Adjoint back, and the checks every operator needs before it is made.
 #include <algorithm>
 #include <cmath>
 
 #include <glm/geometric.hpp>
 
 #include "glrecon/errors.h"
-#include "glrecon/projector.h"
+#include "glrecon/operator.h"
+#include "glrecon/slab.h"
+#include "operators/projector_views.h"
 
 namespace glrecon {
 
-void Projector::setIterate(const float* x, std::size_t voxels, const std::uint8_t* mask) {
-  iterate_.assign(x, x + voxels);
-  mask_ = mask;
+ConeBeamOperator::ConeBeamOperator(Backend backend, const Geometry& geometry, const VolumeGrid& grid, const OperatorOptions& options)
+    : geometry_(geometry), grid_(grid), options_(options), backend_(backend) {
+  capacity_ = options.blockRows > 0 ? std::min(options.blockRows, grid.size[1]) : grid.size[1];
+  rows_ = capacity_;
+  step_ = detail::projectorStep(options.step, grid);
 }
 
-void Projector::forwardIterate(const std::size_t* views, std::size_t count, float* projections) {
-  forward(iterate_.data(), views, count, projections);
+ConeBeamOperator::~ConeBeamOperator() = default;
+
+VolumeGrid ConeBeamOperator::blockGrid() const { return options_.blockRows > 0 ? slabGrid(grid_, firstRow_, rows_) : grid_; }
+
+std::size_t ConeBeamOperator::blockVoxels() const { return static_cast<std::size_t>(grid_.size[0]) * rows_ * grid_.size[2]; }
+
+void ConeBeamOperator::setBlock(int firstRow, int rows) {
+  checkSlab(grid_, options_.blockRows > 0 ? capacity_ : 0, firstRow, rows);
+  firstRow_ = firstRow;
+  rows_ = rows;
 }
 
-void Projector::updateIterate(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
-                              const float* cachedWeights) {
-  const std::size_t voxels = iterate_.size();
-  update_.resize(voxels);
-  back(correction, views, count, update_.data());
-  const float* weights = cachedWeights;
-  if (!weights) {
-    // B_S(1): a correction of ones over the subset's projections (their size: the back projection's own input).
-    weights_.resize(voxels);
-    ones_.resize(std::max(ones_.size(), count * pixels_), 1.0f);
-    back(ones_.data(), views, count, weights_.data());
-    weights = weights_.data();
-  }
-  applySubsetRule(iterate_.data(), update_.data(), weights, mask_, voxels, count, rule);
+void ConeBeamOperator::killOutsideRange(double, double, double) {
+  throw UsageError(field("densityRange") + ": expected " + field("backend") + " graphics or cpu (the " + backendInfo(backend_).name +
+                   " backend has no per-voxel kill)");
 }
-
-void Projector::getIterate(float* x) { std::copy(iterate_.begin(), iterate_.end(), x); }
 
 float subsetWeightFloor(float largestWeight, std::size_t views) {
   return static_cast<float>(largestWeight / (256.0 * static_cast<double>(views)));
@@ -53,6 +53,8 @@ void applySubsetRule(float* x, const float* update, const float* weights, const 
     }
   }
 }
+
+namespace detail {
 
 std::vector<ProjectorView> projectorViews(const Geometry& geometry, const VolumeGrid& grid) {
   std::vector<ProjectorView> out(geometry.size());
@@ -78,11 +80,11 @@ std::vector<ProjectorView> projectorViews(const Geometry& geometry, const Volume
   return out;
 }
 
-double projectorStep(const ProjectorOptions& options, const VolumeGrid& grid) {
-  if (options.step == 0.0) return 0.5 * std::min({grid.spacing.x, grid.spacing.y, grid.spacing.z});
-  if (!(options.step > 0.0) || !std::isfinite(options.step))
-    throwGeometryError("projector", "step", "a positive length in mm", std::to_string(options.step));
-  return options.step;
+double projectorStep(double step, const VolumeGrid& grid) {
+  if (step == 0.0) return 0.5 * std::min({grid.spacing.x, grid.spacing.y, grid.spacing.z});
+  if (!(step > 0.0) || !std::isfinite(step))
+    throwGeometryError("projector", "step", "a positive length in mm", std::to_string(step));
+  return step;
 }
 
 void checkProjectorGeometry(const Geometry& geometry, const VolumeGrid& grid, const std::string& context) {
@@ -109,17 +111,15 @@ void checkProjectorGeometry(const Geometry& geometry, const VolumeGrid& grid, co
   geometry.checkVolumeInFront(grid, context);
 }
 
-}  // namespace glrecon
-
-namespace glrecon {
+}  // namespace detail
 
 double countRaySamples(const Geometry& geometry, const VolumeGrid& grid, double step) {
   // The clip of forward() without the march: the number of trilinear samples every ray of every view takes.
-  const std::vector<ProjectorView> views = projectorViews(geometry, grid);
+  const std::vector<detail::ProjectorView> views = detail::projectorViews(geometry, grid);
   const float sp[3] = {static_cast<float>(grid.spacing.x), static_cast<float>(grid.spacing.y), static_cast<float>(grid.spacing.z)};
   const float hi[3] = {static_cast<float>(grid.size[0]), static_cast<float>(grid.size[1]), static_cast<float>(grid.size[2])};
   double total = 0;
-  for (const ProjectorView& o : views)
+  for (const detail::ProjectorView& o : views)
     for (int iv = 0; iv < geometry.detector.nv; ++iv)
       for (int iu = 0; iu < geometry.detector.nu; ++iu) {
         float d[3];

@@ -1,0 +1,241 @@
+#pragma once
+/// The cone-beam operator pair, one implementation per backend (cpu, graphics, graphics-mp, compute, cuda) behind
+/// one interface, and the registry that describes and makes them.
+///
+/// An operator holds one volume where it computes (host memory for cpu, a texture or device buffer for the GPU
+/// backends): a block of y rows [firstRow, firstRow + rows) of the grid, by default the whole grid. On it:
+///   back     volume += sum_i B_w(view_i) projection_i, with a weighting w:
+///              Fdk      the bilinear detector sample times 1/w^2 (w = depth / source-isocentre distance): FDK's
+///                       backprojection of filtered projections, whose sum is the reconstruction in density units;
+///              Adjoint  the sample times V_voxel SDD^2 |r - s| / (|du x dv| depth^3): the ray density the transpose
+///                       of `forward` integrates, so that <A x, y> ~ <x, B y> (not matched exactly: B interpolates on
+///                       the detector where A^T would splat ray samples; tests/test_projector.cpp bounds the gap).
+///   forward  projection_i = A(view_i) volume: ray-driven, trilinear samples at the midpoints of steps of `step` mm
+///            along the ray from the source to each pixel centre, clipped to where the interpolant can be non-zero.
+/// Conventions every backend shares (Geometry's vectors and 3x4 matrices): pixel centres at integer (u, v), a sample
+/// is 0 outside the detector and the volume, every voxel is computed with the whole grid's matrices and global indices
+/// (so a block's voxels equal the whole grid's bit for bit).
+///
+/// Fdk back projections are batched into windows of W projections per pass on the GPU backends (Xu & Mueller's
+/// projection buffer): a window is drawn when full, and the last partial one by readVolume() or any other call.
+/// Tested against the CPU operator in tests/test_operator_*.cpp, against the analytic phantom in tests/test_fdk.cpp.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "glrecon/geometry.h"
+#include "glrecon/grid.h"
+#include "glrecon/roi.h"
+#include "glrecon/slab.h"
+
+namespace glrecon {
+namespace gl {
+class Context;
+}
+struct DeviceFilter;
+
+enum class Backend { Cpu, Graphics, GraphicsMp, Compute, Cuda };
+
+/// A backend's record in the registry.
+struct BackendInfo {
+  Backend backend;
+  const char* name;     ///< for descriptions and messages; the front ends (app/, python/) map names to backends
+  bool built;           ///< compiled into this build (cuda: where CMake found a CUDA compiler)
+  bool usesDevice;      ///< runs on an EGL (graphics, compute) or CUDA device; cpu: host memory and threads
+  bool cullsRegion;     ///< skips the work outside a region of interest (stencil early fragment kill, column ranges)
+  bool densityKill;     ///< Xu & Mueller's density-range kill (killOutsideRange)
+  bool filtersOnDevice; ///< the FDK filter runs on its device (glrecon/filter.h's GL and CUDA twins)
+  int defaultWindow;    ///< projections per Fdk pass when none is asked for: 0 = measured while reconstructing
+};
+/// Every backend, built or not, in the order above.
+const std::vector<BackendInfo>& backendRegistry();
+const BackendInfo& backendInfo(Backend backend);
+/// The backends this build has.
+std::vector<Backend> builtBackends();
+/// The backend whose registry name is `name` ("graphics-mp"), for the front ends' parsers; empty for none.
+std::optional<Backend> backendNamed(const std::string& name);
+/// Devices a backend can use: EGL devices (graphics, compute), CUDA devices (cuda), 1 for cpu.
+int deviceCount(Backend backend);
+/// Bytes of memory the backend may use on `device` now (free memory as CUDA or the GL driver reports it);
+/// UINT64_MAX where nothing is known (cpu, Mesa).
+std::uint64_t deviceMemoryAvailable(Backend backend, int device);
+
+/// What an operator of `rows` y rows costs on its device: fixedBytes + bytesPerRow * rows (the volume, the projection
+/// window's buffers for `window` projections, the device filter's buffers, a region's buffers).
+SlabCost operatorCost(Backend backend, const Geometry& geometry, const VolumeGrid& grid, int window, bool region);
+
+/// OperatorOptions::window asking for the largest window the device allows.
+inline constexpr int kMaximumWindow = -1;
+
+struct OperatorOptions {
+  int threads = 0;  ///< CPU threads of the cpu backend and of the GPU backends' host copies (0 = all)
+  int device = 0;   ///< EGL device (graphics, compute) or CUDA device (cuda)
+  /// Fdk back: projections per pass; 0 = the backend's default (GL: measured on the first passes); kMaximumWindow.
+  int window = 0;
+  /// window 0 on GL: take the window an earlier search chose for this device, driver, backend and problem (a per-user
+  /// cache, $XDG_CACHE_HOME/glrecon/windows.txt, like FFTW's wisdom), and store what a search finds.
+  bool rememberWindow = false;
+  bool retune = false;           ///< with rememberWindow: search again even where the cache has an answer
+  bool substackStencil = false;  ///< graphics: the paper's 8 sub-stacks sharing one 8-bit stencil, not per-slice masks
+  bool profile = false;          ///< wait for the device after each step, so timings() splits upload, compute, readback
+  double step = 0.0;             ///< forward: ray-marching step in mm; 0 = half the smallest voxel spacing
+  /// The most y rows the operator holds at once (0: the whole grid). With fewer, the operator holds a block of rows
+  /// (moveBlock), uploads of each projection only the detector rows the block can reach (slabRowBand), and takes its
+  /// projections filtered (a block's projections are filtered once for every block: FdkRun's slabs).
+  int blockRows = 0;
+  /// graphics, compute: draw in this context (a viewer's window, or the run's context for the device) instead of a
+  /// headless one of their own; it must outlive the operator and be current on the calling thread.
+  gl::Context* context = nullptr;
+};
+
+/// Where an operator's time went (seconds, accumulated since construction or reset()).
+struct OperatorTimings {
+  double upload = 0.0;    ///< Fdk back: projections to the device (split from compute only with OperatorOptions::profile)
+  double compute = 0.0;   ///< Fdk back: the passes
+  double readback = 0.0;  ///< the volume to the host
+  double forward = 0.0, back = 0.0;  ///< forward() and Adjoint back() / updateSubset() calls
+  double samples = 0.0;   ///< trilinear ray samples taken by forward() (every ray's step count, summed)
+};
+
+enum class Weighting {
+  Fdk,      ///< FDK: the bilinear sample times 1/w^2
+  Adjoint,  ///< the iterative methods' B ~ A^T (see the top of this file)
+};
+
+/// One subset's update in SART / OS-SART (x += lambda * B_S(c) / B_S(1)) and OS-EM (x *= B_S(c) / B_S(1)): only voxels
+/// the update mask keeps whose weight B_S(1) exceeds its largest value over the volume / (256 * views in S) (below that
+/// a voxel only grazes a view's detector edge, where texture units and the CPU disagree: see recon/iterative).
+struct SubsetRule {
+  bool multiplicative = false;  ///< OS-EM
+  float lambda = 1.0f;          ///< relaxation (additive rule)
+  bool positivity = false;      ///< clamp negative voxels to 0 (additive rule)
+};
+/// The weight below which SubsetRule leaves a voxel alone: 1/256 of the largest B_S(1) per view of the subset.
+float subsetWeightFloor(float largestWeight, std::size_t views);
+/// SubsetRule on the host: x from the subset's back projection `update` = B_S(c) and `weights` = B_S(1) over `views`
+/// views (what every operator's updateSubset computes, the GPU backends on their device in the same float operations).
+void applySubsetRule(float* x, const float* update, const float* weights, const std::uint8_t* mask, std::size_t voxels,
+                     std::size_t views, const SubsetRule& rule);
+
+class ConeBeamOperator {
+ public:
+  virtual ~ConeBeamOperator();
+  ConeBeamOperator(const ConeBeamOperator&) = delete;
+  ConeBeamOperator& operator=(const ConeBeamOperator&) = delete;
+
+  Backend backend() const { return backend_; }
+  /// The backend's name, where it runs and how, e.g. "compute on NVIDIA H200/PCIe/SSE2, window 32 (auto)".
+  virtual std::string description() const = 0;
+  const Geometry& geometry() const { return geometry_; }
+  /// The whole grid (matrices and voxel indices are its own in every block).
+  const VolumeGrid& grid() const { return grid_; }
+  /// The y rows the operator holds: [firstRow, firstRow + rows).
+  int firstRow() const { return firstRow_; }
+  int rows() const { return rows_; }
+  /// The grid of the rows held (the whole grid unless the operator was made for fewer rows).
+  VolumeGrid blockGrid() const;
+  std::size_t blockVoxels() const;
+  /// The ray-marching step of forward() in mm.
+  double step() const { return step_; }
+
+  // ---- the volume held ----
+  /// Zeroes the volume and forgets pending projections and the timings and counters, keeping everything made at
+  /// construction (contexts, programs, buffers): a new reconstruction on the same block.
+  virtual void reset() = 0;
+  /// Operators made for fewer rows (OperatorOptions::blockRows): the volume becomes rows [firstRow, firstRow + rows) of
+  /// the grid, zeroed (firstRow a multiple of kSlabGranule, rows at most blockRows); the region is cleared. Projections
+  /// pending for the previous block are drawn into it first. Throws UsageError for arguments outside those bounds.
+  virtual void moveBlock(int firstRow, int rows) = 0;
+  /// The held volume from host memory (blockVoxels() floats, x fastest).
+  virtual void setVolume(const float* voxels) = 0;
+  /// The held volume into host memory (blockVoxels() floats, x fastest), after drawing what is pending. GPU
+  /// backends read back in chunks, overlapped with the host's copies; `destination` may be untouched memory (a
+  /// mapped output file): its pages are faulted in on several threads.
+  virtual void readVolume(float* destination) = 0;
+
+  // ---- the operator pair ----
+  /// volume += sum_i B_w(views[i]) projections[i]: `projections` holds `count` projections one after another (nv rows
+  /// of nu floats each). Fdk: GPU backends batch them into windows (see the top of this file).
+  virtual void back(const float* projections, const std::size_t* views, std::size_t count, Weighting weighting) = 0;
+  /// projections[i] = A(views[i]) volume for `count` views (nv rows of nu floats each).
+  virtual void forward(const std::size_t* views, std::size_t count, float* projections) = 0;
+
+  // ---- the subset methods (glrecon/iterative.h): the held volume is the iterate ----
+  /// Voxels updateSubset may change (voxels bytes, 1 inside; nullptr: every voxel); must outlive the operator's use.
+  virtual void setUpdateMask(const std::uint8_t* mask) = 0;
+  /// x = SubsetRule(x, B_S(correction), B_S(1)) over the subset `views` (Adjoint weighting; corrections laid out as
+  /// forward's projections). `cachedWeights` = B_S(1) when the caller keeps it (host operators), else computed here.
+  virtual void updateSubset(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
+                            const float* cachedWeights = nullptr) = 0;
+  /// True where updateSubset computes B_S(1) itself next to the volume (the GPU backends): callers keep no weights.
+  virtual bool computesSubsetWeights() const { return false; }
+
+  // ---- FDK's filter on the device (to become the filter stage's GL and CUDA twins) ----
+  /// From now on Fdk back() takes raw projections and weights and ramp-filters them on the device first, equal to
+  /// FdkFilter::apply within float rounding; nullptr: filtered projections again. Returns false, changing nothing,
+  /// where this backend (or an operator for fewer rows) cannot, or, unless `force`, where the device would be slower
+  /// than the CPU's filter pool (a software renderer).
+  virtual bool filterOnDevice(const DeviceFilter* filter, bool force = false) {
+    (void)force;
+    return filter == nullptr;
+  }
+  /// Filters `count` raw projections into `filtered` (host, same layout) with filterOnDevice's kernels, without
+  /// backprojecting them: a block reconstruction filters once for every block. False where filterOnDevice would be.
+  virtual bool filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count,
+                                 float* filtered, bool force = false) {
+    (void)filter, (void)raw, (void)views, (void)count, (void)filtered, (void)force;
+    return false;
+  }
+
+  // ---- regions of interest (Xu & Mueller 3.3, early fragment kill) ----
+  /// Restricts Fdk back to a region on the block's grid: voxels inside receive exactly the updates they would
+  /// without it; voxels outside may be skipped (callers zero them with applyRegion).
+  virtual void setRegion(const RegionOfInterest& region) = 0;
+  /// Density-range kill: from now on, voxels whose value times `scale` lies outside [low, high] stop receiving Fdk
+  /// updates (BackendInfo::densityKill; UsageError elsewhere). Sets a whole-volume region first if none is set.
+  virtual void killOutsideRange(double low, double high, double scale);
+  /// 1 for voxels still receiving Fdk updates (the region minus killed voxels); empty without a region.
+  virtual std::vector<std::uint8_t> activeMask() = 0;
+  /// Fraction of Fdk voxel updates skipped so far.
+  virtual double culledFraction() const = 0;
+
+  // ---- counters ----
+  virtual OperatorTimings timings() const { return timings_; }
+  /// Projection bytes sent to the device so far (whole projections, or a block's row bands); 0 for cpu.
+  virtual double uploadedBytes() const { return 0.0; }
+  /// Projections per Fdk pass now (during an automatic search, the size being measured); 0 for cpu.
+  virtual int window() const { return 0; }
+
+ protected:
+  ConeBeamOperator(Backend backend, const Geometry& geometry, const VolumeGrid& grid, const OperatorOptions& options);
+  /// Checks moveBlock's arguments against the operator's capacity and records them.
+  void setBlock(int firstRow, int rows);
+  int blockCapacity() const { return capacity_; }
+  /// Made for fewer rows than the grid has (OperatorOptions::blockRows).
+  bool holdsPartOfGrid() const { return capacity_ < grid_.size[1]; }
+
+  const Geometry& geometry_;
+  const VolumeGrid grid_;
+  const OperatorOptions options_;
+  OperatorTimings timings_;
+  double step_ = 0.0;
+
+ private:
+  Backend backend_;
+  int capacity_ = 0;
+  int firstRow_ = 0, rows_ = 0;
+};
+
+/// Makes a backend's operator after checking what every operator needs (the geometry, the grid, a volume in front of
+/// every source, rays of non-zero length, the step). Throws UsageError for a backend this build lacks, DeviceError
+/// (gl::GlError, CudaError) when its device cannot run it, InputError when the volume exceeds the device's limits.
+std::unique_ptr<ConeBeamOperator> makeOperator(Backend backend, const Geometry& geometry, const VolumeGrid& grid,
+                                               const OperatorOptions& options = {});
+
+/// The trilinear samples forward() takes over every ray of every view (for rates in G ray-samples/s).
+double countRaySamples(const Geometry& geometry, const VolumeGrid& grid, double step);
+
+}  // namespace glrecon

@@ -1,0 +1,564 @@
+// The cuda operator, for comparison with the OpenGL paths (Okitsu, Ino & Hagihara 2010). The volume is device memory
+// (x fastest). Fdk back: filtered projections in a layered CUDA array sampled through a texture object (hardware
+// bilinear, border 0), the window's matrices in constant memory, one thread per (x, z) pair and a run of voxels along
+// y, W projections per launch; uploads go through pinned staging buffers on a copy stream, double-buffered, so the
+// next window's upload overlaps the current window's kernel, and the readback goes through the same buffers in
+// chunks. Forward and Adjoint back (made at their first use): the volume copied into a 3D array for trilinear
+// sampling, batches of up to 256 views. Kernels in fdk_kernels.cu and ray_kernels.cu. Built only where CMake finds
+// CUDA; tests skip, saying why, where no CUDA device exists.
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "device/cuda/cuda.h"
+#include "glrecon/errors.h"
+#include "glrecon/filter.h"
+#include "glrecon/operator.h"
+#include "glrecon/parallel.h"
+#include "glrecon/slab.h"
+#include "operators/cuda/kernels.h"
+#include "operators/projector_views.h"
+
+namespace glrecon {
+namespace {
+
+// The window only amortises the volume's read-modify-write (one pass per window), which is cheap beside the texture
+// fetches once it holds a few dozen projections: auto takes 32 (measured against 16, 64 and 128 by bench), max the
+// constant-memory limit.
+constexpr int kDefaultWindow = 32;
+
+// Voxels per thread along y: 8 unless GLRECON_CUDA_RUN says 4 or 16 (for tuning on a new GPU).
+int runLength() {
+  static const int length = [] {
+    const char* text = std::getenv("GLRECON_CUDA_RUN");
+    const int n = text ? std::atoi(text) : 8;
+    return n == 4 || n == 16 ? n : 8;
+  }();
+  return length;
+}
+
+double since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// A window of projections on the device: the layered array the Fdk kernel samples (and the device filter writes), its
+// pinned staging buffer, the raw projections the device filter reads, and the events ordering its use.
+struct Window {
+  cuda::Array array;
+  cuda::TextureObject texture;
+  cuda::SurfaceObject surface;
+  cuda::PinnedBuffer<float> staging;
+  cuda::DeviceBuffer<float> raw;  // made at the first device filtering
+  cuda::Event copied, used;
+};
+
+// What forward, Adjoint back and the subset update need (made at their first use).
+struct RayBuffers {
+  cuda::Array volumeArray, projectionArray;  // the volume's 3D copy; a batch of projections (layered)
+  cuda::TextureObject volumeTexture, projectionTexture;
+  cuda::DeviceBuffer<float> projections;     // forward's output batch
+  cuda::DeviceBuffer<float> update, weights; // B_S(c), B_S(1)
+  cuda::DeviceBuffer<unsigned char> mask;
+  cuda::DeviceBuffer<int> maximum;
+};
+
+class CudaOperator final : public ConeBeamOperator {
+ public:
+  CudaOperator(const Geometry& geometry, const VolumeGrid& grid, const OperatorOptions& options);
+  ~CudaOperator() override;
+
+  std::string description() const override { return "cuda on " + deviceName_ + ", window " + std::to_string(window_); }
+  void reset() override;
+  void moveBlock(int firstRow, int rows) override;
+  void setVolume(const float* voxels) override;
+  void readVolume(float* destination) override;
+  void back(const float* projections, const std::size_t* views, std::size_t count, Weighting weighting) override;
+  void forward(const std::size_t* views, std::size_t count, float* projections) override;
+  void setUpdateMask(const std::uint8_t* mask) override;
+  void updateSubset(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
+                    const float* cachedWeights) override;
+  bool computesSubsetWeights() const override { return true; }
+  bool filterOnDevice(const DeviceFilter* filter, bool force) override;
+  bool filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count, float* filtered,
+                         bool force) override;
+  void setRegion(const RegionOfInterest& region) override;
+  std::vector<std::uint8_t> activeMask() override { return regionMask_; }
+  double culledFraction() const override { return updatesTotal_ > 0 ? 1.0 - updatesDone_ / updatesTotal_ : 0.0; }
+  double uploadedBytes() const override { return uploaded_; }
+  int window() const override { return window_; }
+
+ private:
+  RowBand bandOf(std::size_t view) const {
+    return options_.blockRows > 0 ? slabRowBand(geometry_, view, grid_, firstRow(), rows()) : RowBand{0, geometry_.detector.nv};
+  }
+  void fdkBack(const float* projections, const std::size_t* views, std::size_t count);
+  void launch();
+  bool prepareFilter(const DeviceFilter& filter);
+  void filterWindow(int b, const std::size_t* views, int w);
+  RayBuffers& rays();
+  void uploadRayViews(const std::size_t* views, int n);
+  /// B (Adjoint) of host projections into the device volume `to`: added to it, or (`clear`) the first batch stored.
+  void adjointInto(const float* projections, const std::size_t* views, std::size_t count, float* to, bool clear,
+                   bool repeatFirstBatch = false);
+  void requireWholeGrid(const char* what) const;
+  float3 spacing() const {
+    return make_float3(static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z));
+  }
+
+  int device_ = 0;
+  std::string deviceName_;
+  int window_ = kDefaultWindow;
+  int bank_ = -1;  // this operator's matrices in constant memory
+  std::size_t stagingFloats_ = 0;  // per window buffer: one window of projections
+  cuda::DeviceBuffer<float> volume_;
+  cuda::DeviceBuffer<int2> zRange_;
+  bool regionSet_ = false;
+  std::vector<std::uint8_t> regionMask_;
+  double updatesPerLaunch_ = 0, updatesDone_ = 0, updatesTotal_ = 0;
+  // Double buffering: window b is staged in pinned memory, copied on copyStream_ into its array, and used by the
+  // kernel on computeStream_ once `copied` has fired; the next copy into b waits for `used`.
+  Window windows_[2];
+  cuda::Stream copyStream_, computeStream_;
+  int buffer_ = 0;
+  std::vector<std::size_t> pending_;
+  std::vector<RowBand> pendingBands_;  // blocks: the detector rows each pending projection has staged
+  // The device filter (filterOnDevice): raw windows land in `raw` and are filtered into the arrays on copyStream_.
+  bool deviceFilter_ = false;
+  cuda::DeviceBuffer<float> filterCosine_, filterColumns_, filterTaps_;
+  double uploaded_ = 0;
+  std::vector<detail::ProjectorView> views_;
+  std::unique_ptr<RayBuffers> rays_;
+  bool masked_ = false;
+  std::vector<float> ones_;
+};
+
+CudaOperator::CudaOperator(const Geometry& geometry, const VolumeGrid& grid, const OperatorOptions& options)
+    : ConeBeamOperator(Backend::Cuda, geometry, grid, options), device_(options.device) {
+  int devices = 0;
+  const cudaError_t status = cudaGetDeviceCount(&devices);
+  if (status != cudaSuccess || devices == 0)
+    throw CudaError(std::string("CUDA: no device (") + (status != cudaSuccess ? cudaGetErrorString(status) : "none found") + ")");
+  if (device_ < 0 || device_ >= devices)
+    throw CudaError(field("gpu") + " " + std::to_string(device_) + ": expected a CUDA device from 0 to " + std::to_string(devices - 1));
+  GLRECON_CUDA(cudaSetDevice(device_));
+  cudaDeviceProp properties{};
+  GLRECON_CUDA(cudaGetDeviceProperties(&properties, device_));
+  deviceName_ = properties.name;
+  if (options.window < kMaximumWindow || options.window > cuda::kMaxWindow)
+    throw UsageError(field("window") + ": expected 1 to " + std::to_string(cuda::kMaxWindow) + " (constant memory), max or auto, found " +
+                     std::to_string(options.window));
+  window_ = options.window == kMaximumWindow ? cuda::kMaxWindow : options.window > 0 ? options.window : kDefaultWindow;
+  window_ = std::min<int>(window_, static_cast<int>(geometry.size()));
+  const std::size_t bytes = blockVoxels() * sizeof(float);
+  std::size_t freeBytes = 0, totalBytes = 0;
+  GLRECON_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
+  const std::size_t projectionBytes = static_cast<std::size_t>(2) * geometry.detector.nu * geometry.detector.nv * window_ * sizeof(float);
+  if (bytes + projectionBytes > freeBytes)
+    throwInputError("cuda on " + deviceName_, "GPU memory (bytes)",
+                    "at most " + std::to_string(freeBytes) + (options.blockRows > 0 ? std::string() : " (" + slabSuggestion() + ")"),
+                    std::to_string(bytes + projectionBytes));
+  bank_ = cuda::acquireMatrixBank();
+  volume_ = cuda::DeviceBuffer<float>(blockVoxels());
+  GLRECON_CUDA(cudaMemset(volume_.get(), 0, bytes));
+  copyStream_ = cuda::Stream::create();
+  computeStream_ = cuda::Stream::create();
+  stagingFloats_ = static_cast<std::size_t>(geometry.detector.nu) * geometry.detector.nv * window_;
+  for (Window& w : windows_) {
+    w.array = cuda::Array(geometry.detector.nu, geometry.detector.nv, window_, cudaArrayLayered | cudaArraySurfaceLoadStore);
+    w.texture = cuda::TextureObject(w.array.get());
+    w.surface = cuda::SurfaceObject(w.array.get());
+    w.staging = cuda::PinnedBuffer<float>(stagingFloats_);
+    w.copied = cuda::Event::create();
+    w.used = cuda::Event::create();
+    GLRECON_CUDA(cudaEventRecord(w.used.get(), computeStream_.get()));
+  }
+}
+
+CudaOperator::~CudaOperator() {
+  cudaSetDevice(device_);
+  cudaDeviceSynchronize();  // nothing may still use what the members free
+  if (bank_ >= 0) cuda::releaseMatrixBank(bank_);
+}
+
+void CudaOperator::requireWholeGrid(const char* what) const {
+  if (options_.blockRows > 0)
+    throw UsageError(std::string(what) + ": expected an operator of the whole grid (this one was made for blocks of " +
+                     std::to_string(blockCapacity()) + " rows)");
+}
+
+void CudaOperator::back(const float* projections, const std::size_t* views, std::size_t count, Weighting weighting) {
+  for (std::size_t p = 0; p < count; ++p)
+    if (views[p] >= geometry_.size()) throw std::out_of_range("back: view index beyond the geometry");
+  GLRECON_CUDA(cudaSetDevice(device_));
+  if (weighting == Weighting::Fdk) return fdkBack(projections, views, count);
+  requireWholeGrid("back (Adjoint)");
+  const auto start = std::chrono::steady_clock::now();
+  launch();
+  GLRECON_CUDA(cudaDeviceSynchronize());
+  adjointInto(projections, views, count, volume_.get(), /*clear=*/false);
+  timings_.back += since(start);
+}
+
+void CudaOperator::fdkBack(const float* projections, const std::size_t* views, std::size_t count) {
+  const std::size_t pixels = static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv;
+  for (std::size_t p = 0; p < count;) {
+    if (pending_.empty()) GLRECON_CUDA(cudaEventSynchronize(windows_[buffer_].used.get()));  // the staging buffer's last copy is done
+    const std::size_t n = std::min(count - p, static_cast<std::size_t>(window_) - pending_.size());
+    float* to = windows_[buffer_].staging.get() + pending_.size() * pixels;
+    const int threads = std::min(8, resolveThreadCount(options_.threads));
+    if (options_.blockRows > 0) {
+      // Only each projection's band of rows is staged (and later sent).
+      const std::size_t nu = geometry_.detector.nu;
+      for (std::size_t s = 0; s < n; ++s) {
+        const RowBand band = bandOf(views[p + s]);
+        pendingBands_.push_back(band);
+        const std::size_t offset = static_cast<std::size_t>(band.first) * nu, length = static_cast<std::size_t>(band.count) * nu;
+        parallelFor(length, std::size_t{1} << 18, threads, [&](std::size_t b, std::size_t e) {
+          std::memcpy(to + s * pixels + offset + b, projections + (p + s) * pixels + offset + b, (e - b) * sizeof(float));
+        });
+      }
+    } else {
+      // Several threads: one core copies about 8 GB/s, and at 512^2 this copy is 1 MiB per projection on the
+      // thread that feeds the GPU (it bounded the whole FDK before).
+      parallelFor(n * pixels, std::size_t{1} << 18, threads,
+                  [&](std::size_t b, std::size_t e) { std::memcpy(to + b, projections + p * pixels + b, (e - b) * sizeof(float)); });
+    }
+    pending_.insert(pending_.end(), views + p, views + p + n);
+    p += n;
+    if (static_cast<int>(pending_.size()) == window_) launch();
+  }
+}
+
+void CudaOperator::filterWindow(int b, const std::size_t* views, int w) {
+  Window& window = windows_[b];
+  const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
+  const std::size_t floats = static_cast<std::size_t>(nu) * nv * w;
+  GLRECON_CUDA(cudaMemcpyAsync(window.raw.get(), window.staging.get(), floats * sizeof(float), cudaMemcpyHostToDevice, copyStream_.get()));
+  cuda::launchFilterRows(copyStream_.get(), window.raw.get(), nu, nv, w, views, filterCosine_.get(), filterColumns_.get(),
+                         filterTaps_.get(), window.surface.get());
+}
+
+void CudaOperator::launch() {
+  if (pending_.empty()) return;
+  const int w = static_cast<int>(pending_.size());
+  const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
+  Window& window = windows_[buffer_];
+  auto t = std::chrono::steady_clock::now();
+  // The staging buffer of this window was filled by fdkBack(); copy it into the layered array.
+  GLRECON_CUDA(cudaStreamWaitEvent(copyStream_.get(), window.used.get(), 0));
+  cudaMemcpy3DParms copy{};
+  copy.srcPtr = make_cudaPitchedPtr(window.staging.get(), nu * sizeof(float), nu, nv);
+  copy.dstArray = window.array.get();
+  copy.kind = cudaMemcpyHostToDevice;
+  if (deviceFilter_) {
+    filterWindow(buffer_, pending_.data(), w);
+    uploaded_ += static_cast<double>(nu) * nv * w * sizeof(float);
+  } else if (options_.blockRows > 0) {
+    // Each projection's band of rows, at its own rows and layer: texture coordinates stay those of the whole
+    // detector; rows outside the band hold stale data no voxel of the block samples.
+    for (int s = 0; s < w; ++s) {
+      const RowBand band = pendingBands_[s];
+      if (band.count == 0) continue;
+      copy.srcPos = make_cudaPos(0, band.first, s);
+      copy.dstPos = make_cudaPos(0, band.first, s);
+      copy.extent = make_cudaExtent(nu, band.count, 1);
+      GLRECON_CUDA(cudaMemcpy3DAsync(&copy, copyStream_.get()));
+      uploaded_ += static_cast<double>(band.count) * nu * sizeof(float);
+    }
+  } else {
+    copy.extent = make_cudaExtent(nu, nv, w);
+    GLRECON_CUDA(cudaMemcpy3DAsync(&copy, copyStream_.get()));
+    uploaded_ += static_cast<double>(nu) * nv * w * sizeof(float);
+  }
+  GLRECON_CUDA(cudaEventRecord(window.copied.get(), copyStream_.get()));
+  if (options_.profile) {
+    GLRECON_CUDA(cudaStreamSynchronize(copyStream_.get()));
+    timings_.upload += since(t);
+    t = std::chrono::steady_clock::now();
+  }
+  std::vector<float4> matrices(3 * w);
+  bool yInvariant = true;  // u and w constant along y in every projection of the window (see fdk_kernels.cu)
+  for (int s = 0; s < w; ++s) {
+    const ProjectionMatrix m = geometry_.matrix(pending_[s], grid_);
+    for (int r = 0; r < 3; ++r)
+      matrices[3 * s + r] = make_float4(static_cast<float>(m.m[r][0]), static_cast<float>(m.m[r][1]), static_cast<float>(m.m[r][2]),
+                                        static_cast<float>(m.m[r][3]));
+    yInvariant = yInvariant && matrices[3 * s].y == 0.0f && matrices[3 * s + 2].y == 0.0f;
+  }
+  GLRECON_CUDA(cudaStreamWaitEvent(computeStream_.get(), window.copied.get(), 0));
+  cuda::uploadMatrices(bank_, matrices.data(), w, computeStream_.get());
+  cuda::launchFdkBack(runLength(), yInvariant, computeStream_.get(), volume_.get(), grid_.size[0], rows(), grid_.size[2], firstRow(),
+                      w, window.texture.get(), regionSet_ ? zRange_.get() : nullptr, bank_);
+  GLRECON_CUDA(cudaEventRecord(window.used.get(), computeStream_.get()));
+  if (options_.profile) {
+    GLRECON_CUDA(cudaStreamSynchronize(computeStream_.get()));
+    timings_.compute += since(t);
+  }
+  updatesTotal_ += static_cast<double>(blockVoxels());
+  updatesDone_ += regionSet_ ? updatesPerLaunch_ : static_cast<double>(blockVoxels());
+  pending_.clear();
+  pendingBands_.clear();
+  buffer_ = 1 - buffer_;
+}
+
+// Through the two pinned staging buffers (idle once the kernels are done), chunk by chunk: the copy engine fills one
+// while host threads move the other into the destination. A plain cudaMemcpy into pageable memory goes through the
+// driver's small bounce buffer and ran at 1.8 GB/s on the H200.
+void CudaOperator::readVolume(float* destination) {
+  GLRECON_CUDA(cudaSetDevice(device_));
+  launch();
+  GLRECON_CUDA(cudaDeviceSynchronize());
+  const auto t = std::chrono::steady_clock::now();
+  const std::size_t total = blockVoxels(), chunk = stagingFloats_, chunks = (total + chunk - 1) / chunk;
+  const auto issue = [&](std::size_t c) {
+    const std::size_t n = std::min(chunk, total - c * chunk);
+    GLRECON_CUDA(cudaMemcpyAsync(windows_[c % 2].staging.get(), volume_.get() + c * chunk, n * sizeof(float), cudaMemcpyDeviceToHost,
+                                 copyStream_.get()));
+    GLRECON_CUDA(cudaEventRecord(windows_[c % 2].copied.get(), copyStream_.get()));
+  };
+  issue(0);
+  for (std::size_t c = 0; c < chunks; ++c) {
+    if (c + 1 < chunks) issue(c + 1);  // its buffer held chunk c - 1, already copied out below
+    GLRECON_CUDA(cudaEventSynchronize(windows_[c % 2].copied.get()));
+    const std::size_t n = std::min(chunk, total - c * chunk);
+    const float* from = windows_[c % 2].staging.get();
+    float* to = destination + c * chunk;
+    // Page-sized pieces: the destination may be untouched memory, and its page faults spread over the threads too.
+    parallelFor(n, std::size_t{1} << 18, options_.threads,
+                [&](std::size_t b, std::size_t e) { std::memcpy(to + b, from + b, (e - b) * sizeof(float)); });
+  }
+  timings_.readback += since(t);
+}
+
+void CudaOperator::setVolume(const float* voxels) {
+  GLRECON_CUDA(cudaSetDevice(device_));
+  launch();
+  GLRECON_CUDA(cudaDeviceSynchronize());
+  GLRECON_CUDA(cudaMemcpy(volume_.get(), voxels, blockVoxels() * sizeof(float), cudaMemcpyHostToDevice));
+}
+
+void CudaOperator::reset() {
+  GLRECON_CUDA(cudaSetDevice(device_));
+  pending_.clear();
+  pendingBands_.clear();
+  GLRECON_CUDA(cudaDeviceSynchronize());
+  GLRECON_CUDA(cudaMemset(volume_.get(), 0, blockVoxels() * sizeof(float)));
+  updatesDone_ = updatesTotal_ = 0;
+  timings_ = {};
+  uploaded_ = 0;  // as the GL backends: reset() clears every counter
+}
+
+void CudaOperator::moveBlock(int firstRow, int rows) {
+  GLRECON_CUDA(cudaSetDevice(device_));
+  launch();  // projections staged for the previous block belong to it
+  setBlock(firstRow, rows);
+  GLRECON_CUDA(cudaDeviceSynchronize());
+  GLRECON_CUDA(cudaMemset(volume_.get(), 0, blockVoxels() * sizeof(float)));
+  regionSet_ = false;
+  regionMask_.clear();
+  updatesDone_ = updatesTotal_ = 0;
+}
+
+bool CudaOperator::prepareFilter(const DeviceFilter& filter) {
+  filter.requireMatches(geometry_);
+  if (!windows_[0].raw) {
+    std::size_t freeBytes = 0, totalBytes = 0;
+    GLRECON_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
+    const std::size_t need = (2 * stagingFloats_ + filter.cosine.size() + filter.viewWeights.size() + filter.taps.size()) * sizeof(float);
+    if (need > freeBytes) return false;
+  }
+  // Sizes follow from the geometry (checked above), so buffers allocated once serve every later run.
+  const auto upload = [](cuda::DeviceBuffer<float>& to, const std::vector<float>& from) {
+    if (!to) to = cuda::DeviceBuffer<float>(from.size());
+    GLRECON_CUDA(cudaMemcpy(to.get(), from.data(), from.size() * sizeof(float), cudaMemcpyHostToDevice));
+  };
+  upload(filterCosine_, filter.cosine);
+  upload(filterColumns_, filter.viewWeights);
+  upload(filterTaps_, filter.taps);
+  for (Window& w : windows_)
+    if (!w.raw) w.raw = cuda::DeviceBuffer<float>(stagingFloats_);
+  return true;
+}
+
+bool CudaOperator::filterOnDevice(const DeviceFilter* filter, bool) {
+  GLRECON_CUDA(cudaSetDevice(device_));
+  launch();  // what is staged was passed under the previous setting
+  GLRECON_CUDA(cudaDeviceSynchronize());
+  if (!filter) {
+    deviceFilter_ = false;
+    return true;
+  }
+  // Blocks stage only each projection's band of rows (their projections come filtered: filterProjections).
+  if (options_.blockRows > 0 || !prepareFilter(*filter)) return false;
+  deviceFilter_ = true;
+  return true;
+}
+
+bool CudaOperator::filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count,
+                                     float* filtered, bool) {
+  GLRECON_CUDA(cudaSetDevice(device_));
+  launch();
+  GLRECON_CUDA(cudaDeviceSynchronize());  // window 0's staging, raw and array are free
+  if (!prepareFilter(filter)) return false;
+  const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
+  const std::size_t pixels = static_cast<std::size_t>(nu) * nv;
+  const int threads = std::min(8, resolveThreadCount(options_.threads));
+  Window& window = windows_[0];
+  for (std::size_t first = 0; first < count; first += window_) {
+    const std::size_t n = std::min<std::size_t>(window_, count - first);
+    for (std::size_t s = 0; s < n; ++s)
+      if (views[first + s] >= geometry_.size()) throw std::out_of_range("filterProjections: view index beyond the geometry");
+    parallelFor(n * pixels, std::size_t{1} << 18, threads,
+                [&](std::size_t b, std::size_t e) { std::memcpy(window.staging.get() + b, raw + first * pixels + b, (e - b) * sizeof(float)); });
+    filterWindow(0, views + first, static_cast<int>(n));
+    // Back out of the layered array the backprojection would sample: the same bits it would see.
+    cudaMemcpy3DParms back{};
+    back.srcArray = window.array.get();
+    back.dstPtr = make_cudaPitchedPtr(window.staging.get(), nu * sizeof(float), nu, nv);
+    back.extent = make_cudaExtent(nu, nv, n);
+    back.kind = cudaMemcpyDeviceToHost;
+    GLRECON_CUDA(cudaMemcpy3DAsync(&back, copyStream_.get()));
+    GLRECON_CUDA(cudaStreamSynchronize(copyStream_.get()));
+    parallelFor(n * pixels, std::size_t{1} << 18, threads,
+                [&](std::size_t b, std::size_t e) { std::memcpy(filtered + first * pixels + b, window.staging.get() + b, (e - b) * sizeof(float)); });
+  }
+  return true;
+}
+
+void CudaOperator::setRegion(const RegionOfInterest& roi) {
+  if (roi.size != std::array<int, 3>{grid_.size[0], rows(), grid_.size[2]})
+    throw std::invalid_argument("setRegion: the region's grid differs from the volume's");
+  GLRECON_CUDA(cudaSetDevice(device_));
+  launch();
+  std::vector<int2> ranges;
+  updatesPerLaunch_ = 0;
+  for (const auto& [first, last] : columnZRanges(roi)) {
+    ranges.push_back(make_int2(first, last));
+    updatesPerLaunch_ += last - first;
+  }
+  GLRECON_CUDA(cudaDeviceSynchronize());
+  if (!zRange_ || zRange_.size() < ranges.size()) zRange_ = cuda::DeviceBuffer<int2>(ranges.size());
+  GLRECON_CUDA(cudaMemcpy(zRange_.get(), ranges.data(), ranges.size() * sizeof(int2), cudaMemcpyHostToDevice));
+  regionSet_ = true;
+  regionMask_ = roi.mask;
+}
+
+// ---- forward, Adjoint back, the subset update ----
+
+RayBuffers& CudaOperator::rays() {
+  if (rays_) return *rays_;
+  auto r = std::make_unique<RayBuffers>();
+  const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
+  r->volumeArray = cuda::Array(grid_.size[0], grid_.size[1], grid_.size[2]);
+  r->projectionArray = cuda::Array(nu, nv, cuda::kMaxRayViews, cudaArrayLayered);
+  r->volumeTexture = cuda::TextureObject(r->volumeArray.get());
+  r->projectionTexture = cuda::TextureObject(r->projectionArray.get());
+  r->projections = cuda::DeviceBuffer<float>(static_cast<std::size_t>(nu) * nv * cuda::kMaxRayViews);
+  views_ = detail::projectorViews(geometry_, grid_);
+  rays_ = std::move(r);
+  return *rays_;
+}
+
+void CudaOperator::uploadRayViews(const std::size_t* views, int n) {
+  std::vector<const detail::ProjectorView*> list(n);
+  for (int p = 0; p < n; ++p) list[p] = &views_[views[p]];
+  cuda::uploadRayViews(list.data(), n);
+}
+
+void CudaOperator::forward(const std::size_t* views, std::size_t count, float* projections) {
+  requireWholeGrid("forward");
+  for (std::size_t p = 0; p < count; ++p)
+    if (views[p] >= geometry_.size()) throw std::out_of_range("forward: view index beyond the geometry");
+  const auto start = std::chrono::steady_clock::now();
+  GLRECON_CUDA(cudaSetDevice(device_));
+  launch();
+  GLRECON_CUDA(cudaDeviceSynchronize());
+  RayBuffers& r = rays();
+  // The rays sample the volume's 3D copy (trilinear, border 0).
+  cudaMemcpy3DParms copy{};
+  copy.srcPtr = make_cudaPitchedPtr(volume_.get(), grid_.size[0] * sizeof(float), grid_.size[0], grid_.size[1]);
+  copy.dstArray = r.volumeArray.get();
+  copy.extent = make_cudaExtent(grid_.size[0], grid_.size[1], grid_.size[2]);
+  copy.kind = cudaMemcpyDeviceToDevice;
+  GLRECON_CUDA(cudaMemcpy3D(&copy));
+  const std::size_t pixels = static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv;
+  for (std::size_t first = 0; first < count; first += cuda::kMaxRayViews) {
+    const int n = static_cast<int>(std::min<std::size_t>(cuda::kMaxRayViews, count - first));
+    uploadRayViews(views + first, n);
+    cuda::launchForward(r.volumeTexture.get(), make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), spacing(), static_cast<float>(step_),
+                        geometry_.detector.nu, geometry_.detector.nv, n, r.projections.get());
+    GLRECON_CUDA(cudaMemcpy(projections + first * pixels, r.projections.get(), pixels * n * sizeof(float), cudaMemcpyDeviceToHost));
+  }
+  timings_.forward += since(start);
+}
+
+void CudaOperator::adjointInto(const float* projections, const std::size_t* views, std::size_t count, float* to, bool clear,
+                               bool repeatFirstBatch) {
+  RayBuffers& r = rays();
+  const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
+  const std::size_t pixels = static_cast<std::size_t>(nu) * nv;
+  if (clear && count == 0) GLRECON_CUDA(cudaMemset(to, 0, grid_.voxelCount() * sizeof(float)));
+  for (std::size_t first = 0; first < count; first += cuda::kMaxRayViews) {
+    const int n = static_cast<int>(std::min<std::size_t>(cuda::kMaxRayViews, count - first));
+    uploadRayViews(views + first, n);
+    cudaMemcpy3DParms copy{};
+    copy.srcPtr = make_cudaPitchedPtr(const_cast<float*>(projections + (repeatFirstBatch ? 0 : first * pixels)), nu * sizeof(float), nu, nv);
+    copy.dstArray = r.projectionArray.get();
+    copy.extent = make_cudaExtent(nu, nv, n);
+    copy.kind = cudaMemcpyHostToDevice;
+    GLRECON_CUDA(cudaMemcpy3D(&copy));
+    // A cleared target's first batch stores its sums; otherwise each batch adds to what is there.
+    cuda::launchAdjointBack(r.projectionTexture.get(), make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), spacing(), n,
+                            !clear || first > 0, to);
+  }
+}
+
+void CudaOperator::setUpdateMask(const std::uint8_t* mask) {
+  requireWholeGrid("setUpdateMask");
+  GLRECON_CUDA(cudaSetDevice(device_));
+  RayBuffers& r = rays();
+  masked_ = mask != nullptr;
+  if (!mask) return;
+  if (!r.mask) r.mask = cuda::DeviceBuffer<unsigned char>(grid_.voxelCount());
+  GLRECON_CUDA(cudaMemcpy(r.mask.get(), mask, grid_.voxelCount(), cudaMemcpyHostToDevice));
+}
+
+void CudaOperator::updateSubset(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
+                                const float*) {
+  requireWholeGrid("updateSubset");
+  const auto start = std::chrono::steady_clock::now();
+  GLRECON_CUDA(cudaSetDevice(device_));
+  launch();
+  GLRECON_CUDA(cudaDeviceSynchronize());
+  RayBuffers& r = rays();
+  const std::size_t n = grid_.voxelCount();
+  if (!r.update) {
+    r.update = cuda::DeviceBuffer<float>(n);
+    r.weights = cuda::DeviceBuffer<float>(n);
+    r.maximum = cuda::DeviceBuffer<int>(1);
+  }
+  adjointInto(correction, views, count, r.update.get(), /*clear=*/true);
+  const std::size_t pixels = static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv;
+  ones_.resize(std::max(ones_.size(), std::min<std::size_t>(count, cuda::kMaxRayViews) * pixels), 1.0f);
+  adjointInto(ones_.data(), views, count, r.weights.get(), /*clear=*/true, /*repeatFirstBatch=*/true);
+  GLRECON_CUDA(cudaMemset(r.maximum.get(), 0, sizeof(int)));
+  cuda::launchMaxWeight(r.weights.get(), n, r.maximum.get());
+  int bits = 0;
+  GLRECON_CUDA(cudaMemcpy(&bits, r.maximum.get(), sizeof(int), cudaMemcpyDeviceToHost));
+  float largest = 0.0f;
+  std::memcpy(&largest, &bits, sizeof largest);
+  cuda::launchSubsetUpdate(volume_.get(), r.update.get(), r.weights.get(), masked_ ? r.mask.get() : nullptr, n,
+                           subsetWeightFloor(largest, count), rule.multiplicative, rule.lambda, rule.positivity);
+  timings_.back += since(start);
+}
+
+}  // namespace
+
+std::unique_ptr<ConeBeamOperator> makeCudaOperator(const Geometry& geometry, const VolumeGrid& grid, const OperatorOptions& options) {
+  return std::make_unique<CudaOperator>(geometry, grid, options);
+}
+
+}  // namespace glrecon

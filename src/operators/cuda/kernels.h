@@ -1,0 +1,43 @@
+#pragma once
+// Launchers of the cuda operator's kernels (fdk_kernels.cu: Fdk back and the FDK filter; ray_kernels.cu: forward,
+// Adjoint back and the subset update). Two files because each keeps its per-view constants in constant memory, and
+// one module's constant memory (64 KiB) does not hold both. For .cu files.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "operators/projector_views.h"
+
+namespace glrecon::cuda {
+
+// ---- fdk_kernels.cu ----
+/// Projections per Fdk pass at most: the window's matrices in constant memory.
+inline constexpr int kMaxWindow = 128;
+/// A bank of constant memory for one operator's window matrices (several operators may share a device: slab
+/// workers, --gpu 0,0). Throws CudaError when all are taken.
+int acquireMatrixBank();
+void releaseMatrixBank(int bank);
+/// The window's 3x4 matrices (3 float4 rows per projection) into `bank`, on `stream`.
+void uploadMatrices(int bank, const float4* rows, int count, cudaStream_t stream);
+/// Fdk back of `count` projections (a layered texture) into the volume of nx x ny x nz (rows [yOffset, yOffset + ny)
+/// of the grid), runs of `run` (4, 8 or 16) voxels along y per thread; `zRange` (or nullptr) limits each column.
+void launchFdkBack(int run, bool yInvariant, cudaStream_t stream, float* volume, int nx, int ny, int nz, int yOffset, int count,
+                   cudaTextureObject_t projections, const int2* zRange, int bank);
+/// The FDK filter: rows of `raw` (count projections) weighted by `cosine` x `columnWeights[view]` and convolved with
+/// `taps`, into the layers of `out`.
+void launchFilterRows(cudaStream_t stream, const float* raw, int nu, int nv, int count, const std::size_t* views, const float* cosine,
+                      const float* columnWeights, const float* taps, cudaSurfaceObject_t out);
+
+// ---- ray_kernels.cu ----
+/// Views per forward or Adjoint launch at most: their constants in constant memory.
+inline constexpr int kMaxRayViews = 256;
+/// The constants of `n` views (synchronous: the previous launch has read the old ones).
+void uploadRayViews(const glrecon::detail::ProjectorView* const* views, int n);
+void launchForward(cudaTextureObject_t volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out);
+void launchAdjointBack(cudaTextureObject_t projections, int3 size, float3 spacing, int count, bool accumulate, float* volume);
+/// The largest of n non-negative floats' bits into *result (which must start at 0).
+void launchMaxWeight(const float* values, std::size_t n, int* result);
+void launchSubsetUpdate(float* x, const float* update, const float* weights, const unsigned char* mask, std::size_t n, float floor,
+                        bool multiplicative, float lambda, bool positivity);
+
+}  // namespace glrecon::cuda

@@ -1,0 +1,144 @@
+// The cuda operator's forward and Adjoint kernels and the subset update (see kernels.h): the volume in a 3D cudaArray
+// sampled through a texture object (hardware trilinear, border 0, unnormalised coordinates at texel centres + 0.5),
+// projections in a layered 2D cudaArray (bilinear, border 0). The same arithmetic as shaders/project_common.glsl.
+// NVIDIA texture units interpolate with 8-bit fractional weights (1/256 steps), so samples differ from the CPU's float
+// interpolation by up to 1/512 of the neighbouring voxels' difference (see tests/test_operator_cuda.cpp).
+#include "device/cuda/cuda.h"
+#include "operators/cuda/kernels.h"
+
+namespace glrecon::cuda {
+namespace {
+
+struct DeviceView {
+  float3 sourceIndex, e0, eu, ev, normal;
+  float weight;
+  float4 rows[3];
+};
+
+__constant__ DeviceView kViews[kMaxRayViews];
+
+__global__ void forwardKernel(cudaTextureObject_t volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out) {
+  const int iu = blockIdx.x * blockDim.x + threadIdx.x, iv = blockIdx.y * blockDim.y + threadIdx.y, p = blockIdx.z;
+  if (iu >= nu || iv >= nv || p >= count) return;
+  const DeviceView& o = kViews[p];
+  const float fu = static_cast<float>(iu), fv = static_cast<float>(iv);
+  const float d[3] = {o.e0.x + fu * o.eu.x + fv * o.ev.x, o.e0.y + fu * o.eu.y + fv * o.ev.y, o.e0.z + fu * o.eu.z + fv * o.ev.z};
+  const float len = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+  const float sp[3] = {spacing.x, spacing.y, spacing.z};
+  const float s[3] = {o.sourceIndex.x, o.sourceIndex.y, o.sourceIndex.z};
+  const float hi[3] = {static_cast<float>(size.x), static_cast<float>(size.y), static_cast<float>(size.z)};
+  float dir[3];
+  float tmin = 0.0f, tmax = len;
+  float result = 0.0f;
+  bool miss = false;
+  for (int a = 0; a < 3; ++a) {
+    dir[a] = d[a] / len / sp[a];
+    if (dir[a] != 0.0f) {
+      const float t0 = (-1.0f - s[a]) / dir[a], t1 = (hi[a] - s[a]) / dir[a];
+      tmin = fmaxf(tmin, fminf(t0, t1));
+      tmax = fminf(tmax, fmaxf(t0, t1));
+    } else if (s[a] < -1.0f || s[a] > hi[a]) {
+      miss = true;
+    }
+  }
+  if (!miss && tmax > tmin) {
+    const int n = static_cast<int>(ceilf((tmax - tmin) / step));
+    float sum = 0.0f;
+    for (int k = 0; k < n; ++k) {
+      const float t = tmin + (static_cast<float>(k) + 0.5f) * step;
+      sum += tex3D<float>(volume, s[0] + t * dir[0] + 0.5f, s[1] + t * dir[1] + 0.5f, s[2] + t * dir[2] + 0.5f);
+    }
+    result = sum * step;
+  }
+  out[(static_cast<size_t>(p) * nv + iv) * nu + iu] = result;
+}
+
+__global__ void backKernel(cudaTextureObject_t projections, int3 size, float3 spacing, int count, bool accumulate, float* volume) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x, j = blockIdx.y * blockDim.y + threadIdx.y, k = blockIdx.z;
+  if (i >= size.x || j >= size.y || k >= size.z) return;
+  const float x[3] = {static_cast<float>(i), static_cast<float>(j), static_cast<float>(k)};
+  float sum = 0.0f;
+  for (int p = 0; p < count; ++p) {
+    const DeviceView& o = kViews[p];
+    const float h0 = o.rows[0].x * x[0] + o.rows[0].y * x[1] + o.rows[0].z * x[2] + o.rows[0].w;
+    const float h1 = o.rows[1].x * x[0] + o.rows[1].y * x[1] + o.rows[1].z * x[2] + o.rows[1].w;
+    const float h2 = o.rows[2].x * x[0] + o.rows[2].y * x[1] + o.rows[2].z * x[2] + o.rows[2].w;
+    const float value = tex2DLayered<float>(projections, h0 / h2 + 0.5f, h1 / h2 + 0.5f, p);
+    const float rx = (x[0] - o.sourceIndex.x) * spacing.x, ry = (x[1] - o.sourceIndex.y) * spacing.y,
+                rz = (x[2] - o.sourceIndex.z) * spacing.z;
+    const float distance = sqrtf(rx * rx + ry * ry + rz * rz);
+    const float depth = rx * o.normal.x + ry * o.normal.y + rz * o.normal.z;
+    sum += value * (o.weight * distance / (depth * depth * depth));
+  }
+  const size_t index = (static_cast<size_t>(k) * size.y + j) * size.x + i;
+  volume[index] = accumulate ? volume[index] + sum : sum;
+}
+
+// The largest of n non-negative floats (B_S 1): positive floats' bit patterns order as the values do, so an integer
+// atomicMax over them is exact. *result starts at 0.
+__global__ void maxKernel(const float* values, size_t n, int* result) {
+  int best = 0;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    if (values[i] > 0.0f) best = max(best, __float_as_int(values[i]));  // (never -0.0, whose sign bit would win)
+  for (int offset = 16; offset > 0; offset /= 2) best = max(best, __shfl_down_sync(0xffffffffu, best, offset));
+  if ((threadIdx.x & 31) == 0) atomicMax(result, best);
+}
+
+// applySubsetRule (src/operators/operator.cpp) on the device, in the same float operations (no fused multiply-adds), so
+// the iterate equals the host path's for the same B_S(c) and B_S(1).
+__global__ void subsetUpdateKernel(float* x, const float* update, const float* weights, const unsigned char* mask, size_t n,
+                                   float floor, bool multiplicative, float lambda, bool positivity) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    if ((mask && !mask[i]) || !(weights[i] > floor)) continue;
+    if (multiplicative) {
+      x[i] = __fmul_rn(x[i], __fdiv_rn(update[i], weights[i]));
+    } else {
+      float value = __fadd_rn(x[i], __fdiv_rn(__fmul_rn(lambda, update[i]), weights[i]));
+      if (positivity && value < 0.0f) value = 0.0f;
+      x[i] = value;
+    }
+  }
+}
+
+}  // namespace
+
+void uploadRayViews(const glrecon::detail::ProjectorView* const* views, int n) {
+  DeviceView host[kMaxRayViews];
+  for (int p = 0; p < n; ++p) {
+    const glrecon::detail::ProjectorView& o = *views[p];
+    host[p].sourceIndex = make_float3(o.sourceIndex[0], o.sourceIndex[1], o.sourceIndex[2]);
+    host[p].e0 = make_float3(o.e0[0], o.e0[1], o.e0[2]);
+    host[p].eu = make_float3(o.eu[0], o.eu[1], o.eu[2]);
+    host[p].ev = make_float3(o.ev[0], o.ev[1], o.ev[2]);
+    host[p].normal = make_float3(o.normal[0], o.normal[1], o.normal[2]);
+    host[p].weight = o.weight;
+    for (int r = 0; r < 3; ++r) host[p].rows[r] = make_float4(o.matrix[r][0], o.matrix[r][1], o.matrix[r][2], o.matrix[r][3]);
+  }
+  // Synchronous: the previous kernel has finished reading the constants before they change.
+  GLRECON_CUDA(cudaMemcpyToSymbol(kViews, host, sizeof(DeviceView) * n));
+}
+
+void launchForward(cudaTextureObject_t volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out) {
+  const dim3 block(16, 16, 1), blocks((nu + 15) / 16, (nv + 15) / 16, count);
+  forwardKernel<<<blocks, block>>>(volume, size, spacing, step, nu, nv, count, out);
+  GLRECON_CUDA(cudaGetLastError());
+}
+
+void launchAdjointBack(cudaTextureObject_t projections, int3 size, float3 spacing, int count, bool accumulate, float* volume) {
+  const dim3 block(16, 16, 1), blocks((size.x + 15) / 16, (size.y + 15) / 16, size.z);
+  backKernel<<<blocks, block>>>(projections, size, spacing, count, accumulate, volume);
+  GLRECON_CUDA(cudaGetLastError());
+}
+
+void launchMaxWeight(const float* values, std::size_t n, int* result) {
+  maxKernel<<<1024, 256>>>(values, n, result);
+  GLRECON_CUDA(cudaGetLastError());
+}
+
+void launchSubsetUpdate(float* x, const float* update, const float* weights, const unsigned char* mask, std::size_t n, float floor,
+                        bool multiplicative, float lambda, bool positivity) {
+  subsetUpdateKernel<<<1024, 256>>>(x, update, weights, mask, n, floor, multiplicative, lambda, positivity);
+  GLRECON_CUDA(cudaGetLastError());
+}
+
+}  // namespace glrecon::cuda

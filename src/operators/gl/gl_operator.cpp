@@ -1,0 +1,116 @@
+#include "operators/gl/gl_operator.h"
+
+#include <chrono>
+
+#include "glrecon/errors.h"
+
+namespace glrecon {
+namespace {
+double since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+}  // namespace
+
+GlOperator::GlOperator(Backend backend, const Geometry& geometry, const VolumeGrid& grid, const OperatorOptions& options, const char* where)
+    : ConeBeamOperator(backend, geometry, grid, options), volume_(options.context, geometry, grid, options, where) {}
+
+GlOperator::~GlOperator() {
+  // GL objects go while their context is current (GlVolume's destructor handles its own).
+  volume_.context().makeCurrent();
+  passes_.reset();
+}
+
+const gl::DeviceInfo& GlOperator::device() const { return volume_.contextInfo(); }
+
+void GlOperator::drawPending() {
+  volume_.flush([this] { drawWindow(); });
+}
+
+void GlOperator::requireWholeGrid(const char* what) const {
+  if (volume_.blockCapacity > 0)
+    throw UsageError(std::string(what) + ": expected an operator of the whole grid (this one was made for blocks of " +
+                     std::to_string(volume_.allocatedRows) + " rows)");
+}
+
+detail::GlRayPasses& GlOperator::passes() {
+  volume_.context().makeCurrent();
+  if (!passes_) passes_ = std::make_unique<detail::GlRayPasses>(backend() == Backend::Compute, geometry_, grid_, step_);
+  return *passes_;
+}
+
+void GlOperator::reset() {
+  volume_.reset();
+  resetCounters();
+  timings_ = {};
+}
+
+void GlOperator::moveBlock(int firstRow, int rows) {
+  drawPending();  // projections staged for the previous block belong to it
+  setBlock(firstRow, rows);
+  volume_.moveBlock(firstRow, rows);
+  resetCounters();
+}
+
+void GlOperator::setVolume(const float* voxels) {
+  drawPending();
+  glMemoryBarrier(GL_TEXTURE_UPDATE_BARRIER_BIT);  // after image stores into the volume
+  glTextureSubImage3D(volume_.volume.id(), 0, 0, 0, 0, grid_.size[0], volume_.rows, grid_.size[2], GL_RED, GL_FLOAT, voxels);
+  gl::checkError("uploading the volume");
+}
+
+void GlOperator::readVolume(float* destination) {
+  drawPending();  // the last, partial window
+  volume_.readVolumeInto(destination);
+}
+
+void GlOperator::back(const float* projections, const std::size_t* views, std::size_t count, Weighting weighting) {
+  if (weighting == Weighting::Fdk) return volume_.add(projections, views, count, [this] { drawWindow(); });
+  requireWholeGrid("back (Adjoint)");
+  for (std::size_t p = 0; p < count; ++p)
+    if (views[p] >= geometry_.size()) throw std::out_of_range("back: view index beyond the geometry");
+  const auto start = std::chrono::steady_clock::now();
+  drawPending();
+  passes().back(projections, views, count, volume_.volume.id());
+  timings_.back += since(start);
+}
+
+void GlOperator::forward(const std::size_t* views, std::size_t count, float* projections) {
+  requireWholeGrid("forward");
+  for (std::size_t p = 0; p < count; ++p)
+    if (views[p] >= geometry_.size()) throw std::out_of_range("forward: view index beyond the geometry");
+  const auto start = std::chrono::steady_clock::now();
+  drawPending();
+  passes().forward(volume_.volume.id(), views, count, projections);
+  timings_.forward += since(start);
+}
+
+void GlOperator::setUpdateMask(const std::uint8_t* mask) {
+  requireWholeGrid("setUpdateMask");
+  passes().setMask(mask);
+}
+
+void GlOperator::updateSubset(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
+                              const float*) {
+  requireWholeGrid("updateSubset");
+  const auto start = std::chrono::steady_clock::now();
+  drawPending();
+  passes().updateSubset(volume_.volume.id(), correction, views, count, rule);
+  timings_.back += since(start);
+}
+
+bool GlOperator::filterOnDevice(const DeviceFilter* filter, bool force) { return volume_.filterOnDevice(filter, force); }
+
+bool GlOperator::filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count,
+                                   float* filtered, bool force) {
+  return volume_.filterProjections(filter, raw, views, count, filtered, force);
+}
+
+OperatorTimings GlOperator::timings() const {
+  OperatorTimings t = timings_;
+  t.upload = volume_.profile.upload;
+  t.compute = volume_.profile.compute;
+  t.readback = volume_.profile.readback;
+  return t;
+}
+
+}  // namespace glrecon

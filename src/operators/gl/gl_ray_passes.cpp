@@ -1,0 +1,261 @@
+// The forward and Adjoint passes of the GL operators (graphics: raster, compute: compute shaders), in the operator's
+// context: the volume is sampled from a 3D texture (R32F, trilinear, border 0) copied from the operator's volume;
+// projections from a 2D texture array (R32F, bilinear, border 0). graphics: forward renders one full-detector
+// triangle per view into a layer of an R32F array (one fragment per pixel); back renders one proxy slice per z into a
+// volume layer (one fragment per voxel), additive blending over batches. compute: the same functions in a compute
+// shader.
+#include "operators/gl/gl_ray_passes.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+
+#include "device/gl/shader.h"
+
+namespace glrecon::detail {
+namespace {
+
+GLint integer(GLenum name) {
+  GLint v = 0;
+  glGetIntegerv(name, &v);
+  return v;
+}
+
+void setBorderSampling(GLuint texture, bool volume) {
+  const float border[4] = {0, 0, 0, 0};
+  glTextureParameteri(texture, GL_TEXTURE_MIN_FILTER, GL_LINEAR);
+  glTextureParameteri(texture, GL_TEXTURE_MAG_FILTER, GL_LINEAR);
+  glTextureParameteri(texture, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_BORDER);
+  glTextureParameteri(texture, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_BORDER);
+  if (volume) glTextureParameteri(texture, GL_TEXTURE_WRAP_R, GL_CLAMP_TO_BORDER);
+  glTextureParameterfv(texture, GL_TEXTURE_BORDER_COLOR, border);
+}
+
+}  // namespace
+
+GlRayPasses::GlRayPasses(bool compute, const Geometry& geometry, const VolumeGrid& grid, double step)
+    : compute_(compute), grid_(grid), nu_(geometry.detector.nu), nv_(geometry.detector.nv), step_(static_cast<float>(step)) {
+  views_ = projectorViews(geometry, grid);
+  const GLint max3d = integer(GL_MAX_3D_TEXTURE_SIZE), max2d = integer(GL_MAX_TEXTURE_SIZE);
+  if (grid.size[0] > max3d || grid.size[1] > max3d || grid.size[2] > max3d || nu_ > max2d || nv_ > max2d)
+    throw gl::GlError(std::string(compute ? "compute" : "graphics") + " operator: volume " + std::to_string(grid.size[0]) + "x" +
+                      std::to_string(grid.size[1]) + "x" + std::to_string(grid.size[2]) + " or detector " + std::to_string(nu_) + "x" +
+                      std::to_string(nv_) + " exceeds the device's texture limits for forward projection (3D " + std::to_string(max3d) +
+                      ", 2D " + std::to_string(max2d) + ")");
+  // Views per batch: one projection texture layer each (256 keep the texture small; batches accumulate).
+  maxLayers_ = std::max(1, std::min<int>(integer(GL_MAX_ARRAY_TEXTURE_LAYERS), 256));
+  sampled_ = gl::createTexture(GL_TEXTURE_3D);
+  glTextureStorage3D(sampled_.id(), 1, GL_R32F, grid.size[0], grid.size[1], grid.size[2]);
+  setBorderSampling(sampled_.id(), true);
+  projectionLayers_ = gl::createTexture(GL_TEXTURE_2D_ARRAY);
+  glTextureStorage3D(projectionLayers_.id(), 1, GL_R32F, nu_, nv_, maxLayers_);
+  setBorderSampling(projectionLayers_.id(), false);
+  viewBuffer_ = gl::createBuffer();
+  glNamedBufferStorage(viewBuffer_.id(), static_cast<GLsizeiptr>(maxLayers_) * 32 * sizeof(float), nullptr, GL_DYNAMIC_STORAGE_BIT);
+  if (compute_) {
+    forwardProgram_ = build({{GL_COMPUTE_SHADER, "project.comp"}}, {"#define FORWARD 1"});
+    backProgram_ = build({{GL_COMPUTE_SHADER, "project.comp"}}, {});
+  } else {
+    forwardProgram_ = build({{GL_VERTEX_SHADER, "project_fullscreen.vert"}, {GL_FRAGMENT_SHADER, "project_forward.frag"}}, {});
+    backProgram_ = build({{GL_VERTEX_SHADER, "project_fullscreen.vert"}, {GL_FRAGMENT_SHADER, "project_back.frag"}}, {});
+    framebuffer_ = gl::createFramebuffer();
+    glNamedFramebufferDrawBuffer(framebuffer_.id(), GL_COLOR_ATTACHMENT0);
+    vertexArray_ = gl::createVertexArray();
+  }
+  gl::checkError("preparing the forward and Adjoint passes");
+}
+
+GlRayPasses::~GlRayPasses() = default;  // the operator makes its context current first
+
+void GlRayPasses::forward(GLuint volume, const std::size_t* views, std::size_t count, float* projections) {
+  // The rays sample a 3D texture (trilinear across slices): the volume's layers copied into it, bit for bit.
+  glMemoryBarrier(GL_TEXTURE_UPDATE_BARRIER_BIT | GL_SHADER_IMAGE_ACCESS_BARRIER_BIT);
+  glCopyImageSubData(volume, GL_TEXTURE_2D_ARRAY, 0, 0, 0, 0, sampled_.id(), GL_TEXTURE_3D, 0, 0, 0, 0, grid_.size[0], grid_.size[1],
+                     grid_.size[2]);
+  forwardTexture(views, count, projections);
+}
+
+void GlRayPasses::back(const float* projections, const std::size_t* views, std::size_t count, GLuint target) {
+  backInto(projections, views, count, target, /*clear=*/false);
+  gl::checkError(compute_ ? "compute Adjoint back projection" : "graphics Adjoint back projection");
+}
+
+void GlRayPasses::setMask(const std::uint8_t* mask) {
+  masked_ = mask != nullptr;
+  if (!mask) return;
+  if (!maskTexture_) {
+    maskTexture_ = gl::createTexture(GL_TEXTURE_3D);
+    glTextureStorage3D(maskTexture_.id(), 1, GL_R8UI, grid_.size[0], grid_.size[1], grid_.size[2]);
+    // Integer textures must not filter; the default (mipmapped) filter would leave it incomplete, reading 0.
+    glTextureParameteri(maskTexture_.id(), GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+    glTextureParameteri(maskTexture_.id(), GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+  }
+  glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+  glTextureSubImage3D(maskTexture_.id(), 0, 0, 0, 0, grid_.size[0], grid_.size[1], grid_.size[2], GL_RED_INTEGER, GL_UNSIGNED_BYTE, mask);
+  glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+  gl::checkError("uploading the update mask");
+}
+
+void GlRayPasses::updateSubset(GLuint iterate, const float* correction, const std::size_t* views, std::size_t count,
+                               const SubsetRule& rule) {
+  if (!updateProgram_) {
+    maxProgram_ = gl::buildProgram({{GL_COMPUTE_SHADER, "subset_update.comp"}}, {"#define MAX 1"});
+    updateProgram_ = gl::buildProgram({{GL_COMPUTE_SHADER, "subset_update.comp"}});
+    for (gl::Texture* t : {&updateTarget_, &weightTarget_}) {
+      *t = gl::createTexture(GL_TEXTURE_2D_ARRAY);
+      glTextureStorage3D(t->id(), 1, GL_R32F, grid_.size[0], grid_.size[1], grid_.size[2]);
+    }
+    largest_ = gl::createBuffer();
+    glNamedBufferStorage(largest_.id(), sizeof(GLuint), nullptr, GL_DYNAMIC_STORAGE_BIT);
+  }
+  backInto(correction, views, count, updateTarget_.id(), /*clear=*/true);
+  ones_.resize(std::max(ones_.size(), std::min<std::size_t>(count, maxLayers_) * static_cast<std::size_t>(nu_) * nv_), 1.0f);
+  backInto(ones_.data(), views, count, weightTarget_.id(), /*clear=*/true, /*repeatFirstBatch=*/true);
+  const GLuint groups[3] = {static_cast<GLuint>((grid_.size[0] + 7) / 8), static_cast<GLuint>((grid_.size[1] + 7) / 8),
+                            static_cast<GLuint>((grid_.size[2] + 3) / 4)};
+  // The largest weight, to the host (4 bytes) for the floor, computed there as applySubsetRule does.
+  const GLuint zero = 0;
+  glNamedBufferSubData(largest_.id(), 0, sizeof zero, &zero);
+  glUseProgram(maxProgram_.id());
+  glUniform3i(glGetUniformLocation(maxProgram_.id(), "volumeSize"), grid_.size[0], grid_.size[1], grid_.size[2]);
+  glBindImageTexture(1, weightTarget_.id(), 0, GL_TRUE, 0, GL_READ_ONLY, GL_R32F);
+  glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 1, largest_.id());
+  glDispatchCompute(groups[0], groups[1], groups[2]);
+  glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);
+  GLuint bits = 0;
+  glGetNamedBufferSubData(largest_.id(), 0, sizeof bits, &bits);
+  float largest = 0.0f;
+  std::memcpy(&largest, &bits, sizeof largest);
+  const float floor = subsetWeightFloor(largest, count);
+  const GLuint program = updateProgram_.id();
+  glUseProgram(program);
+  glUniform3i(glGetUniformLocation(program, "volumeSize"), grid_.size[0], grid_.size[1], grid_.size[2]);
+  glUniform1i(glGetUniformLocation(program, "masked"), masked_ ? 1 : 0);
+  glUniform1i(glGetUniformLocation(program, "multiplicative"), rule.multiplicative ? 1 : 0);
+  glUniform1i(glGetUniformLocation(program, "positivity"), rule.positivity ? 1 : 0);
+  glUniform1f(glGetUniformLocation(program, "weightFloor"), floor);
+  glUniform1f(glGetUniformLocation(program, "lambda"), rule.lambda);
+  glBindImageTexture(0, iterate, 0, GL_TRUE, 0, GL_READ_WRITE, GL_R32F);
+  glBindImageTexture(1, weightTarget_.id(), 0, GL_TRUE, 0, GL_READ_ONLY, GL_R32F);
+  glBindImageTexture(2, updateTarget_.id(), 0, GL_TRUE, 0, GL_READ_ONLY, GL_R32F);
+  if (masked_) glBindTextureUnit(3, maskTexture_.id());
+  glDispatchCompute(groups[0], groups[1], groups[2]);
+  // The next forward projection copies the iterate; a readback reads it.
+  glMemoryBarrier(GL_TEXTURE_FETCH_BARRIER_BIT | GL_TEXTURE_UPDATE_BARRIER_BIT | GL_SHADER_IMAGE_ACCESS_BARRIER_BIT);
+  gl::checkError("the subset update");
+}
+
+// The forward projection of what the 3D texture holds.
+void GlRayPasses::forwardTexture(const std::size_t* views, std::size_t count, float* projections) {
+  const std::size_t pixels = static_cast<std::size_t>(nu_) * nv_;
+  for (std::size_t first = 0; first < count; first += maxLayers_) {
+    const int n = static_cast<int>(std::min<std::size_t>(maxLayers_, count - first));
+    uploadViews(views + first, n);
+    glUseProgram(forwardProgram_.id());
+    setCommonUniforms(forwardProgram_.id());
+    glBindTextureUnit(0, sampled_.id());
+    if (compute_) {
+      glUniform1i(glGetUniformLocation(forwardProgram_.id(), "count"), n);
+      glBindImageTexture(0, projectionLayers_.id(), 0, GL_TRUE, 0, GL_WRITE_ONLY, GL_R32F);
+      glDispatchCompute((nu_ + 7) / 8, (nv_ + 7) / 8, n);
+      glMemoryBarrier(GL_TEXTURE_UPDATE_BARRIER_BIT);
+    } else {
+      glBindFramebuffer(GL_FRAMEBUFFER, framebuffer_.id());
+      glBindVertexArray(vertexArray_.id());
+      glViewport(0, 0, nu_, nv_);
+      glDisable(GL_BLEND);
+      const GLint viewLocation = glGetUniformLocation(forwardProgram_.id(), "view");
+      for (int p = 0; p < n; ++p) {
+        glNamedFramebufferTextureLayer(framebuffer_.id(), GL_COLOR_ATTACHMENT0, projectionLayers_.id(), 0, p);
+        glUniform1i(viewLocation, p);
+        glDrawArrays(GL_TRIANGLES, 0, 3);
+      }
+      glBindFramebuffer(GL_FRAMEBUFFER, 0);
+    }
+    glGetTextureSubImage(projectionLayers_.id(), 0, 0, 0, 0, nu_, nv_, n, GL_RED, GL_FLOAT, static_cast<GLsizei>(pixels * n * sizeof(float)),
+                         projections + first * pixels);
+  }
+  gl::checkError(compute_ ? "compute forward projection" : "graphics forward projection");
+}
+
+// B of the host projections into `target`: cleared first (`clear`), or added to what it holds. With repeatFirstBatch
+// every batch reads the first batch's projections (a buffer of ones as large as one batch). Per voxel a batch's sum
+// is formed, then added (compute) or blended (graphics) into the target.
+void GlRayPasses::backInto(const float* projections, const std::size_t* views, std::size_t count, GLuint target, bool clear,
+                           bool repeatFirstBatch) {
+  const std::size_t pixels = static_cast<std::size_t>(nu_) * nv_;
+  if (clear) {
+    const float zero = 0.0f;
+    glClearTexImage(target, 0, GL_RED, GL_FLOAT, &zero);
+  }
+  for (std::size_t first = 0; first < count; first += maxLayers_) {
+    const int n = static_cast<int>(std::min<std::size_t>(maxLayers_, count - first));
+    uploadViews(views + first, n);
+    glTextureSubImage3D(projectionLayers_.id(), 0, 0, 0, 0, nu_, nv_, n, GL_RED, GL_FLOAT,
+                        projections + (repeatFirstBatch ? 0 : first * pixels));
+    glUseProgram(backProgram_.id());
+    setCommonUniforms(backProgram_.id());
+    glUniform1i(glGetUniformLocation(backProgram_.id(), "count"), n);
+    glBindTextureUnit(1, projectionLayers_.id());
+    if (compute_) {
+      // A cleared target's first batch stores its sums; otherwise each batch adds to what is there.
+      glUniform1i(glGetUniformLocation(backProgram_.id(), "accumulate"), !clear || first > 0 ? 1 : 0);
+      glBindImageTexture(0, target, 0, GL_TRUE, 0, GL_READ_WRITE, GL_R32F);
+      glDispatchCompute((grid_.size[0] + 7) / 8, (grid_.size[1] + 7) / 8, grid_.size[2]);
+      glMemoryBarrier(GL_SHADER_IMAGE_ACCESS_BARRIER_BIT | GL_TEXTURE_UPDATE_BARRIER_BIT);
+    } else {
+      glBindFramebuffer(GL_FRAMEBUFFER, framebuffer_.id());
+      glBindVertexArray(vertexArray_.id());
+      glViewport(0, 0, grid_.size[0], grid_.size[1]);
+      glEnable(GL_BLEND);
+      glBlendEquation(GL_FUNC_ADD);
+      glBlendFunc(GL_ONE, GL_ONE);
+      const GLint sliceLocation = glGetUniformLocation(backProgram_.id(), "slice");
+      for (int k = 0; k < grid_.size[2]; ++k) {
+        glNamedFramebufferTextureLayer(framebuffer_.id(), GL_COLOR_ATTACHMENT0, target, 0, k);
+        glUniform1i(sliceLocation, k);
+        glDrawArrays(GL_TRIANGLES, 0, 3);
+      }
+      glDisable(GL_BLEND);
+      glBindFramebuffer(GL_FRAMEBUFFER, 0);
+    }
+  }
+}
+
+gl::Program GlRayPasses::build(const std::vector<gl::ShaderStage>& stages, const std::vector<std::string>& defines) {
+  std::vector<std::pair<gl::ShaderStage, std::string>> sources;
+  // The shared functions go after the stage's own #extension-free preamble: the stage files have none.
+  for (const gl::ShaderStage& s : stages) sources.push_back({s, gl::shaderSource("project_common.glsl") + "\n" + gl::shaderSource(s.name)});
+  return gl::buildProgramFromSources(sources, defines);
+}
+
+void GlRayPasses::uploadViews(const std::size_t* views, int n) {
+  std::vector<float> data(static_cast<std::size_t>(n) * 32, 0.0f);
+  for (int p = 0; p < n; ++p) {
+    const ProjectorView& o = views_[views[p]];
+    float* d = data.data() + p * 32;
+    for (int a = 0; a < 3; ++a) {
+      d[a] = o.sourceIndex[a];
+      d[4 + a] = o.e0[a];
+      d[8 + a] = o.eu[a];
+      d[12 + a] = o.ev[a];
+      d[16 + a] = o.normal[a];
+    }
+    d[19] = o.weight;
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 4; ++c) d[20 + 4 * r + c] = o.matrix[r][c];
+  }
+  glNamedBufferSubData(viewBuffer_.id(), 0, static_cast<GLsizeiptr>(data.size() * sizeof(float)), data.data());
+  glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 0, viewBuffer_.id());
+}
+
+void GlRayPasses::setCommonUniforms(GLuint program) {
+  glUniform3i(glGetUniformLocation(program, "volumeSize"), grid_.size[0], grid_.size[1], grid_.size[2]);
+  glUniform3f(glGetUniformLocation(program, "spacing"), static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y),
+              static_cast<float>(grid_.spacing.z));
+  glUniform1f(glGetUniformLocation(program, "stepLength"), step_);
+  glUniform2i(glGetUniformLocation(program, "detectorSize"), nu_, nv_);
+}
+
+}  // namespace glrecon::detail

@@ -1,0 +1,57 @@
+#pragma once
+// The forward and Adjoint passes of the GL operators (see gl_ray_passes.cpp), made at their first use in the
+// operator's context. Internal to src/operators/gl.
+#include <cstdint>
+#include <vector>
+
+#include "device/gl/shader.h"
+#include "glrecon/operator.h"
+#include "operators/projector_views.h"
+
+namespace glrecon::detail {
+
+class GlRayPasses {
+ public:
+  /// `compute`: compute shaders; else the raster path. The context must be current.
+  GlRayPasses(bool compute, const Geometry& geometry, const VolumeGrid& grid, double step);
+  ~GlRayPasses();
+  GlRayPasses(const GlRayPasses&) = delete;
+  GlRayPasses& operator=(const GlRayPasses&) = delete;
+
+  /// projections[i] = A(views[i]) of `volume` (an R32F 2D array texture of the grid, layer = z slice).
+  void forward(GLuint volume, const std::size_t* views, std::size_t count, float* projections);
+  /// target += B projections (Adjoint) into an R32F 2D array texture of the grid.
+  void back(const float* projections, const std::size_t* views, std::size_t count, GLuint target);
+  /// The subset rule applied to `iterate` (an R32F 2D array texture of the grid) with B_S(correction) and B_S(1)
+  /// computed here; `mask` (nullptr: none) as setUpdateMask gave it.
+  void updateSubset(GLuint iterate, const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule);
+  void setMask(const std::uint8_t* mask);
+
+ private:
+  void forwardTexture(const std::size_t* views, std::size_t count, float* projections);
+  void backInto(const float* projections, const std::size_t* views, std::size_t count, GLuint target, bool clear,
+                bool repeatFirstBatch = false);
+  gl::Program build(const std::vector<gl::ShaderStage>& stages, const std::vector<std::string>& defines);
+  void uploadViews(const std::size_t* views, int n);
+  void setCommonUniforms(GLuint program);
+
+  bool compute_;
+  VolumeGrid grid_;
+  int nu_, nv_;
+  float step_;
+  int maxLayers_ = 1;
+  std::vector<ProjectorView> views_;
+  gl::Program forwardProgram_, backProgram_;
+  gl::Texture sampled_, projectionLayers_;  // sampled_: the volume's 3D copy the rays sample
+  gl::Buffer viewBuffer_;
+  gl::Framebuffer framebuffer_;
+  gl::VertexArray vertexArray_;
+  // updateSubset: programs, B_S(c)'s and B_S(1)'s targets, the mask, the largest weight.
+  gl::Program maxProgram_, updateProgram_;
+  gl::Texture updateTarget_, weightTarget_, maskTexture_;
+  gl::Buffer largest_;
+  bool masked_ = false;
+  std::vector<float> ones_;
+};
+
+}  // namespace glrecon::detail

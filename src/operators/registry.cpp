@@ -1,0 +1,124 @@
+// The backend registry: what each backend is and can do, what it costs on its device, and the one factory. Backends
+// appear here as Backend values; their names serve descriptions and messages only (front ends parse names).
+#include <GL/glew.h>
+
+#include <algorithm>
+
+#include "device/cuda/device.h"
+#include "device/gl/context.h"
+#include "glrecon/errors.h"
+#include "glrecon/operator.h"
+#include "operators/cpu/cpu_operator.h"
+#include "operators/projector_views.h"
+
+namespace glrecon {
+
+// The makers of the device backends, each in its own file.
+std::unique_ptr<ConeBeamOperator> makeGraphicsOperator(const Geometry& geometry, const VolumeGrid& grid, const OperatorOptions& options,
+                                                       bool fragmentMapping);
+std::unique_ptr<ConeBeamOperator> makeComputeOperator(const Geometry& geometry, const VolumeGrid& grid, const OperatorOptions& options);
+#ifdef GLRECON_HAVE_CUDA
+std::unique_ptr<ConeBeamOperator> makeCudaOperator(const Geometry& geometry, const VolumeGrid& grid, const OperatorOptions& options);
+#endif
+
+const std::vector<BackendInfo>& backendRegistry() {
+  // backend, name, built, usesDevice, cullsRegion, densityKill, filtersOnDevice, defaultWindow (0: measured)
+  static const std::vector<BackendInfo> registry = {
+      {Backend::Cpu, "cpu", true, false, true, true, false, 0},
+      {Backend::Graphics, "graphics", true, true, true, true, true, 0},
+      {Backend::GraphicsMp, "graphics-mp", true, true, true, true, true, 0},
+      {Backend::Compute, "compute", true, true, true, false, true, 0},
+      {Backend::Cuda, "cuda", cuda::built(), true, true, false, true, 32},
+  };
+  return registry;
+}
+
+const BackendInfo& backendInfo(Backend backend) { return backendRegistry()[static_cast<std::size_t>(backend)]; }
+
+std::vector<Backend> builtBackends() {
+  std::vector<Backend> built;
+  for (const BackendInfo& b : backendRegistry())
+    if (b.built) built.push_back(b.backend);
+  return built;
+}
+
+std::optional<Backend> backendNamed(const std::string& name) {
+  for (const BackendInfo& b : backendRegistry())
+    if (name == b.name) return b.backend;
+  return std::nullopt;
+}
+
+int deviceCount(Backend backend) {
+  if (backend == Backend::Cuda) return cuda::deviceCount();
+  if (backend == Backend::Cpu) return 1;
+  return static_cast<int>(gl::Context::listDevices().size());
+}
+
+std::uint64_t deviceMemoryAvailable(Backend backend, int device) {
+  if (backend == Backend::Cuda) return cuda::freeMemory(device);
+  if (backend == Backend::Cpu) return UINT64_MAX;
+  auto context = gl::Context::headless(device);
+  if (GLEW_NVX_gpu_memory_info) {
+    GLint kib = 0;
+    glGetIntegerv(0x9049 /* GPU_MEMORY_INFO_CURRENT_AVAILABLE_VIDMEM_NVX */, &kib);
+    return static_cast<std::uint64_t>(kib) * 1024;
+  }
+  if (GLEW_ATI_meminfo) {
+    GLint info[4] = {0, 0, 0, 0};
+    glGetIntegerv(0x87FC /* TEXTURE_FREE_MEMORY_ATI */, info);
+    return static_cast<std::uint64_t>(info[0]) * 1024;
+  }
+  return UINT64_MAX;
+}
+
+SlabCost operatorCost(Backend backend, const Geometry& geometry, const VolumeGrid& grid, int window, bool region) {
+  const std::uint64_t nx = grid.size[0], nz = grid.size[2];
+  const std::uint64_t projection = static_cast<std::uint64_t>(geometry.detector.nu) * geometry.detector.nv * 4;
+  const std::uint64_t windows = static_cast<std::uint64_t>(std::max(1, window));
+  SlabCost cost;
+  cost.bytesPerRow = nx * nz * 4;  // the float volume
+  // The cpu backend uploads nothing: its "device" is host memory, where the block is all it adds.
+  if (backend == Backend::Cpu) return cost;
+  cost.fixedBytes = 2 * windows * projection;  // the projection window, two halves
+  // Room for the filter on the device: two windows of raw projections (one on GL) and its tables (the cosine weights,
+  // a row of weights per view, the taps).
+  const std::uint64_t rawWindows = backend == Backend::Cuda ? 2 : 1;
+  cost.fixedBytes += rawWindows * windows * projection +
+                     (static_cast<std::uint64_t>(geometry.detector.nu) * (geometry.detector.nv + geometry.size() + 1)) * 4;
+  if (backend == Backend::Graphics || backend == Backend::GraphicsMp) {
+    // The window's upload buffer (two halves) and the readback buffer (a chunk of slices) beside the texture.
+    cost.fixedBytes += 2 * windows * projection;
+    if (region) cost.bytesPerRow += nx * nz * 4;  // a depth-stencil texture array (24+8 bits) beside the volume
+  } else {
+    if (backend == Backend::Compute) cost.fixedBytes += 2 * windows * projection;
+    if (region) cost.bytesPerRow += nx * 8;  // per (x, y) column its z range
+  }
+  return cost;
+}
+
+std::unique_ptr<ConeBeamOperator> makeOperator(Backend backend, const Geometry& geometry, const VolumeGrid& grid,
+                                               const OperatorOptions& options) {
+  const BackendInfo& info = backendInfo(backend);
+  if (!info.built)
+    throw UsageError(field("backend") + " " + info.name + ": this build has no " + info.name +
+                     " backend (CMake found no CUDA compiler; build with nvcc on the PATH)");
+  // What every operator needs, checked once here: a valid grid and geometry, the volume in front of every source,
+  // rays of non-zero length (forward), a positive step.
+  detail::checkProjectorGeometry(geometry, grid, std::string(info.name) + " operator");
+  detail::projectorStep(options.step, grid);
+  switch (backend) {
+    case Backend::Cpu: return std::make_unique<CpuOperator>(geometry, grid, options);
+    case Backend::Graphics: return makeGraphicsOperator(geometry, grid, options, false);
+    case Backend::GraphicsMp: return makeGraphicsOperator(geometry, grid, options, true);
+    case Backend::Compute: return makeComputeOperator(geometry, grid, options);
+    case Backend::Cuda:
+#ifdef GLRECON_HAVE_CUDA
+      return makeCudaOperator(geometry, grid, options);
+#else
+      break;
+#endif
+  }
+  throw std::logic_error("makeOperator: a backend the registry does not know");
+}
+
+}  // namespace glrecon
