@@ -27,7 +27,8 @@
 #include "glrecon/preprocess.h"
 #include "glrecon/operator.h"
 #include "glrecon/roi.h"
-#include "glrecon/stream.h"
+#include "glrecon/sink.h"
+#include "glrecon/source.h"
 
 namespace py = pybind11;
 using namespace glrecon;
@@ -69,32 +70,6 @@ Image toImage(const FloatArray& array, const std::array<double, 3>& spacing, con
   std::memcpy(image.data.data(), array.data(), image.data.size() * sizeof(float));
   return image;
 }
-
-// Projections read in place from a C-contiguous float32 (views, v, u) array: the pipeline copies one projection at a
-// time into its own buffer (the filter works in place), never the whole stack.
-class ArraySource final : public ProjectionSource {
- public:
-  ArraySource(const float* data, std::size_t views, const DetectorLayout& layout) : data_(data), views_(views), layout_(layout) {}
-  std::size_t count() const override { return views_; }
-  DetectorLayout detector() const override { return layout_; }
-  std::string origin(std::size_t index) const override { return "projections[" + std::to_string(index) + "]"; }
-  void read(std::size_t index, float* out) override {
-    const std::size_t pixels = static_cast<std::size_t>(layout_.nu) * layout_.nv;
-    const float* src = data_ + index * pixels;
-    // A NaN would spread over a whole row through the ramp filter: refuse it as the file readers do.
-    for (std::size_t i = 0; i < pixels; ++i)
-      if (!std::isfinite(src[i]))
-        throwInputError("projections", "projection " + std::to_string(index) + " pixel (" + std::to_string(i % layout_.nu) + ", " +
-                                            std::to_string(i / layout_.nu) + ")",
-                        "a finite value", std::isnan(src[i]) ? "NaN" : "infinity");
-    std::memcpy(out, src, pixels * sizeof(float));
-  }
-
- private:
-  const float* data_;
-  std::size_t views_;
-  DetectorLayout layout_;
-};
 
 // A geometry as Python sees it: RTK parameters waiting for a detector layout (read_rtk_geometry: the layout comes
 // from the projections, as on the command line), or complete (circular(), from_vectors()).
@@ -159,41 +134,47 @@ py::array fdk(const py::array& input, const py::object& spacing, const py::objec
     throwInputError("projections", "number of projections", std::to_string(geometry.size()) + " as in the geometry", std::to_string(views));
   const VolumeGrid grid = makeGrid(size, voxel, volumeOrigin);
 
-  StreamOptions options;
-  options.fdk.filter.window = parseRampWindow(filter);
-  options.fdk.filter.cutoff = cutoff;
-  options.fdk.filter.shortScan = shortScan;
-  options.fdk.backend = backendOf(backend, true);
-  options.fdk.window = window;
-  options.fdk.threads = threads;
-  options.fdk.batch = static_cast<std::size_t>(std::max(1, batch));
-  options.fdk.gpu = gpu;
-  options.fdk.roi = roi;
-  options.fdk.progress = printProgress;
-  options.filterThreads = threads;
-  std::atomic<bool> cancel{false};
-  options.cancel = &cancel;
+  FdkOptions options;
+  options.filter.window = parseRampWindow(filter);
+  options.filter.cutoff = cutoff;
+  options.filter.shortScan = shortScan;
+  options.backend = backendOf(backend, true);
+  options.window = window;
+  options.threads = threads;
+  options.batch = static_cast<std::size_t>(std::max(1, batch));
+  options.gpu = gpu;
+  options.roi = roi;
+  options.progress = printProgress;
+  // The batch path on the array where it is (no copy): the filter on the device where the backend has one, slabs where
+  // the volume does not fit the device. Its values are checked first, as the file readers check theirs.
+  std::unique_ptr<ProjectionSource> source =
+      memorySource(projections.data(), views, geometry.detector, "projections", /*check=*/true);
   std::exception_ptr callbackError;
-  // The callback and Ctrl-C run with the GIL taken back; an exception there cancels the stream and is re-raised.
-  options.onBatch = [&](std::size_t done, ConeBeamOperator&) {
-    py::gil_scoped_acquire gil;
-    try {
-      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-      if (!progress.is_none()) progress(done, views);
-    } catch (...) {
-      callbackError = std::current_exception();
-      cancel = true;
-    }
-  };
-  ArraySource source(projections.data(), views, geometry.detector);
-  StreamReport stream;
+  FdkReport stream;
   Image volume;
   {
     py::gil_scoped_release release;
-    try {
-      volume = reconstructStreaming(source, geometry, grid, options, &stream);
-    } catch (const StreamCancelled&) {
-      if (!callbackError) throw;
+    const FdkPlan plan = planFdk(geometry, grid, options, *source);
+    ImageSink sink(grid, threads);
+    FdkReconstructor reconstructor(plan);
+    reconstructor.start(*source, sink);
+    // Between steps the GIL is taken back for the progress callback and Ctrl-C; an exception there cancels the run.
+    for (bool more = true; more;) {
+      more = reconstructor.step(std::chrono::milliseconds(100));
+      py::gil_scoped_acquire gil;
+      try {
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+        if (!progress.is_none()) progress(reconstructor.done(), views);
+      } catch (...) {
+        callbackError = std::current_exception();
+        break;
+      }
+    }
+    if (callbackError) {
+      reconstructor.cancel();
+    } else {
+      stream = reconstructor.finish();
+      volume = sink.take();
     }
   }
   if (callbackError) std::rethrow_exception(callbackError);

@@ -1,4 +1,4 @@
-// The FDK filter on the GPU (DeviceFilter, Backprojector::filterOnDevice): its host form equals the CPU's FFT
+// The FDK filter on the GPU (DeviceFilter, its device twins DeviceFdkFilter): its host form equals the CPU's FFT
 // filter within a bound derived from float rounding; every GPU backend filtering raw projections gives the volume
 // the same backend gives from host-filtered projections, within that bound carried through the backprojection;
 // the whole FDK with --filter-on gpu against --filter-on cpu; and the options' errors. The GL backends run
@@ -145,12 +145,12 @@ void expectDeviceFilterMatchesHost(const std::string& backend) {
   o.window = 5;  // fixed, and not dividing the batches of 4 below: windows straddle backproject() calls
 
   auto onDevice = test::makeNamed(backend, g, grid, o);
-  ASSERT_TRUE(onDevice->filterOnDevice(&device, true));
-  const Image gpu = test::backprojectInBatches(*onDevice, g, raw, 4);
+  auto twin = makeDeviceFdkFilter(filter, g, *onDevice->nextWindow(), true);
+  ASSERT_TRUE(twin);
+  const Image gpu = test::backprojectThroughTwin(*onDevice, *twin, g, raw, 4);
   auto fromHost = test::makeNamed(backend, g, grid, o);
   const Image host = test::backprojectInBatches(*fromHost, g, hostFiltered, 4);
-  // Off again: the same backprojector takes filtered projections (bench reuses one this way).
-  ASSERT_TRUE(onDevice->filterOnDevice(nullptr));
+  // The same operator then takes filtered projections from host memory (bench reuses one this way).
   EXPECT_EQ(onDevice->uploadedBytes(), static_cast<double>(raw.size() * sizeof(float))) << backend << ": raw projections sent once";
   onDevice->reset();
   EXPECT_EQ(onDevice->uploadedBytes(), 0.0) << backend << ": reset() clears the counters";

@@ -1,4 +1,5 @@
-// The streaming pipeline: order, back-pressure, cancellation, errors, and equality with the batch result.
+// The scheduler in its streaming configuration: order, back-pressure, cancellation, errors, and equality with the batch
+// result.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -7,7 +8,7 @@
 #include "glrecon/errors.h"
 #include "device/gl/context.h"
 #include "glrecon/io.h"
-#include "glrecon/stream.h"
+#include "glrecon/fdk.h"
 #include "test_support.h"
 
 namespace glrecon {
@@ -21,6 +22,24 @@ Geometry smallScan(int projections = 40) {
   return makeCircularScan(spec);
 }
 const VolumeGrid kGrid = VolumeGrid::centred({24, 24, 24}, glm::dvec3(256.0 / 24));
+
+FdkOptions streamed(const FdkOptions& fdk = {}) {
+  FdkOptions options = fdk;
+  options.streaming = true;
+  return options;
+}
+
+// planFdk and one run of the scheduler from `source` into memory; on `op` where given (a recording stand-in).
+Image reconstructStreaming(ProjectionSource& source, const Geometry& g, const VolumeGrid& grid, const FdkOptions& options,
+                           FdkReport* report = nullptr, ConeBeamOperator* op = nullptr) {
+  const FdkPlan plan = planFdk(g, grid, options, source);
+  std::unique_ptr<FdkReconstructor> reconstructor =
+      op ? std::make_unique<FdkReconstructor>(plan, *op) : std::make_unique<FdkReconstructor>(plan);
+  ImageSink sink(grid);
+  const FdkReport done = reconstructor->run(source, sink);
+  if (report) *report = done;
+  return sink.take();
+}
 
 // Records what reaches the operator, and can be slow (a stand-in for a busy GPU).
 class Recorder final : public ConeBeamOperator {
@@ -52,9 +71,9 @@ TEST(Stream, OrderIsPreservedThroughTheFilterPool) {
   const Geometry g = smallScan(60);
   const Phantom phantom = Phantom::sheppLogan();
   auto source = simulatedScanner(phantom, g, 0);
-  StreamOptions options;
+  FdkOptions options = streamed();
   options.filterThreads = 4;  // more filters than cores: they finish out of order
-  options.fdk.batch = 7;
+  options.batch = 7;
   Recorder recorder(g, kGrid);
   reconstructStreaming(*source, g, kGrid, options, nullptr, &recorder);
   ASSERT_EQ(recorder.order.size(), g.size());
@@ -65,11 +84,11 @@ TEST(Stream, BackPressureBoundsWhatIsHeld) {
   const Geometry g = smallScan(60);
   const Phantom phantom = Phantom::sheppLogan();
   auto source = simulatedScanner(phantom, g, 0);  // as fast as it can
-  StreamOptions options;
+  FdkOptions options = streamed();
   options.queueDepth = 5;
-  options.fdk.batch = 1;
+  options.batch = 1;
   Recorder slow(g, kGrid, 5);  // a slow consumer
-  StreamReport report;
+  FdkReport report;
   reconstructStreaming(*source, g, kGrid, options, &report, &slow);
   EXPECT_LE(report.peakQueued, 5u);
   EXPECT_GE(report.peakQueued, 3u);  // the queue did fill: the bound was exercised
@@ -81,15 +100,20 @@ TEST(Stream, CancellationMidScanStopsEveryThread) {
   const Phantom phantom = Phantom::sheppLogan();
   auto source = simulatedScanner(phantom, g, 200);  // 2 s for the whole scan
   std::atomic<bool> cancel{false};
-  StreamOptions options;
-  options.cancel = &cancel;
-  options.fdk.backend = test::backendOf("cpu");
-  options.fdk.batch = 1;
-  options.onBatch = [&](std::size_t done, ConeBeamOperator&) {
-    if (done == 20) cancel = true;
-  };
+  FdkOptions options = streamed();
+  options.backend = test::backendOf("cpu");
+  options.batch = 1;
+  const FdkPlan plan = planFdk(g, kGrid, options, *source);
+  FdkReconstructor reconstructor(plan);
+  ImageSink sink(kGrid);
   const auto start = std::chrono::steady_clock::now();
-  test::expectError<StreamCancelled>([&] { reconstructStreaming(*source, g, kGrid, options); }, {"cancelled after"});
+  test::expectError<Cancelled>(
+      [&] {
+        reconstructor.start(*source, sink, &cancel);
+        while (reconstructor.step(std::chrono::milliseconds(5)))
+          if (reconstructor.done() >= 20) cancel = true;
+      },
+      {"cancelled after"});
   // Stopped within a few polling intervals of the request, well before the 2 s the scan would take.
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
 }
@@ -108,8 +132,8 @@ TEST(Stream, AnUnreadableProjectionIsReportedWithItsIndex) {
   std::filesystem::resize_file(files[7], std::filesystem::file_size(files[7]) - 100);
   auto source = openProjectionFiles(files);
   EXPECT_EQ(source->detector().nu, g.detector.nu);
-  StreamOptions options;
-  options.fdk.backend = test::backendOf("cpu");
+  FdkOptions options = streamed();
+  options.backend = test::backendOf("cpu");
   test::expectError<InputError>([&] { reconstructStreaming(*source, g, kGrid, options); }, {"projection 7", "p_7.mha", "truncated"});
 }
 
@@ -121,13 +145,12 @@ TEST(Stream, StreamedEqualsBatchOnTheCpu) {
   fdk.backend = test::backendOf("cpu");
   const Image batch = reconstructFdk(g, projections, kGrid, fdk);
   auto source = simulatedScanner(phantom, g, 0);
-  StreamOptions options;
-  options.fdk = fdk;
-  options.fdk.batch = 3;
-  StreamReport report;
-  const Image streamed = reconstructStreaming(*source, g, kGrid, options, &report);
+  FdkOptions options = streamed(fdk);
+  options.batch = 3;
+  FdkReport report;
+  const Image stream = reconstructStreaming(*source, g, kGrid, options, &report);
   // Same filter, and every voxel adds the projections in the same order: the same bits.
-  EXPECT_EQ(batch.data, streamed.data);
+  EXPECT_EQ(batch.data, stream.data);
   EXPECT_GT(report.latencySeconds, 0.0);
 }
 
@@ -147,24 +170,23 @@ TEST(StreamGl, StreamedEqualsBatchOnTheGpuBackends) {
     fdk.filterOn = FilterPlace::Cpu;  // as the stream filters (on a hardware GPU the batch would filter on the device)
     const Image batch = reconstructFdk(g, projections, kGrid, fdk);
     auto source = simulatedScanner(phantom, g, 0);
-    StreamOptions options;
-    options.fdk = fdk;
-    options.fdk.batch = 3;
-    const Image streamed = reconstructStreaming(*source, g, kGrid, options);
+    FdkOptions options = streamed(fdk);
+    options.batch = 3;
+    const Image stream = reconstructStreaming(*source, g, kGrid, options);
     // The backends group projections into windows of 8 whatever the batches, so the sums are formed alike;
     // equality is expected, and at most one float rounding per projection (50 eps of the value) allowed.
     double worst = 0;
     for (std::size_t i = 0; i < batch.data.size(); ++i)
-      worst = std::max(worst, std::abs(double(batch.data[i]) - streamed.data[i]) / (std::abs(batch.data[i]) + 1e-6));
+      worst = std::max(worst, std::abs(double(batch.data[i]) - stream.data[i]) / (std::abs(batch.data[i]) + 1e-6));
     EXPECT_LE(worst, 50 * test::kFloatRoundoff) << backend;
     // The filter on the GPU (forced: llvmpipe's auto filters on the CPU): the stream hands raw projections to the
     // same kernels in other groupings; each row is filtered alone and the windows are the same, so the same bits.
     fdk.filterOn = FilterPlace::Gpu;
-    options.fdk.filterOn = FilterPlace::Gpu;
+    options.filterOn = FilterPlace::Gpu;
     FdkReport batchReport;
     const Image batchGpu = reconstructFdk(g, projections, kGrid, fdk, &batchReport);
     source = simulatedScanner(phantom, g, 0);
-    StreamReport report;
+    FdkReport report;
     const Image streamedGpu = reconstructStreaming(*source, g, kGrid, options, &report);
     EXPECT_TRUE(batchReport.filteredOnGpu && report.filteredOnGpu) << backend;
     EXPECT_EQ(streamedGpu.data, batchGpu.data) << backend;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "device/gl/context.h"
+#include "glrecon/filter.h"
 #include "glrecon/operator.h"
 #include "test_config.h"
 
@@ -195,6 +196,36 @@ inline Image backprojectInBatches(ConeBeamOperator& b, const Geometry& g, const 
   Image v = volumeOf(b);
   afterEach();
   return v;
+}
+
+/// Feeds raw projections to `b` as the scheduler does with a filter on the device: batches of `batch` handed to the
+/// twin, which fills the operator's windows (window() projections each, straddling batches), each window then
+/// backprojected; then reads the volume.
+inline Image backprojectThroughTwin(ConeBeamOperator& b, DeviceFdkFilter& twin, const Geometry& g, const std::vector<float>& raw,
+                                    std::size_t batch) {
+  const std::size_t pixels = static_cast<std::size_t>(g.detector.nu) * g.detector.nv;
+  DeviceProjections* window = nullptr;
+  std::vector<std::size_t> inWindow;
+  for (std::size_t first = 0; first < g.size();) {
+    const std::size_t n = std::min(batch, g.size() - first);
+    for (std::size_t done = 0; done < n;) {
+      if (!window) window = b.nextWindow();
+      const std::size_t m = std::min(n - done, static_cast<std::size_t>(b.window()) - inWindow.size());
+      std::vector<std::size_t> views(m);
+      for (std::size_t i = 0; i < m; ++i) views[i] = first + done + i;
+      twin.filter(raw.data() + (first + done) * pixels, views.data(), m, *window, inWindow.size());
+      inWindow.insert(inWindow.end(), views.begin(), views.end());
+      done += m;
+      if (inWindow.size() == static_cast<std::size_t>(b.window())) {
+        b.back(*window, inWindow.data(), inWindow.size());
+        window = nullptr;
+        inWindow.clear();
+      }
+    }
+    first += n;
+  }
+  if (window) b.back(*window, inWindow.data(), inWindow.size());
+  return volumeOf(b);
 }
 
 }  // namespace glrecon::test

@@ -1,14 +1,19 @@
 #pragma once
-/// The FDK chain, wired from its stages (RTK's FDKConeBeamReconstructionFilter in spirit):
-///   1. check the projections against the geometry and the volume against the sources,
-///   2. filter projections on a pool of CPU threads (FdkFilter: cosine and angular/Parker weights, ramp),
-///      working ahead of
-///   3. the backprojector (Backprojector), fed batch by batch in order on the calling thread (the GL
-///      thread), so the chain costs about max(filter, backprojection) rather than their sum,
-///   4. read the volume back (into an output paged in meanwhile by another thread).
-/// Tested end to end against the analytic phantom in tests/test_fdk.cpp.
+/// FDK as a straight chain, request -> plan -> run (RTK's FDKConeBeamReconstructionFilter in spirit):
+///   planFdk()         every check once, before any projection is read: the geometry against the grid and the source,
+///                     the backend (auto: glrecon/tuning.h), the devices, the window, one block or slabs of y rows and
+///                     the memory each needs, where the filter runs, the region;
+///   FdkReconstructor  the one scheduler: reads the source on a thread of its own (in chunks), filters (the FFTW pool, or
+///                     the filter's device twin just before the backprojection), backprojects in order on each device's
+///                     operator, reads the volume back into the sink. One block or slabs, read-ahead (batch) or bounded
+///                     (streaming), one device or several: configurations of the same loop.
+/// Tested end to end against the analytic phantom in tests/test_fdk.cpp; slabs in tests/test_slab*.cpp; the streaming
+/// configuration in tests/test_stream.cpp.
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,9 +23,16 @@
 #include "glrecon/geometry.h"
 #include "glrecon/image.h"
 #include "glrecon/operator.h"
+#include "glrecon/roi.h"
+#include "glrecon/sink.h"
 #include "glrecon/slab.h"
+#include "glrecon/source.h"
 
 namespace glrecon {
+namespace gl {
+class Context;
+}
+class DeviceSession;
 
 /// The density-range kill (Xu & Mueller 3.3), a heuristic: off unless asked for.
 struct DensityKill {
@@ -29,39 +41,69 @@ struct DensityKill {
   double after = 0.25;  ///< fraction of the projections applied before voxels are judged
 };
 
-/// Where FDK's filter runs: on the GPU where the backend can (cuda, compute, graphics, graphics-mp on a hardware
-/// GPU) and the views share one cosine table, else on the CPU's thread pool (auto; --stream always filters on the
-/// CPU); or always on the CPU; or on the GPU, an error where it cannot. Slabs filter each projection once, on the
-/// GPU with the same kernels as one block (the same bits) or on the CPU.
+/// Where FDK's filter runs: on the operator's device where its backend has a twin and the views share one cosine table
+/// (auto, except on a software renderer, where FFTW is many times faster); or always on the CPU's pool; or on the
+/// device, an error where it cannot. Slabs filter each projection once, on the first device with the same kernels as one
+/// block (the same bits) or on the CPU.
 enum class FilterPlace { Auto, Cpu, Gpu };
 FilterPlace parseFilterPlace(const std::string& text);
-/// The error of --filter-on gpu where the GPU cannot filter: the backend, `trajectoryAllows` false where the views need
-/// their own cosine tables (FdkFilter::deviceFilter), true where the backend or device said no.
+/// The error of a device filter asked for where it cannot run: `trajectoryAllows` false where the views need their
+/// own cosine tables, true where the backend or the device said no.
 UsageError filterOnGpuRefused(Backend backend, bool trajectoryAllows);
 
 struct FdkOptions {
   FilterOptions filter;
   FilterPlace filterOn = FilterPlace::Auto;
-  std::optional<Backend> backend;  ///< empty: auto (graphics on a hardware GPU, else cpu)
-  int gpu = 0;              ///< EGL or CUDA device for GPU backends
-  int window = 0;           ///< projections per GPU pass (0 = measured automatically)
-  bool rememberWindow = false;  ///< see OperatorOptions::rememberWindow
-  bool retune = false;
-  int threads = 0;          ///< CPU threads for filtering and the CPU backend (0 = all)
-  std::size_t batch = 32;   ///< projections filtered and backprojected together
-  bool progress = false;    ///< print a progress line on stderr
-  std::string roi;          ///< region of interest spec (see makeRegionOfInterest); empty: the whole volume
-  bool substackStencil = false;  ///< graphics: the paper's 8 sub-stack stencil bits instead of per-slice masks
-  DensityKill densityKill;
-  /// Slabs (glrecon/slab.h): the most one device may hold, in bytes; 0: what it has free, measured (the volume is
-  /// then split only when it does not fit). Given, it also forces slabs on the cpu backend (tests).
-  std::uint64_t gpuMemory = 0;
-  /// Several devices (CUDA or EGL indices; the same one may repeat): slabs are handed out from a queue, one
-  /// worker thread per entry. Empty: `gpu` alone.
+  std::optional<Backend> backend;  ///< empty: auto (see glrecon/tuning.h)
+  int gpu = 0;                     ///< EGL or CUDA device of the GPU backends
+  /// Several devices (CUDA or EGL indices; the same one may repeat): slabs are handed out from a queue, one worker per
+  /// entry. Empty: `gpu` alone.
   std::vector<int> gpus;
-  /// Where the filtered projections go when they do not fit in host memory (a deleted temporary file, mapped).
+  int window = 0;                  ///< projections per GPU pass (0: the backend's default, measured on GL)
+  bool rememberWindow = false;     ///< see OperatorOptions::rememberWindow
+  bool retune = false;             ///< measure again what a cache remembers (the window, auto's backend)
+  int threads = 0;                 ///< CPU threads for filtering and the cpu backend (0 = all)
+  std::size_t batch = 32;          ///< projections handed to an operator together
+  bool progress = false;           ///< a progress line on stderr
+  std::string roi;                 ///< region of interest spec (see makeRegionOfInterest); empty: the whole volume
+  bool substackStencil = false;    ///< graphics: the paper's 8 sub-stack stencil bits instead of per-slice masks
+  DensityKill densityKill;
+  /// Slabs (glrecon/slab.h): the most one device may hold, in bytes; 0: what it has free, measured (the volume is then
+  /// split only when it does not fit). Given, it also forces slabs on the cpu backend (tests).
+  std::uint64_t gpuMemory = 0;
+  /// Where the filtered projections of a slab run go when they do not fit in host memory (a deleted temporary file).
   std::string scratch;
+  /// Streaming: at most queueDepth projections held between reading and backprojection (a detector's rate, bounded
+  /// memory; the report gives the latency after the last projection); otherwise the reader runs ahead as far as the
+  /// ring of 4 batches allows, or holds every projection for slabs.
+  bool streaming = false;
+  std::size_t queueDepth = 16;
+  int filterThreads = 0;           ///< the CPU filter pool's threads (0: threads)
 };
+
+/// Everything decided before any projection is read, by planFdk.
+struct FdkPlan {
+  Geometry geometry;
+  VolumeGrid grid;
+  FdkOptions options;
+  Backend backend = Backend::Cpu;
+  std::string autoNote;             ///< why auto chose `backend`
+  std::vector<int> devices;         ///< one worker each: options.gpus, or {options.gpu}
+  SlabPlan slabs;                   ///< empty: one block (the whole volume at once on one device)
+  std::shared_ptr<const FdkFilter> filter;
+  bool deviceFilter = false;        ///< filter on the device, where the operator's twin can (options.filterOn, the backend)
+  RegionOfInterest region;          ///< empty mask: the whole volume
+  std::size_t projections = 0;      ///< the source's count (the geometry's)
+  /// The devices the run uses, opened once: the GL context of the first device (made by the plan's queries, or beside
+  /// the reading: DeviceSession), reused by its operator.
+  std::shared_ptr<DeviceSession> session;
+};
+
+/// Checks everything and decides (see the top of this file). `source` gives the projections' count and detector;
+/// `session` (may be null) the devices already being opened. Throws InputError, GeometryError, UsageError, DeviceError
+/// naming what is wrong; nothing has been read or allocated beyond the checks when it does.
+FdkPlan planFdk(const Geometry& geometry, const VolumeGrid& grid, const FdkOptions& options, const ProjectionSource& source,
+                std::shared_ptr<DeviceSession> session = nullptr);
 
 /// What one device did in a slab reconstruction.
 struct DeviceShare {
@@ -72,16 +114,19 @@ struct DeviceShare {
 };
 
 struct FdkReport {
-  std::string backend;      ///< the backend's description: name, device, window
-  std::string autoNote;     ///< why --backend auto chose what it chose
+  std::string backend;      ///< the operator's description: name, device, window
+  std::string autoNote;     ///< why auto chose what it chose
   bool shortScan = false;
-  double filterSeconds = 0.0;       ///< filter threads' busy time over their number (the filter's wall time alone)
-  bool filteredOnGpu = false;       ///< the backend filtered on the device (its time is in backprojectSeconds)
-  double backprojectSeconds = 0.0;  ///< in the backprojector: uploads, passes, the last window and the readback
-  double filterWaitSeconds = 0.0;   ///< the backprojector's thread waiting for filtered projections
+  double filterSeconds = 0.0;       ///< the CPU pool's busy time over its threads (the filter's wall time alone)
+  bool filteredOnGpu = false;       ///< the device twin filtered (its time is in backprojectSeconds)
+  double readSeconds = 0.0;         ///< the reader's time reading the source (or waiting for a scanner)
+  double backprojectSeconds = 0.0;  ///< in the operators: uploads, passes, the last window and the readback
+  double filterWaitSeconds = 0.0;   ///< the backprojecting thread waiting for projections read and filtered
   double readbackSeconds = 0.0;     ///< the volume to the host (part of backprojectSeconds)
-  double setupSeconds = 0.0;        ///< making the backprojector (context, programs, buffers)
-  double pageInWaitSeconds = 0.0;   ///< at the readback, waiting for the output's memory (paged in by another thread)
+  double setupSeconds = 0.0;        ///< making the operators (contexts, programs, buffers)
+  double pageInWaitSeconds = 0.0;   ///< at the readback, waiting for the sink's memory (paged in by another thread)
+  double latencySeconds = 0.0;      ///< from the last projection read to the volume in the sink
+  std::size_t peakQueued = 0;       ///< most projections held between reading and backprojection at once
   double totalSeconds = 0.0;
   double voxelUpdates = 0.0;  ///< voxels x projections
   std::string region;         ///< the region's description; empty: the whole volume
@@ -93,58 +138,73 @@ struct FdkReport {
   int rowsPerSlab = 0;
   std::uint64_t slabBudget = 0;  ///< bytes per device the slabs were planned for
   std::vector<DeviceShare> devices;
-  double uploadedBytes = 0.0;       ///< projection bytes sent to the devices (slab mode: row bands)
+  double uploadedBytes = 0.0;       ///< projection bytes sent to the devices (slabs: row bands)
   double wholeUploadBytes = 0.0;    ///< what every slab uploading whole projections would have sent
   bool scratchFile = false;         ///< the filtered projections lived in a mapped scratch file
   double gigaUpdatesPerSecond() const { return backprojectSeconds > 0 ? voxelUpdates / backprojectSeconds * 1e-9 : 0.0; }
 };
 
+/// Raised by a run stopped through FdkReconstructor::cancel() or its cancel flag.
+struct Cancelled : Error {
+  using Error::Error;
+};
+
+/// The one scheduler (see the top of this file). Made for a plan: the first device's operator is made here (setup);
+/// run() or start(), step() and finish() then reconstruct, as often as asked (bench repeats runs without the setup).
+class FdkReconstructor {
+ public:
+  /// `context`: the operators of a GL backend draw there (a viewer's window; one block on one device).
+  explicit FdkReconstructor(const FdkPlan& plan, gl::Context* context = nullptr);
+  /// A run on an operator the caller made (one block, one device): bench, tests with a recording stand-in.
+  FdkReconstructor(const FdkPlan& plan, ConeBeamOperator& op);
+  ~FdkReconstructor();
+  FdkReconstructor(const FdkReconstructor&) = delete;
+  FdkReconstructor& operator=(const FdkReconstructor&) = delete;
+
+  /// A whole run: start(), step() until done, finish().
+  FdkReport run(ProjectionSource& source, VolumeSink& sink);
+
+  /// Starts reading `source` (a thread) and filtering (a pool, for a CPU filter); slab runs start the other devices'
+  /// workers. `cancel`, when given, stops the run from anywhere (polled).
+  void start(ProjectionSource& source, VolumeSink& sink, const std::atomic<bool>* cancel = nullptr);
+  /// Backprojects on the calling thread what has arrived, in order: returns within about `budget` (waiting for
+  /// projections at most that long), having stopped at projection `until` at the latest (0: no bound). False once every
+  /// projection is in. Throws what any stage threw, with the projection it concerns; Cancelled when cancelled.
+  bool step(std::chrono::milliseconds budget, std::size_t until = 0);
+  /// Projections backprojected so far (one block; in slabs, summed over slabs and devices).
+  std::size_t done() const;
+  /// The first device's operator: a viewer samples its volume, snapshots read it (one block).
+  ConeBeamOperator& firstOperator();
+  /// After step() returned false: the volume into the sink (the last window, the readback, the density kill's scaling,
+  /// the region's zeros, a check for non-finite values), the threads joined, the report.
+  FdkReport finish();
+  /// Stops a started run: every thread joined, nothing written to the sink.
+  void cancel();
+
+ private:
+  struct Run;
+  void makeFirstOperator(gl::Context* context);
+  const FdkPlan plan_;
+  std::unique_ptr<ConeBeamOperator> owned_;
+  ConeBeamOperator* first_ = nullptr;
+  std::unique_ptr<DeviceFdkFilter> firstFilter_;  // the device twin of the first operator (made at the first run that uses it)
+  bool firstFilterTried_ = false;
+  bool usedBefore_ = false;
+  double setupSeconds_ = 0;
+  std::unique_ptr<Run> run_;
+};
+
+/// The chain on projections in memory into a volume in memory: planFdk, FdkReconstructor::run.
+Image reconstructFdk(const Geometry& geometry, const Image& projections, const VolumeGrid& grid, const FdkOptions& options,
+                     FdkReport* report = nullptr);
+
 /// The detector layout a projection stack's header describes (origin and spacing in detector mm).
 DetectorLayout detectorLayoutOf(const Image& projections);
 
 /// Throws InputError (naming `name`) when the stack's pixel or projection count differs from the geometry's.
-void checkProjectionsMatch(const Geometry& geometry, const Image& projections, const std::string& name);
-
-Image reconstructFdk(const Geometry& geometry, const Image& projections, const VolumeGrid& grid,
-                     const FdkOptions& options, FdkReport* report = nullptr);
-
-/// Where a one-block reconstruction puts the volume: called once, when the readback begins (so its memory can be
-/// prepared meanwhile), it returns voxelCount() floats, aligned, x fastest (e.g. a mapped output file).
-using FdkDestination = std::function<float*()>;
-/// reconstructFdk's one-block path into the caller's memory (the caller has checked that planFdkSlabs gives no
-/// slabs): the same voxels, bit for bit.
-void reconstructFdkInto(const Geometry& geometry, const Image& projections, const VolumeGrid& grid, const FdkOptions& options,
-                        const FdkDestination& destination, FdkReport* report = nullptr);
-
-/// Where the slabs of a slab reconstruction go: rows [firstRow, firstRow + rows) of y, nx x rows x nz floats
-/// (x fastest), each once, in any order, from the workers' threads (concurrently for different rows).
-using SlabSink = std::function<void(int firstRow, int rows, const float* data)>;
-
-/// The slabs options ask for, or an empty plan (slabs.empty()) for the one-block path: slabs when
-/// options.gpuMemory is given, several devices are named, or a GPU backend's measured free memory cannot hold
-/// the volume. Throws InputError when even one slab does not fit (naming the budget).
-SlabPlan planFdkSlabs(const Geometry& geometry, const VolumeGrid& grid, const FdkOptions& options);
-
-/// FDK in slabs: every projection filtered once (kept in memory, or in a scratch file under options.scratch),
-/// then each device's worker takes slabs from a queue, backprojects every projection into its slab (uploading
-/// only the rows the slab needs), reads it back and hands it to `sink` while the next slab runs. Each voxel
-/// equals reconstructFdk's bit for bit (same arithmetic, same projection order). No density kill.
-void reconstructFdkSlabs(const Geometry& geometry, const Image& projections, const VolumeGrid& grid, const FdkOptions& options,
-                         const SlabPlan& plan, const SlabSink& sink, FdkReport* report = nullptr);
-
-/// Steps 2 to 4 with an operator the caller made (and may reuse after ConeBeamOperator::reset, as bench does
-/// to keep the setup out of repeated runs) and filter: the volume goes to `destination` (voxelCount floats).
-/// options.backend/gpu/window/roi are not used here (the operator has them); the density kill is.
-void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter& filter, ConeBeamOperator& op,
-            float* destination, const FdkOptions& options, FdkReport& report);
-/// The same, the destination asked for only when the readback begins (its wait counted in pageInWaitSeconds).
-void runFdk(const Geometry& geometry, const Image& projections, const FdkFilter& filter, ConeBeamOperator& op,
-            const FdkDestination& destination, const FdkOptions& options, FdkReport& report);
-
-/// The backend FdkOptions::backend names, or for auto the graphics backend on a hardware GPU and cpu where only a software
-/// renderer or no OpenGL exists; `note` receives the reason for an automatic choice.
-Backend chooseBackend(const FdkOptions& options, std::string* note = nullptr);
-/// The operator options an FDK reconstruction makes its operators with.
-OperatorOptions operatorOptions(const FdkOptions& options);
+void checkProjectionsMatch(const Geometry& geometry, std::size_t count, const DetectorLayout& detector, const std::string& name);
+inline void checkProjectionsMatch(const Geometry& geometry, const Image& projections, const std::string& name) {
+  checkProjectionsMatch(geometry, static_cast<std::size_t>(projections.size[2]), detectorLayoutOf(projections), name);
+}
 
 }  // namespace glrecon

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "glrecon/device_projections.h"
 #include "glrecon/geometry.h"
 
 namespace glrecon {
@@ -74,7 +75,7 @@ double parkerWeight(double beta, double gamma, double delta);
 /// in Parker's sign convention (the conjugate of (beta, gamma) is (beta + pi + 2 gamma, -gamma)).
 double parkerFanAngle(const ProjectionVectors& view, double sourceAngle, double u);
 
-/// The FDK filter in the form a GPU applies it (Backprojector::filterOnDevice): each raw pixel times
+/// The FDK filter in the form a GPU applies it (DeviceFdkFilter): each raw pixel times
 /// cosine[row][u] times viewWeights[view][u], then along each row the ramp as the direct sum
 /// y[i] = sum_j x[j] taps[|i - j|] (RampFilter::convolutionTaps). That is the CPU's padded FFT written out: the
 /// same result up to float rounding for any padded length (FFTW's sizes with primes up to 13, which a GPU FFT
@@ -141,5 +142,29 @@ class FdkFilter {
   double start_ = 0.0;  ///< angle of the first projection of a short scan
   double delta_ = 0.0;  ///< Parker's half-fan parameter: (range - pi) / 2
 };
+
+/// The FDK filter's device twins (GL: shaders/filter_rows.comp; CUDA: a tiled Toeplitz product): the weights and ramp
+/// of DeviceFilter applied on an operator's device, equal to FdkFilter::apply within float rounding, written into a
+/// window of device projections that the operator then backprojects (ConeBeamOperator::back(DeviceProjections&)).
+/// Tested against the host in tests/test_device_filter.cpp.
+class DeviceFdkFilter {
+ public:
+  virtual ~DeviceFdkFilter() = default;
+  /// `count` raw projections (host memory, nv rows of nu floats each; views[i] the i-th's geometry index) into the
+  /// window's projections [slot, slot + count), filtered on its device. Asynchronous where the device is: the
+  /// operator's back() of the window orders after it. The host memory may be reused when the call returns.
+  virtual void filter(const float* raw, const std::size_t* views, std::size_t count, DeviceProjections& window, std::size_t slot) = 0;
+  /// Filters `count` raw projections into `filtered` (host, the same layout) through `window`, with the same kernels, so
+  /// with the bits a backprojection of the window would see: a block reconstruction filters once for every block.
+  virtual void filterToHost(const float* raw, const std::size_t* views, std::size_t count, DeviceProjections& window,
+                            float* filtered) = 0;
+};
+
+/// The twin for the device that `window` lives on, or nullptr where the filter should run on the CPU's FFTW pool:
+/// views that need their own cosine tables (FdkFilter::deviceFilter() is nullptr), too little free device memory for
+/// its buffers, a detector row block larger than the device's storage blocks (GL), or, unless `force`, a software
+/// renderer, where the FFTs on the CPU are many times faster than the shader's nu^2 products.
+std::unique_ptr<DeviceFdkFilter> makeDeviceFdkFilter(const FdkFilter& filter, const Geometry& geometry, DeviceProjections& window,
+                                                     bool force);
 
 }  // namespace glrecon

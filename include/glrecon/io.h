@@ -10,6 +10,8 @@
 
 #include "glrecon/geometry.h"
 #include "glrecon/image.h"
+#include "glrecon/sink.h"
+#include "glrecon/source.h"
 
 namespace glrecon {
 
@@ -36,6 +38,11 @@ void setFileChunking(const FileChunking& chunking);
 /// ("scan/p_*.mha", "scan/*.tif").
 /// Every file must agree with the first on pixel count, spacing and origin.
 Image readProjectionStack(const std::string& spec);
+/// Projections from files as a source for the FDK scheduler (glrecon/source.h): one MetaImage or TIFF stack, or one
+/// file after another (a directory, glob or list, in the order given), read in chunks as the scheduler asks for them
+/// (a MetaImage stack by parallel pread straight into its memory). The headers are read now: every file must agree
+/// with the first on the detector layout.
+std::unique_ptr<ProjectionSource> openProjectionFiles(const std::vector<std::string>& files);
 /// The files a projection spec names, in the order they will be read (a single file for a stack).
 std::vector<std::string> listProjectionFiles(const std::string& spec);
 /// rtkfdk's --path and --regexp: the files in `directory` whose name contains a match of the regular
@@ -52,6 +59,8 @@ Image readProjectionFiles(const std::vector<std::string>& files);
 /// ImageJ's spacing= for the page axis. Origin: ImageJ's x/y/zorigin when present, else the image is centred
 /// (TIFF has no origin). Every page must have the first page's size.
 Image readTiff(const std::string& path);
+/// What readTiff would give, without the pixels (size, pages, spacing, origin; every page's size checked).
+Image readTiffHeader(const std::string& path);
 /// Writes a multi-page float32 TIFF, one page per z slice, readable by Fiji/ImageJ as a calibrated stack
 /// (resolution tags 1/spacing, description "ImageJ=...\nimages=N\nslices=N\nunit=mm\nspacing=Z" plus the
 /// origin as x/y/zorigin). Classic TIFF: the pages must start within 4 GiB (InputError otherwise).
@@ -145,6 +154,34 @@ class VolumeFileWriter {
   int fd_ = -1;
   struct Mapping;
   std::unique_ptr<Mapping> mapping_;
+};
+
+/// FDK's volume into a file (glrecon/sink.h): made now (an existing file refused unless `overwrite`, a full disk found
+/// now), its pages prepared beside the run so that a one-block readback lands in the page cache (preparePages); where
+/// it cannot be mapped, the volume goes to memory paged in meanwhile and is written by commit(). A slab run's rows are
+/// written at their offsets as they come. Destroyed without commit(), nothing is left.
+class VolumeFileSink final : public VolumeSink {
+ public:
+  VolumeFileSink(const std::string& path, const VolumeGrid& grid, bool overwrite, int threads = 0);
+  ~VolumeFileSink() override;
+  std::string name() const override { return path_; }
+  float* wholeVolume() override;
+  void beginRows() override;
+  void writeRows(int firstRow, int rows, const float* data) override;
+  /// The file under its name, complete; returns the seconds the final write took.
+  double commit();
+  /// The whole volume where it is in memory (after a one-block run: the mapping or the memory written at commit());
+  /// nullptr after a slab run.
+  const float* volume();
+
+ private:
+  void startFallback();
+  std::string path_;
+  VolumeGrid grid_;
+  int threads_;
+  VolumeFileWriter writer_;
+  struct Fallback;
+  std::unique_ptr<Fallback> fallback_;
 };
 
 /// Throws InputError when `path` exists and overwriting was not asked for, or names a directory.

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "glrecon/device_projections.h"
 #include "glrecon/geometry.h"
 #include "glrecon/grid.h"
 #include "glrecon/roi.h"
@@ -35,7 +36,7 @@ namespace glrecon {
 namespace gl {
 class Context;
 }
-struct DeviceFilter;
+struct DeviceProjections;
 
 enum class Backend { Cpu, Graphics, GraphicsMp, Compute, Cuda };
 
@@ -83,8 +84,7 @@ struct OperatorOptions {
   bool profile = false;          ///< wait for the device after each step, so timings() splits upload, compute, readback
   double step = 0.0;             ///< forward: ray-marching step in mm; 0 = half the smallest voxel spacing
   /// The most y rows the operator holds at once (0: the whole grid). With fewer, the operator holds a block of rows
-  /// (moveBlock), uploads of each projection only the detector rows the block can reach (slabRowBand), and takes its
-  /// projections filtered (a block's projections are filtered once for every block: FdkRun's slabs).
+  /// (moveBlock) and uploads of each projection only the detector rows the block can reach (slabRowBand).
   int blockRows = 0;
   /// graphics, compute: draw in this context (a viewer's window, or the run's context for the device) instead of a
   /// headless one of their own; it must outlive the operator and be current on the calling thread.
@@ -173,22 +173,16 @@ class ConeBeamOperator {
   /// True where updateSubset computes B_S(1) itself next to the volume (the GPU backends): callers keep no weights.
   virtual bool computesSubsetWeights() const { return false; }
 
-  // ---- FDK's filter on the device (to become the filter stage's GL and CUDA twins) ----
-  /// From now on Fdk back() takes raw projections and weights and ramp-filters them on the device first, equal to
-  /// FdkFilter::apply within float rounding; nullptr: filtered projections again. Returns false, changing nothing,
-  /// where this backend (or an operator for fewer rows) cannot, or, unless `force`, where the device would be slower
-  /// than the CPU's filter pool (a software renderer).
-  virtual bool filterOnDevice(const DeviceFilter* filter, bool force = false) {
-    (void)force;
-    return filter == nullptr;
-  }
-  /// Filters `count` raw projections into `filtered` (host, same layout) with filterOnDevice's kernels, without
-  /// backprojecting them: a block reconstruction filters once for every block. False where filterOnDevice would be.
-  virtual bool filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count,
-                                 float* filtered, bool force = false) {
-    (void)filter, (void)raw, (void)views, (void)count, (void)filtered, (void)force;
-    return false;
-  }
+  // ---- projections resident on the device (filled by the FDK filter's device twins, glrecon/filter.h) ----
+  /// The window of device projections to fill next (GPU backends; nullptr for cpu): free (the pass that last read it
+  /// has finished), room for `capacity` projections; the same window until back(window, ...) takes it. Projections
+  /// waiting from back() of host memory are drawn first.
+  virtual DeviceProjections* nextWindow() { return nullptr; }
+  /// volume += B_Fdk over the window's first `count` projections (views[i] the i-th's), filled since nextWindow(): one
+  /// pass (at most window() projections, so the passes are those back() of host projections would draw).
+  virtual void back(DeviceProjections& window, const std::size_t* views, std::size_t count);
+  /// True on a software rasterizer (llvmpipe), where device work runs slower than the host's.
+  virtual bool softwareDevice() const { return false; }
 
   // ---- regions of interest (Xu & Mueller 3.3, early fragment kill) ----
   /// Restricts Fdk back to a region on the block's grid: voxels inside receive exactly the updates they would

@@ -30,6 +30,10 @@ void checkFiniteValues(const Image& image, const std::string& where, const std::
 void checkFiniteValues(const float* data, const std::array<int, 3>& size, const std::string& where, const std::string& what,
                        double limit);
 
+/// Throws InputError for projection `projection`'s pixel `pixel` (x fastest over `nu` columns) of `where`, whose
+/// value is not finite or beyond kMaxProjectionValue: what every projection source says of such a value.
+[[noreturn]] void throwBadProjectionValue(const std::string& where, std::size_t projection, std::size_t pixel, int nu, float value);
+
 /// The magnitude checkFiniteValues allows in projections (line integrals): far beyond any physical
 /// attenuation, far below where float sums over thousands of projections overflow.
 inline constexpr double kMaxProjectionValue = 1e20;

@@ -31,7 +31,9 @@
 #include "glrecon/phantom.h"
 #include "glrecon/preprocess.h"
 #include "glrecon/progress.h"
-#include "glrecon/stream.h"
+#include "glrecon/sink.h"
+#include "glrecon/source.h"
+#include "recon/device_session.h"
 #include "glrecon/validate.h"
 #include "glrecon/limits.h"
 
@@ -198,39 +200,30 @@ void printReport(const FdkReport& r, std::size_t projections) {
                r.totalSeconds > 0 ? projections / r.totalSeconds : 0.0);
 }
 
-// From files to file: where the time went, and the stage that bounds it. The filter pool runs beside the
-// backprojection, so the larger of the two bounds the reconstruction; reading and writing come before and after.
-// `total` is the wall time from the first read to the renamed output; `gpuStartSeconds` what was left of making the
-// GPU context (begun beside the reading) when the reading ended.
-void printFileSplit(const FdkReport& r, double readSeconds, double gpuStartSeconds, double writeSeconds, double total,
-                    std::size_t projections) {
+// From files to file: where the time went, and the stage that bounds it. The reading runs beside the reconstruction
+// (the scheduler reads in chunks while the device works), the filter pool beside the backprojection; the GPU's start
+// beside the reading. `total` runs from opening the projections to the renamed output.
+void printFileSplit(const FdkReport& r, double gpuStartSeconds, double writeSeconds, double total, std::size_t projections) {
   const double upload = r.backprojectSeconds - r.readbackSeconds;
-  // What the stages below leave of the wall time: checks, paging in the output, the side note.
-  const double other = std::max(0.0, total - readSeconds - gpuStartSeconds - r.setupSeconds - std::max(r.filterSeconds, upload) -
-                                         r.readbackSeconds - writeSeconds);
-  const std::pair<double, const char*> stages[] = {{readSeconds, "reading"},
+  const double other = std::max(0.0, total - gpuStartSeconds - r.setupSeconds - r.backprojectSeconds - writeSeconds);
+  const std::pair<double, const char*> stages[] = {{r.readSeconds, "reading"},
                                                    {gpuStartSeconds, "the GPU's start"},
-                                                   {other, "checks and paging in the output"},
                                                    {r.setupSeconds, "setup"},
-                                                   {std::max(r.filterSeconds, upload), r.filterWaitSeconds > 0.25 * upload ? "filtering" : "backprojection"},
+                                                   {std::max(r.filterSeconds, upload), r.filterWaitSeconds > 0.25 * upload
+                                                                                            ? "reading and filtering"
+                                                                                            : r.filteredOnGpu ? "the GPU's filter and backprojection"
+                                                                                                              : "backprojection"},
                                                    {r.readbackSeconds, "readback"},
                                                    {writeSeconds, "writing"}};
   const auto bound = std::max_element(std::begin(stages), std::end(stages), [](auto& a, auto& b) { return a.first < b.first; });
-  if (r.filteredOnGpu) {
-    std::fprintf(stderr,
-                 "file to file %.2f s (%.1f projections/s): read %.2f, GPU start %.2f, setup %.2f, upload, filter and backprojection "
-                 "on the GPU %.2f, readback %.2f, write %.2f, other %.2f (of which waiting for the output's memory %.2f) s; bound by %s\n",
-                 total, projections / total, readSeconds, gpuStartSeconds, r.setupSeconds, upload, r.readbackSeconds, writeSeconds,
-                 other, r.pageInWaitSeconds,
-                 bound->second == std::string("backprojection") ? "the GPU's filter and backprojection" : bound->second);
-    return;
-  }
   std::fprintf(stderr,
-               "file to file %.2f s (%.1f projections/s): read %.2f, GPU start %.2f, setup %.2f, filter %.2f (beside the GPU), upload "
-               "and backprojection %.2f (of which waiting for filtered projections %.2f), readback %.2f, write %.2f, other %.2f (of which "
-               "waiting for the output's memory %.2f) s; bound by %s\n",
-               total, projections / total, readSeconds, gpuStartSeconds, r.setupSeconds, r.filterSeconds, upload, r.filterWaitSeconds,
-               r.readbackSeconds, writeSeconds, other, r.pageInWaitSeconds, bound->second);
+               "file to file %.2f s (%.1f projections/s): read %.2f (beside the reconstruction), GPU start %.2f, setup %.2f, filter %s, "
+               "upload and backprojection %.2f (of which waiting for projections read%s %.2f), readback %.2f, write %.2f, other %.2f (of "
+               "which waiting for the output's memory %.2f) s; bound by %s\n",
+               total, projections / total, r.readSeconds, gpuStartSeconds, r.setupSeconds,
+               r.filteredOnGpu ? "on the GPU" : (std::to_string(r.filterSeconds).substr(0, 4) + " (beside the GPU)").c_str(), upload,
+               r.filteredOnGpu ? "" : " and filtered", r.filterWaitSeconds, r.readbackSeconds, writeSeconds, other, r.pageInWaitSeconds,
+               bound->second);
 }
 
 // ---- phantom ----
@@ -434,7 +427,6 @@ struct FdkCommand {
     const VolumeGrid grid = volume.grid();
     if (!dark.empty() && flat.empty() && !(i0 > 0))
       throw UsageError("--dark: expected together with --flat or --i0");
-    checkGridBounds(grid, "--size/--spacing/--origin");
     const fs::path outputPath(output);
     if (projectionsPath.empty() == (path.empty() && regexp.empty()))
       throw UsageError("fdk: expected either --projections or --path with --regexp");
@@ -446,10 +438,6 @@ struct FdkCommand {
     if (!sliceRange.empty() && slices.empty()) throw UsageError("--slice-range: expected together with --slices DIR");
     // Parsed now, so a bad range is refused before the reconstruction.
     const std::pair<double, double> fixedRange = sliceRange.empty() ? std::pair(0.0, 0.0) : parseRange("--slice-range", sliceRange);
-    if (stream && (options.gpuMemory > 0 || !options.gpus.empty()))
-      throw UsageError("--stream: expected the whole volume on one GPU (the live pipeline adds each projection to every voxel as "
-                       "it arrives); --gpu-memory and several --gpu reconstruct in slabs, which needs every projection first: "
-                       "leave out --stream");
     if (stream && (!flat.empty() || !dark.empty() || i0 > 0 || !densityRange.empty()))
       throw UsageError("--stream: expected projections as line integrals, without --i0/--flat/--dark/--density-range (not "
                        "supported in the pipeline yet)");
@@ -479,122 +467,70 @@ struct FdkCommand {
     // The side note a region or the density kill writes beside the volume.
     const std::string note = output + ".txt";
     if (!roi.empty() || !densityRange.empty()) refuseToOverwrite(note, overwrite);
-    // The one-block path holds the backprojector's volume, its read-back copy and the result: three volumes at
-    // once; slabs need far less (checked once the plan is known). Without slabs asked for, checked now.
-    const bool slabsAsked = options.gpuMemory > 0 || !options.gpus.empty();
-    if (!slabsAsked && backend == "cpu") checkJobMemory("fdk", "--size " + volume.size, std::uint64_t{3} * 4 * grid.voxelCount());
 
     const std::vector<CircularParams> params = readRtkGeometry(geometryPath);
     RunOutputs outputs;  // volume, note and slices: all or nothing
     const std::string projectionsName = projectionsPath.empty() ? path : projectionsPath;
-    if (stream) {
-      FileScan scan = openFileScan(geometryPath, projectionsPath.empty() ? listProjectionFiles(path, regexp) : listProjectionFiles(projectionsPath));
-      const Geometry& geometry = scan.geometry;
-      checkScanBounds(geometry, projectionsName);
-      checkVolumeInBeam(geometry, grid, "fdk");
-      auto& source = scan.source;
-      StreamOptions so;
-      so.fdk = options;
-      StreamReport report;
-      const Image result = reconstructStreaming(*source, geometry, grid, so, &report);
-      checkResult(result);
-      outputs.track(output);
-      writeImage(output, result, overwrite);
-      outputs.keep();
-      if (!quiet) {
-        printStreamReport(report, geometry.size());
-        std::fprintf(stderr, "wrote %s\n", output.c_str());
-      }
-      return;
+    // The GPU's context is made beside everything that follows (a tenth of a second for OpenGL, a quarter for CUDA).
+    auto session = std::make_shared<DeviceSession>();
+    session->openInBackground(options.backend.value_or(Backend::Graphics), options.gpu);
+    const auto start = std::chrono::steady_clock::now();
+    std::unique_ptr<ProjectionSource> source =
+        openProjectionFiles(projectionsPath.empty() ? listProjectionFiles(path, regexp) : listProjectionFiles(projectionsPath));
+    LineIntegralSource* converted = nullptr;
+    if (!flat.empty() || i0 > 0) {
+      auto wrapped = std::make_unique<LineIntegralSource>(std::move(source), flat.empty() ? Image{} : readProjectionStack(flat),
+                                                          dark.empty() ? Image{} : readProjectionStack(dark), i0, flat, dark);
+      converted = wrapped.get();
+      source = std::move(wrapped);
     }
-    // The driver's first context takes a tenth of a second (OpenGL) to a quarter (CUDA) to create: made once while
-    // the projections are read.
-    // A jthread: joined on every path, also when reading fails.
-    std::jthread gpuWarmUp;
-    if (backend == "cuda")
-      gpuWarmUp = std::jthread([device = options.gpu] { cuda::warmUp(device); });
-    else if (backend != "cpu" && !slabsAsked)
-      gpuWarmUp = std::jthread([device = options.gpu] { gl::warmUpHeadless(device); });
-    const auto readStart = std::chrono::steady_clock::now();
-    // The output file is made now, and unless slabs are asked for, its pages are put into the page cache by
-    // background threads while the projections are read and reconstructed: the final write is then a parallel
-    // copy (VolumeFileWriter::preparePages says why).
+    const Geometry geometry = Geometry::fromCircular(params, source->detector());
+    // The output file is made now, and its pages put into the page cache by background threads while the projections
+    // are read and reconstructed: the final write is then a parallel copy (VolumeFileWriter::preparePages says why).
     outputs.track(output);
     if (extension == ".mhd") outputs.track(fs::path(outputPath).replace_extension(".raw").string());
-    VolumeFileWriter writer(output, grid, overwrite);
-    if (!slabsAsked) writer.preparePages();
-    Image projections = projectionsPath.empty() ? readProjectionFiles(listProjectionFiles(path, regexp))
-                                                : readProjectionStack(projectionsPath);
-    const double readSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - readStart).count();
-    if (gpuWarmUp.joinable()) gpuWarmUp.join();
-    const double gpuStartSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - readStart).count() - readSeconds;
-    const Geometry geometry = Geometry::fromCircular(params, detectorLayoutOf(projections));
-    checkProjectionsMatch(geometry, projections, projectionsName);
-    checkScanBounds(geometry, projectionsName);
-    checkVolumeInBeam(geometry, grid, "fdk");
-    const SlabPlan plan = planFdkSlabs(geometry, grid, options);
-    if (!plan.slabs.empty()) {
-      if (!densityRange.empty()) throw UsageError("--density-range: not with slabs (" + describePlan(plan, options) + ")");
-      const std::uint64_t workers = std::max<std::size_t>(1, options.gpus.size());
-      checkJobMemory("fdk", "the filtered projections and " + std::to_string(2 * workers) + " slab buffers",
-                     (options.scratch.empty() ? 4 * projections.data.size() : 0) +
-                         2 * workers * 4 * static_cast<std::uint64_t>(grid.size[0]) * plan.rowsPerSlab * grid.size[2]);
-    } else if (backend != "cpu" || slabsAsked) {
-      checkJobMemory("fdk", "--size " + volume.size, std::uint64_t{3} * 4 * grid.voxelCount());
+    VolumeFileSink sink(output, grid, overwrite, options.threads);
+    options.streaming = stream;
+    const FdkPlan plan = planFdk(geometry, grid, options, *source, session);
+    if (!quiet) {
+      std::cerr << "reconstructing " << grid.size[0] << " x " << grid.size[1] << " x " << grid.size[2] << " voxels from "
+                << geometry.size() << " projections of " << geometry.detector.nu << " x " << geometry.detector.nv << '\n';
+      if (!plan.slabs.slabs.empty()) std::cerr << describePlan(plan.slabs, plan.devices.size()) << '\n';
     }
-    if (!flat.empty() || i0 > 0) {
-      const Image flatImage = flat.empty() ? Image{} : readProjectionStack(flat);
-      const Image darkImage = dark.empty() ? Image{} : readProjectionStack(dark);
-      const PreprocessStats stats = intensitiesToLineIntegrals(projections, flatImage, darkImage, i0, flat, dark);
-      if (!quiet && (stats.clampedLow || stats.deadPixels))
-        std::cerr << "intensity conversion: " << stats.clampedLow << " pixels without signal clamped to transmission "
-                  << kMinimumTransmission << ", " << stats.deadPixels << " pixels with flat <= dark set to 0\n";
-    }
-    if (!quiet) std::cerr << "reconstructing " << grid.size[0] << " x " << grid.size[1] << " x " << grid.size[2]
-                          << " voxels from " << geometry.size() << " projections of " << geometry.detector.nu << " x "
-                          << geometry.detector.nv << '\n';
-    FdkReport report;
-    if (!plan.slabs.empty()) {
-      if (!quiet) std::cerr << describePlan(plan, options) << '\n';
-      writer.releasePages();
-      runSlabs(geometry, projections, grid, options, plan, writer, outputs, readSeconds, chosen.empty(), pngs, fixedRange);
-      return;
-    }
-    // The readback goes straight into the mapped output file where it is mapped (no host volume to page in and
-    // copy), else into memory paged in meanwhile by another thread, written at the end.
-    Image fallback;
-    std::future<void> fallbackPaged;  // after `fallback`: destroyed (waited for) first
-    if (!writer.mapped()) fallbackPaged = std::async(std::launch::async, [&] { fallback = Image(grid); });
-    float* volume = nullptr;
-    reconstructFdkInto(geometry, projections, grid, options, [&] {
-      if ((volume = writer.mappedVolume())) return volume;
-      if (fallbackPaged.valid())
-        fallbackPaged.get();
-      else
-        fallback = Image(grid);
-      return volume = fallback.data.data();
-    }, &report);
-    checkResult(volume, grid.size);
+    FdkReconstructor reconstructor(plan);
+    const FdkReport report = reconstructor.run(*source, sink);
+    if (converted && !quiet && (converted->stats().clampedLow || converted->stats().deadPixels))
+      std::cerr << "intensity conversion: " << converted->stats().clampedLow << " pixels without signal clamped to transmission "
+                << kMinimumTransmission << ", " << converted->stats().deadPixels << " pixels with flat <= dark set to 0\n";
     const std::string noteText = sideNote(report, grid, geometry.size());
-    const auto writeStart = std::chrono::steady_clock::now();
-    if (!fallback.data.empty()) writer.writeVolume(fallback.data.data(), options.threads);
-    writer.commit();
-    const auto written = std::chrono::steady_clock::now();
-    const double writeSeconds = std::chrono::duration<double>(written - writeStart).count();
-    const double fileToFileSeconds = std::chrono::duration<double>(written - readStart).count();
+    const double writeSeconds = sink.commit();
+    const double fileToFileSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     writeSideNote(noteText, outputs);
     if (!quiet) {
       printReport(report, geometry.size());
-      printFileSplit(report, readSeconds, gpuStartSeconds, writeSeconds, fileToFileSeconds, geometry.size());
+      if (stream) printStreamReport(report, geometry.size());
+      for (const DeviceShare& d : report.devices)
+        std::fprintf(stderr, "  device %d (%s): %d %s in %.2f s\n", d.gpu, d.description.c_str(), d.slabs, d.slabs == 1 ? "slab" : "slabs",
+                     d.seconds);
+      if (report.slabs > 1 && report.wholeUploadBytes > 0 && report.uploadedBytes > 0)
+        std::fprintf(stderr, "  uploaded %s of projection rows (%.0f%% of whole projections for every slab)%s\n",
+                     formatBytes(static_cast<std::uint64_t>(report.uploadedBytes)).c_str(), 100.0 * report.uploadedBytes / report.wholeUploadBytes,
+                     report.scratchFile ? "; filtered projections in a scratch file" : "");
+      printFileSplit(report, session->waitedSeconds(), writeSeconds, fileToFileSeconds, geometry.size());
       if (!noteText.empty()) std::cerr << noteText;
       std::cerr << "wrote " << output << (noteText.empty() ? "" : " and " + note) << '\n';
     }
     if (!slices.empty()) {
-      // The mapped volume is in the file now: read back (from the page cache).
-      if (fallback.data.empty())
+      // The volume is in the page cache (mapped) or in memory; a slab run's was never whole in memory: read back.
+      const float* voxels = plan.slabs.slabs.empty() ? sink.volume() : nullptr;
+      if (voxels) {
+        Image volumeImage(grid);
+        std::copy_n(voxels, grid.voxelCount(), volumeImage.data.begin());
+        writeSlices(volumeImage, chosen.empty(), pngs, fixedRange, outputs);
+      } else {
+        checkJobMemory("fdk", "--slices (the volume read back)", std::uint64_t{4} * grid.voxelCount());
         writeSlices(readImage(output), chosen.empty(), pngs, fixedRange, outputs);
-      else
-        writeSlices(fallback, chosen.empty(), pngs, fixedRange, outputs);
+      }
     }
     outputs.keep();
   }
@@ -637,63 +573,10 @@ struct FdkCommand {
     }
   }
 
-  static std::string describePlan(const SlabPlan& plan, const FdkOptions& options) {
-    const std::size_t devices = std::max<std::size_t>(1, options.gpus.size());
+  static std::string describePlan(const SlabPlan& plan, std::size_t devices) {
     return "slabs: " + std::to_string(plan.slabs.size()) + " of " + std::to_string(plan.rowsPerSlab) + " rows of y, " +
            (plan.budgetBytes == UINT64_MAX ? std::string("device memory not limited") : formatBytes(plan.budgetBytes) + " per device") +
            (devices > 1 ? ", " + std::to_string(devices) + " devices" : "");
-  }
-
-  // Slab by slab into the output file, which is never whole in memory; the note, then slices read back from it.
-  void runSlabs(const Geometry& geometry, const Image& projections, const VolumeGrid& grid, const FdkOptions& options,
-                const SlabPlan& plan, VolumeFileWriter& writer, RunOutputs& outputs, double readSeconds, bool centralSlices,
-                const std::vector<std::pair<fs::path, SliceSpec>>& pngs, std::pair<double, double> fixedRange) const {
-    FdkReport report;
-    const std::size_t nx = grid.size[0], nz = grid.size[2];
-    reconstructFdkSlabs(geometry, projections, grid, options, plan, [&](int first, int rows, const float* data) {
-      for (std::size_t i = 0; i < nx * rows * nz; ++i)
-        if (!std::isfinite(data[i]))
-          throwInputError(output, "reconstructed volume", "finite values",
-                          "a non-finite value in rows " + std::to_string(first) + " to " + std::to_string(first + rows - 1) +
-                              " of y (the projections' values overflow float in the reconstruction)");
-      writer.writeRows(first, rows, data);
-    }, &report);
-    const auto writeStart = std::chrono::steady_clock::now();
-    writer.commit();
-    const double writeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - writeStart).count();
-    const std::string noteText = sideNote(report, grid, geometry.size());
-    writeSideNote(noteText, outputs);
-    if (!quiet) {
-      printReport(report, geometry.size());
-      for (const DeviceShare& d : report.devices)
-        std::fprintf(stderr, "  device %d (%s): %d %s in %.2f s\n", d.gpu, d.description.c_str(), d.slabs, d.slabs == 1 ? "slab" : "slabs",
-                     d.seconds);
-      if (report.wholeUploadBytes > 0 && report.uploadedBytes > 0)
-        std::fprintf(stderr, "  uploaded %s of projection rows (%.0f%% of whole projections for every slab)%s\n",
-                     formatBytes(static_cast<std::uint64_t>(report.uploadedBytes)).c_str(), 100.0 * report.uploadedBytes / report.wholeUploadBytes,
-                     report.scratchFile ? "; filtered projections in a scratch file" : "");
-      std::fprintf(stderr, "file to file %.2f s (%.1f projections/s): read %.2f, slabs %.2f (written as they finished), final write %.2f s\n",
-                   readSeconds + report.totalSeconds + writeSeconds,
-                   geometry.size() / (readSeconds + report.totalSeconds + writeSeconds), readSeconds, report.totalSeconds, writeSeconds);
-      if (!noteText.empty()) std::cerr << noteText;
-      std::cerr << "wrote " << output << (noteText.empty() ? "" : " and " + output + ".txt") << '\n';
-    }
-    if (!slices.empty()) {
-      // Read back from the file: the volume was never whole in memory.
-      checkJobMemory("fdk", "--slices (the volume read back)", std::uint64_t{4} * grid.voxelCount());
-      writeSlices(readImage(output), centralSlices, pngs, fixedRange, outputs);
-    }
-    outputs.keep();
-  }
-
-  // NaN or infinity in the volume (projections near float's limit overflow the sums): no output, an error.
-  void checkResult(const Image& result) const { checkResult(result.data.data(), result.size); }
-  void checkResult(const float* volume, const std::array<int, 3>& size) const {
-    try {
-      checkFiniteValues(volume, size, output, "reconstructed volume", 3.0e38);
-    } catch (const InputError& e) {
-      throw InputError(std::string(e.what()) + " (the projections' values overflow float in the reconstruction)");
-    }
   }
 };
 

@@ -3,7 +3,8 @@
 #include <string>
 
 #include "glrecon/image.h"
-#include "glrecon/stream.h"
+#include "glrecon/fdk.h"
+#include "glrecon/source.h"
 
 namespace glrecon::app {
 /// The volume options shared by every command (rtkfdk's names and defaults): "N" or "NX,NY,NZ" voxels,
@@ -21,7 +22,7 @@ struct FileScan {
 FileScan openFileScan(const std::string& geometryPath, const std::vector<std::string>& files);
 
 /// The end-of-stream summary: rate, time split, latency.
-void printStreamReport(const StreamReport& report, std::size_t projections);
+void printStreamReport(const FdkReport& report, std::size_t projections);
 
 /// Parses the command line, runs the subcommand, and maps errors to exit codes (0, 1 failure, 2 usage).
 int run(int argc, char** argv);

@@ -14,7 +14,8 @@
 #include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "glrecon/parse.h"
-#include "glrecon/stream.h"
+#include "glrecon/sink.h"
+#include "glrecon/source.h"
 #include "glrecon/validate.h"
 #include "commands.h"
 #include "validation.h"
@@ -57,7 +58,7 @@ struct Snapshots {
 
 }  // namespace
 
-void printStreamReport(const StreamReport& r, std::size_t projections) {
+void printStreamReport(const FdkReport& r, std::size_t projections) {
   if (!r.autoNote.empty()) std::fprintf(stderr, "%s\n", r.autoNote.c_str());
   char filtering[64] = "filter on the GPU";
   if (!r.filteredOnGpu) std::snprintf(filtering, sizeof filtering, "filtering %.2f thread-seconds", r.filterSeconds);
@@ -67,7 +68,7 @@ void printStreamReport(const StreamReport& r, std::size_t projections) {
                "ready %.3f s after the last projection; at most %zu projections held between stages\n",
                r.backend.c_str(), projections, r.totalSeconds, projections / r.totalSeconds, r.readSeconds, filtering,
                r.filteredOnGpu ? ", filter" : "", r.backprojectSeconds, r.gigaUpdatesPerSecond(), r.filteredOnGpu ? "read" : "filtered",
-               r.uploadWaitSeconds, r.latencySeconds, r.peakQueued);
+               r.filterWaitSeconds, r.latencySeconds, r.peakQueued);
 }
 
 namespace {
@@ -101,23 +102,24 @@ struct LiveOptions {
     c->add_flag("--quiet,-q", quiet, "No progress output");
   }
 
-  StreamOptions streamOptions() const {
-    StreamOptions o;
-    o.fdk.backend = parseBackend("--backend", backend);
-    o.fdk.gpu = gpu;
-    o.fdk.threads = threads;
-    o.fdk.progress = !quiet;
+  FdkOptions streamOptions() const {
+    FdkOptions o;
+    o.backend = parseBackend("--backend", backend);
+    o.gpu = gpu;
+    o.threads = threads;
+    o.progress = !quiet;
     if (window == "max")
-      o.fdk.window = kMaximumWindow;
+      o.window = kMaximumWindow;
     else if (window != "auto") {
       const auto w = parseNumberList("--window", window);
       if (w.size() != 1 || w[0] < 1 || w[0] > 4096 || w[0] != std::floor(w[0]))
         throw UsageError("--window: expected a whole number from 1 to 4096, max or auto, found '" + window + "'");
-      o.fdk.window = static_cast<int>(w[0]);
+      o.window = static_cast<int>(w[0]);
     }
-    o.fdk.filterOn = parseFilterPlace(filterOn);
+    o.filterOn = parseFilterPlace(filterOn);
     o.filterThreads = filterThreads;
     o.queueDepth = depth;
+    o.streaming = true;
     return o;
   }
 
@@ -142,7 +144,7 @@ struct LiveOptions {
     const VolumeGrid grid = parseVolumeGrid(size, spacing, origin);
     checkOutputs();
     checkVolumeInBeam(geometry, grid, "view");
-    StreamOptions o = streamOptions();
+    const FdkOptions o = streamOptions();
     RunOutputs outputs;
     Snapshots shots{snapshots, every, std::nullopt, overwrite, &outputs};
     if (!range.empty()) {
@@ -151,25 +153,27 @@ struct LiveOptions {
       shots.range = std::make_pair(parseNumberList("--slice-range", range.substr(0, colon), range)[0],
                                    parseNumberList("--slice-range", range.substr(colon + 1), range)[0]);
     }
-    // The next snapshot's projection count; declared out here because onBatch, which updates it, runs during
-    // reconstructStreaming below (inside the if-block it went out of scope first: ASan's stack-use-after-scope).
-    std::size_t next = every;
     if (!snapshots.empty()) {
       if (every == 0) throw UsageError("--every: expected a positive number of projections");
       if (!fs::exists(snapshots)) outputs.track(snapshots);
       fs::create_directories(snapshots);
-      o.batchBoundary = every;
-      o.onBatch = [&](std::size_t done, ConeBeamOperator& b) {
-        if (done >= next && done < geometry.size()) {
-          Image volume(b.blockGrid());
-          b.readVolume(volume.data.data());
-          shots.write(std::move(volume), done, geometry.size());
-          next = (done / every + 1) * every;
-        }
-      };
     }
-    StreamReport report;
-    const Image volume = reconstructStreaming(source, geometry, grid, o, &report);
+    const FdkPlan plan = planFdk(geometry, grid, o, source);
+    ImageSink sink(grid, threads);
+    FdkReconstructor reconstructor(plan);
+    reconstructor.start(source, sink);
+    // Steps that stop at every multiple of `every`, where a snapshot is taken of the volume so far.
+    const std::size_t total = geometry.size();
+    std::size_t next = snapshots.empty() ? 0 : every;
+    while (reconstructor.step(std::chrono::milliseconds(1000), next < total ? next : 0)) {
+      if (snapshots.empty() || reconstructor.done() < next || next >= total) continue;
+      Image soFar(grid);
+      reconstructor.firstOperator().readVolume(soFar.data.data());
+      shots.write(std::move(soFar), reconstructor.done(), total);
+      next = (reconstructor.done() / every + 1) * every;
+    }
+    const FdkReport report = reconstructor.finish();
+    const Image volume = sink.take();
     if (!snapshots.empty()) shots.write(volume, geometry.size(), geometry.size());
     if (!output.empty()) {
       outputs.track(output);

@@ -21,6 +21,7 @@
 #include "glrecon/errors.h"
 #include "device/gl/shader.h"
 #include "operators/gl/gl_operator.h"
+#include "recon/device_session.h"
 #include "glrecon/io.h"
 #include "glrecon/parse.h"
 
@@ -105,7 +106,7 @@ void setUpWindowInput(ViewerState& state, GLFWwindow* window) {
 
 }  // namespace
 
-void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeGrid& grid, StreamOptions options, const std::string& output,
+void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeGrid& grid, FdkOptions options, const std::string& output,
                bool overwrite, const ViewerScript& script) {
   if (!output.empty()) refuseToOverwrite(output, overwrite);
   ViewerState state;
@@ -125,7 +126,7 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
   }
 
   const int frameWidth = 3 * state.cell, frameHeight = state.cell + kBarHeight + kTextHeight;
-  auto context = script.offscreen ? gl::Context::headless(options.fdk.gpu)
+  auto context = script.offscreen ? gl::Context::headless(options.gpu)
                                   : gl::Context::window(frameWidth, frameHeight, "glrecon view", script.screenshot.empty());
   // Offscreen: the frame's colour texture, and a fence per frame for the pacing.
   gl::Framebuffer offscreenFrame;
@@ -149,16 +150,17 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
   }
 
   // The operator draws in this window's context; the viewer samples its volume texture.
-  const Backend backend = options.fdk.backend.value_or(Backend::Graphics);
+  const Backend backend = options.backend.value_or(Backend::Graphics);
   if (backend == Backend::Cuda)
     throw UsageError(field("backend") + ": expected graphics, graphics-mp, compute, cpu or auto in a window (the slices are drawn from the "
                      "OpenGL operator's texture; cpu uploads them), found cuda");
-  OperatorOptions bo;
-  bo.window = options.fdk.window;
-  bo.threads = options.fdk.threads;
-  bo.context = context.get();
-  std::unique_ptr<ConeBeamOperator> owned = makeOperator(backend, geometry, grid, bo);
-  ConeBeamOperator* backprojector = owned.get();
+  options.backend = backend;
+  auto session = std::make_shared<DeviceSession>();
+  session->useContext(options.gpu, *context);
+  const FdkPlan plan = planFdk(geometry, grid, options, source, session);
+  ImageSink sink(grid, options.threads);
+  FdkReconstructor reconstructor(plan, context.get());
+  ConeBeamOperator* backprojector = &reconstructor.firstOperator();
   auto* glOperator = dynamic_cast<GlOperator*>(backprojector);
   const unsigned liveTexture = glOperator ? glOperator->volumeTexture() : 0;  // 0 with the cpu backend
   const bool live = liveTexture != 0;
@@ -305,38 +307,45 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
   };
 
   const auto frameDue = [&] { return std::chrono::steady_clock::now() - lastFrame >= std::chrono::milliseconds(16); };
-  std::atomic<bool> cancel{false};
-  options.cancel = &cancel;
-  options.fdk.batch = 1;  // hand projections over one by one: a frame can come between any two
   bool midScanShotTaken = false;
   // The span while projections arrive (from the first to the last one backprojected) and the frames drawn in it:
   // the rate a user watching the scan sees, without the start (reading, filter warm-up) or the final readback.
   std::chrono::steady_clock::time_point firstBatch{}, lastBatch{};
   std::size_t framesAtFirstBatch = 0, framesAtLastBatch = 0;
-  options.onBatch = [&](std::size_t d, ConeBeamOperator& b) {
-    done = d;
-    lastBatch = std::chrono::steady_clock::now();
-    framesAtLastBatch = frames;
-    if (firstBatch == std::chrono::steady_clock::time_point{}) {
-      firstBatch = lastBatch;
-      framesAtFirstBatch = frames;
-    }
-    if (script.screenshotAt && !midScanShotTaken && done >= script.screenshotAt) {
-      midScanShotTaken = true;
-      state.screenshotRequested = true;
-      lastFrame = start - std::chrono::seconds(1);  // draw (and save) at once
-    }
-    if (!state.rangeSet && done >= std::max<std::size_t>(1, total / 10)) readRange();
-    if (!live && frameDue()) {  // cpu backend: refresh the viewer's copy of the volume
-      Image v(grid);
-      b.readVolume(v.data.data());
-      glTextureSubImage3D(hostVolume.id(), 0, 0, 0, 0, n[0], n[1], n[2], GL_RED, GL_FLOAT, v.data.data());
+  // The loop owns the window: a step of the reconstruction (about a frame's time), then events and a frame when due.
+  reconstructor.start(source, sink);
+  bool closed = false;
+  for (bool more = true; more;) {
+    // Steps stop where a script looks: the mid-scan screenshot, the projection count at which it closes.
+    std::size_t until = 0;
+    if (script.screenshotAt && !midScanShotTaken) until = script.screenshotAt;
+    if (script.closeAfter && (until == 0 || script.closeAfter < until)) until = script.closeAfter;
+    more = reconstructor.step(std::chrono::milliseconds(8), until < total ? until : 0);
+    if (reconstructor.done() != done) {
+      done = reconstructor.done();
+      lastBatch = std::chrono::steady_clock::now();
+      framesAtLastBatch = frames;
+      if (firstBatch == std::chrono::steady_clock::time_point{}) {
+        firstBatch = lastBatch;
+        framesAtFirstBatch = frames;
+      }
+      if (script.screenshotAt && !midScanShotTaken && done >= script.screenshotAt) {
+        midScanShotTaken = true;
+        state.screenshotRequested = true;
+        lastFrame = start - std::chrono::seconds(1);  // draw (and save) at once
+      }
+      if (!state.rangeSet && done >= std::max<std::size_t>(1, total / 10)) readRange();
+      if (!live && frameDue()) {  // cpu backend: refresh the viewer's copy of the volume
+        Image v(grid);
+        backprojector->readVolume(v.data.data());
+        glTextureSubImage3D(hostVolume.id(), 0, 0, 0, 0, n[0], n[1], n[2], GL_RED, GL_FLOAT, v.data.data());
+      }
     }
     do {
       if (!script.offscreen) glfwPollEvents();
       if ((!script.offscreen && glfwWindowShouldClose(state.window)) || (script.closeAfter && done >= script.closeAfter)) {
-        cancel = true;
-        return;
+        closed = true;
+        break;
       }
       if (frameDue() || state.paused) {
         drawFrame();
@@ -344,16 +353,16 @@ void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeG
       }
       if (state.paused) std::this_thread::sleep_for(std::chrono::milliseconds(16));
     } while (state.paused);
-  };
-  StreamReport report;
-  Image volume;
-  try {
-    volume = reconstructStreaming(source, geometry, grid, options, &report, backprojector);
-  } catch (const StreamCancelled&) {
+    if (closed) break;
+  }
+  if (closed) {
+    reconstructor.cancel();
     std::fprintf(stderr, "view: %s closed after %zu of %zu projections: reconstruction cancelled, nothing written\n",
                  script.offscreen ? "offscreen frames" : "window", done, total);
     return;
   }
+  const FdkReport report = reconstructor.finish();
+  const Image volume = sink.take();
   reconstructionSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   reconstructionFrames = frames;
   done = total;

@@ -1,7 +1,8 @@
 #pragma once
 #include <string>
 
-#include "glrecon/stream.h"
+#include "glrecon/fdk.h"
+#include "glrecon/source.h"
 
 namespace glrecon::app {
 
@@ -17,7 +18,7 @@ struct ViewerScript {
 };
 
 /// Opens a window with axial, coronal and sagittal slices and reconstructs `source` into it (see `glrecon view`).
-void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeGrid& grid, StreamOptions options,
+void runViewer(ProjectionSource& source, const Geometry& geometry, const VolumeGrid& grid, FdkOptions options,
                const std::string& output, bool overwrite, const ViewerScript& script = {});
 
 }  // namespace glrecon::app

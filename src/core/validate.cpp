@@ -107,4 +107,14 @@ void checkFiniteValues(const float* data, const std::array<int, 3>& size, const 
                   "finite values within " + str(limit) + " in magnitude", str(data[n]));
 }
 
+void throwBadProjectionValue(const std::string& where, std::size_t projection, std::size_t pixel, int nu, float value) {
+  // A NaN or infinity would spread through the ramp filter over a whole detector row, and values near float's limit
+  // (3e38) overflow the filter's and the backprojection's sums into NaN.
+  const std::size_t columns = static_cast<std::size_t>(nu);
+  const std::string field = "projection " + std::to_string(projection) + " pixel (" + std::to_string(pixel % columns) + ", " +
+                            std::to_string(pixel / columns) + ")";
+  if (!std::isfinite(value)) throwInputError(where, field, "a finite value", std::isnan(value) ? "NaN" : "infinity");
+  throwInputError(where, field, "a value within 1e20 in magnitude", std::to_string(value) + " (overflows float in the reconstruction)");
+}
+
 }  // namespace glrecon

@@ -212,7 +212,18 @@ std::size_t firstValueOutsideParallel(const float* values, std::size_t count, do
 
 namespace {
 
-Image readMetaImageFile(const std::string& path, std::string* elementType, double limit, std::size_t* firstOutside) {
+}  // namespace
+
+struct MetaImageReader::Data {
+  ElementType type{};
+  bool bigEndian = false;
+  std::string dataPath;
+  FileDescriptor file{-1};
+  std::uint64_t offset = 0;
+  std::vector<unsigned char> inflated;  // compressed data, inflated whole at opening
+};
+
+MetaImageReader::MetaImageReader(const std::string& path, bool headerOnly) : path_(path), data_(std::make_unique<Data>()) {
   requireReadableFile(path, "MetaImage file");
   std::ifstream file(path, std::ios::binary);
   if (!file) throwInputError(path, "file", "a readable MetaImage file (.mha or .mhd)", std::strerror(errno));
@@ -251,7 +262,7 @@ Image readMetaImageFile(const std::string& path, std::string* elementType, doubl
   const std::string* dimText = get("DimSize");
   if (!dimText) throwInputError(path, "DimSize", std::to_string(ndims) + " positive integers", "no DimSize");
   const auto dims = numbers(path, "DimSize", *dimText, ndims);
-  Image image;
+  Image& image = header_;
   for (std::size_t a = 0; a < 3; ++a) {
     const double d = a < ndims ? dims[a] : 1.0;
     if (d < 1 || d != std::floor(d) || d > 1e6)
@@ -306,10 +317,12 @@ Image readMetaImageFile(const std::string& path, std::string* elementType, doubl
                     "one of MET_FLOAT, MET_DOUBLE, MET_USHORT, MET_SHORT, MET_UCHAR, MET_CHAR, MET_UINT, MET_INT",
                     "'" + quoted(*typeText) + "'");
   const ElementType type = typeIt->second;
-  if (elementType) *elementType = *typeText;
+  elementType_ = *typeText;
+  dimensions_ = quoted(*dimText);
   const std::size_t count = image.voxelCount();  // at most 1e18: DimSize is bounded above
   const std::size_t bytes = count * type.bytes;
 
+  if (headerOnly) return;  // the data file is checked when it is opened to read
   // Locate the pixel bytes: after the header (LOCAL) or in a separate file.
   const std::string& dataFile = header["ElementDataFile"];
   std::string dataPath = path;
@@ -325,7 +338,8 @@ Image readMetaImageFile(const std::string& path, std::string* elementType, doubl
     // A FIFO or device here would block or never end: refused before opening.
     requireReadableFile(dataPath, path + ": ElementDataFile");
   }
-  FileDescriptor data{::open(dataPath.c_str(), O_RDONLY | O_CLOEXEC)};
+  FileDescriptor& data = data_->file;
+  data.fd = ::open(dataPath.c_str(), O_RDONLY | O_CLOEXEC);
   struct stat info {};
   if (data.fd < 0 || ::fstat(data.fd, &info) != 0)
     throwInputError(path, "ElementDataFile", "a readable data file", "'" + dataPath + "' cannot be opened");
@@ -372,12 +386,35 @@ Image readMetaImageFile(const std::string& path, std::string* elementType, doubl
                       std::to_string(available) + " bytes" +
                           (static_cast<std::size_t>(available) < bytes ? " (the file is truncated)"
                                                                        : " (the header disagrees with the data)"));
-    // Read straight into the float image (through one chunk's buffer per thread for other types).
-    checkHostMemory(path, "DimSize " + quoted(*dimText), count * sizeof(float));
   }
+  data_->type = type;
+  data_->bigEndian = bigEndian;
+  data_->dataPath = dataPath;
+  data_->offset = static_cast<std::uint64_t>(offset);
+  data_->inflated = std::move(raw);
+}
+
+MetaImageReader::~MetaImageReader() = default;
+
+std::size_t MetaImageReader::readSlices(std::size_t first, std::size_t n, float* out, double limit) {
+  const std::size_t slice = static_cast<std::size_t>(header_.size[0]) * header_.size[1];
+  const ElementType& type = data_->type;
+  const unsigned char* raw = data_->inflated.empty() ? nullptr : data_->inflated.data() + first * slice * type.bytes;
+  return convertInChunks(type, data_->bigEndian, n * slice, out, raw, data_->file.fd, data_->offset + first * slice * type.bytes,
+                         data_->dataPath, limit);
+}
+
+namespace {
+
+Image readMetaImageFile(const std::string& path, std::string* elementType, double limit, std::size_t* firstOutside) {
+  MetaImageReader reader(path);
+  Image image = reader.header();
+  if (elementType) *elementType = reader.elementType();
+  const std::size_t count = image.voxelCount();
+  // Straight into the float image (through one chunk's buffer per thread for other types).
+  checkHostMemory(path, "DimSize " + reader.dimensions(), count * sizeof(float));
   resizeZeroed(image.data, count, fileChunking().threads);
-  const std::size_t outside = convertInChunks(type, bigEndian, count, image.data.data(), compressed ? raw.data() : nullptr,
-                                              data.fd, static_cast<std::uint64_t>(offset), dataPath, limit);
+  const std::size_t outside = reader.readSlices(0, static_cast<std::size_t>(image.size[2]), image.data.data(), limit);
   if (firstOutside) *firstOutside = outside;
   return image;
 }

@@ -132,20 +132,9 @@ Image readProjectionFiles(const std::vector<std::string>& files) {
       stack.size[2] += part.size[2];
     }
   }
-  // A NaN or infinity would spread through the ramp filter over a whole detector row, and values near float's
-  // limit (3e38) overflow the filter's and the backprojection's sums into NaN: refuse both here, once every
-  // file's layout is known good.
-  if (firstBad != SIZE_MAX) {
-    const float value = stack.data[firstBad];
-    const std::size_t perProjection = stack.sliceStride(), p = firstBad / perProjection, pixel = firstBad % perProjection;
-    throwInputError(files[badFile],
-                    "projection " + std::to_string(p) + " pixel (" + std::to_string(pixel % stack.size[0]) + ", " +
-                        std::to_string(pixel / stack.size[0]) + ")",
-                    "a finite value within 1e20 in magnitude",
-                    std::isnan(value)   ? std::string("NaN")
-                    : std::isinf(value) ? std::string("infinity")
-                                        : std::to_string(value) + " (overflows float in the reconstruction)");
-  }
+  // Refused once every file's layout is known good (glrecon/validate.h says why).
+  if (firstBad != SIZE_MAX)
+    throwBadProjectionValue(files[badFile], firstBad / stack.sliceStride(), firstBad % stack.sliceStride(), stack.size[0], stack.data[firstBad]);
   return stack;
 }
 

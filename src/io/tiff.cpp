@@ -139,7 +139,10 @@ bool isTiffPath(const std::string& path) {
   return e == ".tif" || e == ".tiff";
 }
 
-Image readTiff(const std::string& path) {
+namespace {
+// The pages' size, spacing and origin, and with `pixels` their values: a projection source learns the first without
+// decoding a whole stack.
+Image readTiffFile(const std::string& path, bool pixels) {
   if (!fs::is_regular_file(path)) throwInputError(path, "file", "a readable TIFF file", "no such readable file");
   Diagnostics diag;
   TIFFOpenOptions* options = TIFFOpenOptionsAlloc();
@@ -193,6 +196,11 @@ Image readTiff(const std::string& path) {
                       std::to_string(w) + " x " + std::to_string(h));
     }
 
+    if (!pixels) {
+      ++pages;
+      diag.errors.clear();
+      continue;
+    }
     const std::size_t pageStart = image.data.size();
     image.data.resize(pageStart + static_cast<std::size_t>(width) * height);
     float* out = image.data.data() + pageStart;
@@ -259,6 +267,11 @@ Image readTiff(const std::string& path) {
   }
   return image;
 }
+}  // namespace
+
+Image readTiff(const std::string& path) { return readTiffFile(path, true); }
+
+Image readTiffHeader(const std::string& path) { return readTiffFile(path, false); }
 
 std::string tiffHeader(const std::string& path, const std::array<int, 3>& size, const std::array<double, 3>& spacing,
                        const std::array<double, 3>& origin) {

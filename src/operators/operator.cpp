@@ -31,6 +31,10 @@ void ConeBeamOperator::setBlock(int firstRow, int rows) {
   rows_ = rows;
 }
 
+void ConeBeamOperator::back(DeviceProjections&, const std::size_t*, std::size_t) {
+  throw std::logic_error(std::string("back: the ") + backendInfo(backend_).name + " operator has no device windows");
+}
+
 void ConeBeamOperator::killOutsideRange(double, double, double) {
   throw UsageError(field("densityRange") + ": expected " + field("backend") + " graphics or cpu (the " + backendInfo(backend_).name +
                    " backend has no per-voxel kill)");

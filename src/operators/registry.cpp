@@ -1,7 +1,5 @@
 // The backend registry: what each backend is and can do, what it costs on its device, and the one factory. Backends
 // appear here as Backend values; their names serve descriptions and messages only (front ends parse names).
-#include <GL/glew.h>
-
 #include <algorithm>
 
 #include "device/cuda/device.h"
@@ -58,17 +56,8 @@ std::uint64_t deviceMemoryAvailable(Backend backend, int device) {
   if (backend == Backend::Cuda) return cuda::freeMemory(device);
   if (backend == Backend::Cpu) return UINT64_MAX;
   auto context = gl::Context::headless(device);
-  if (GLEW_NVX_gpu_memory_info) {
-    GLint kib = 0;
-    glGetIntegerv(0x9049 /* GPU_MEMORY_INFO_CURRENT_AVAILABLE_VIDMEM_NVX */, &kib);
-    return static_cast<std::uint64_t>(kib) * 1024;
-  }
-  if (GLEW_ATI_meminfo) {
-    GLint info[4] = {0, 0, 0, 0};
-    glGetIntegerv(0x87FC /* TEXTURE_FREE_MEMORY_ATI */, info);
-    return static_cast<std::uint64_t>(info[0]) * 1024;
-  }
-  return UINT64_MAX;
+  const long long free = gl::freeDeviceMemory();
+  return free >= 0 ? static_cast<std::uint64_t>(free) : UINT64_MAX;
 }
 
 SlabCost operatorCost(Backend backend, const Geometry& geometry, const VolumeGrid& grid, int window, bool region) {

@@ -168,6 +168,28 @@ void Context::makeCurrent() {
     throw GlError("OpenGL: cannot make the context current (" + eglErrorName(eglGetError()) + ")");
 }
 
+long long freeDeviceMemory() {
+  if (GLEW_NVX_gpu_memory_info) {
+    GLint kib = 0;
+    glGetIntegerv(0x9049 /* GPU_MEMORY_INFO_CURRENT_AVAILABLE_VIDMEM_NVX */, &kib);
+    return static_cast<long long>(kib) * 1024;
+  }
+  if (GLEW_ATI_meminfo) {
+    GLint info[4] = {0, 0, 0, 0};
+    glGetIntegerv(0x87FC /* TEXTURE_FREE_MEMORY_ATI */, info);
+    return static_cast<long long>(info[0]) * 1024;
+  }
+  return -1;
+}
+
+void Context::release() {
+  if (window_) {
+    glfwMakeContextCurrent(nullptr);
+    return;
+  }
+  eglMakeCurrent(egl_->display, EGL_NO_SURFACE, EGL_NO_SURFACE, EGL_NO_CONTEXT);
+}
+
 void warmUpHeadless(int device) {
   try {
     Context::headless(device);

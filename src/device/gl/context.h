@@ -45,6 +45,9 @@ class Context {
 
   const DeviceInfo& info() const { return info_; }
   void makeCurrent();
+  /// Leaves no context current on the calling thread, so that another thread can make this one current (a context
+  /// made beside the reading, then used by the run's thread).
+  void release();
   /// The window of a window context; nullptr for a headless one.
   GLFWwindow* glfwWindow() const { return window_; }
 
@@ -62,6 +65,10 @@ class Context {
 /// driver's first context in a process costs a tenth of a second or more, which a thread can pay while the
 /// caller reads its input. Join it before creating another context.
 void warmUpHeadless(int device);
+
+/// Free memory of the current context's device in bytes, where the driver tells it (NVIDIA's NVX_gpu_memory_info, AMD's
+/// ATI_meminfo); -1 where it does not (Mesa).
+long long freeDeviceMemory();
 
 /// True for renderer strings of CPU rasterizers.
 bool isSoftwareRenderer(const std::string& renderer);

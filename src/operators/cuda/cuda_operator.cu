@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "device/cuda/cuda.h"
+#include "device/cuda/projection_window.h"
 #include "glrecon/errors.h"
 #include "glrecon/filter.h"
 #include "glrecon/operator.h"
@@ -44,14 +45,13 @@ double since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// A window of projections on the device: the layered array the Fdk kernel samples (and the device filter writes), its
-// pinned staging buffer, the raw projections the device filter reads, and the events ordering its use.
+// A window of projections on the device: the layered array the Fdk kernel samples (and the FDK filter's CUDA twin
+// writes), its pinned staging buffer, and the events ordering its use.
 struct Window {
   cuda::Array array;
   cuda::TextureObject texture;
   cuda::SurfaceObject surface;
   cuda::PinnedBuffer<float> staging;
-  cuda::DeviceBuffer<float> raw;  // made at the first device filtering
   cuda::Event copied, used;
 };
 
@@ -81,9 +81,9 @@ class CudaOperator final : public ConeBeamOperator {
   void updateSubset(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
                     const float* cachedWeights) override;
   bool computesSubsetWeights() const override { return true; }
-  bool filterOnDevice(const DeviceFilter* filter, bool force) override;
-  bool filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count, float* filtered,
-                         bool force) override;
+  using ConeBeamOperator::back;
+  DeviceProjections* nextWindow() override;
+  void back(DeviceProjections& window, const std::size_t* views, std::size_t count) override;
   void setRegion(const RegionOfInterest& region) override;
   std::vector<std::uint8_t> activeMask() override { return regionMask_; }
   double culledFraction() const override { return updatesTotal_ > 0 ? 1.0 - updatesDone_ / updatesTotal_ : 0.0; }
@@ -95,9 +95,10 @@ class CudaOperator final : public ConeBeamOperator {
     return options_.blockRows > 0 ? slabRowBand(geometry_, view, grid_, firstRow(), rows()) : RowBand{0, geometry_.detector.nv};
   }
   void fdkBack(const float* projections, const std::size_t* views, std::size_t count);
+  /// The pending window: staged projections uploaded, then backprojected.
   void launch();
-  bool prepareFilter(const DeviceFilter& filter);
-  void filterWindow(int b, const std::size_t* views, int w);
+  /// The pending window's pass, once its array holds the projections (uploaded on copyStream_).
+  void pass();
   RayBuffers& rays();
   void uploadRayViews(const std::size_t* views, int n);
   /// B (Adjoint) of host projections into the device volume `to`: added to it, or (`clear`) the first batch stored.
@@ -125,9 +126,7 @@ class CudaOperator final : public ConeBeamOperator {
   int buffer_ = 0;
   std::vector<std::size_t> pending_;
   std::vector<RowBand> pendingBands_;  // blocks: the detector rows each pending projection has staged
-  // The device filter (filterOnDevice): raw windows land in `raw` and are filtered into the arrays on copyStream_.
-  bool deviceFilter_ = false;
-  cuda::DeviceBuffer<float> filterCosine_, filterColumns_, filterTaps_;
+  cuda::ProjectionWindow handedOut_;   // what nextWindow() hands out
   double uploaded_ = 0;
   std::vector<detail::ProjectorView> views_;
   std::unique_ptr<RayBuffers> rays_;
@@ -232,31 +231,19 @@ void CudaOperator::fdkBack(const float* projections, const std::size_t* views, s
   }
 }
 
-void CudaOperator::filterWindow(int b, const std::size_t* views, int w) {
-  Window& window = windows_[b];
-  const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
-  const std::size_t floats = static_cast<std::size_t>(nu) * nv * w;
-  GLRECON_CUDA(cudaMemcpyAsync(window.raw.get(), window.staging.get(), floats * sizeof(float), cudaMemcpyHostToDevice, copyStream_.get()));
-  cuda::launchFilterRows(copyStream_.get(), window.raw.get(), nu, nv, w, views, filterCosine_.get(), filterColumns_.get(),
-                         filterTaps_.get(), window.surface.get());
-}
-
 void CudaOperator::launch() {
   if (pending_.empty()) return;
   const int w = static_cast<int>(pending_.size());
   const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
   Window& window = windows_[buffer_];
-  auto t = std::chrono::steady_clock::now();
+  const auto t = std::chrono::steady_clock::now();
   // The staging buffer of this window was filled by fdkBack(); copy it into the layered array.
   GLRECON_CUDA(cudaStreamWaitEvent(copyStream_.get(), window.used.get(), 0));
   cudaMemcpy3DParms copy{};
   copy.srcPtr = make_cudaPitchedPtr(window.staging.get(), nu * sizeof(float), nu, nv);
   copy.dstArray = window.array.get();
   copy.kind = cudaMemcpyHostToDevice;
-  if (deviceFilter_) {
-    filterWindow(buffer_, pending_.data(), w);
-    uploaded_ += static_cast<double>(nu) * nv * w * sizeof(float);
-  } else if (options_.blockRows > 0) {
+  if (options_.blockRows > 0) {
     // Each projection's band of rows, at its own rows and layer: texture coordinates stay those of the whole
     // detector; rows outside the band hold stale data no voxel of the block samples.
     for (int s = 0; s < w; ++s) {
@@ -273,12 +260,18 @@ void CudaOperator::launch() {
     GLRECON_CUDA(cudaMemcpy3DAsync(&copy, copyStream_.get()));
     uploaded_ += static_cast<double>(nu) * nv * w * sizeof(float);
   }
-  GLRECON_CUDA(cudaEventRecord(window.copied.get(), copyStream_.get()));
   if (options_.profile) {
     GLRECON_CUDA(cudaStreamSynchronize(copyStream_.get()));
     timings_.upload += since(t);
-    t = std::chrono::steady_clock::now();
   }
+  pass();
+}
+
+void CudaOperator::pass() {
+  const int w = static_cast<int>(pending_.size());
+  Window& window = windows_[buffer_];
+  const auto t = std::chrono::steady_clock::now();
+  GLRECON_CUDA(cudaEventRecord(window.copied.get(), copyStream_.get()));
   std::vector<float4> matrices(3 * w);
   bool yInvariant = true;  // u and w constant along y in every projection of the window (see fdk_kernels.cu)
   for (int s = 0; s < w; ++s) {
@@ -290,8 +283,8 @@ void CudaOperator::launch() {
   }
   GLRECON_CUDA(cudaStreamWaitEvent(computeStream_.get(), window.copied.get(), 0));
   cuda::uploadMatrices(bank_, matrices.data(), w, computeStream_.get());
-  cuda::launchFdkBack(runLength(), yInvariant, computeStream_.get(), volume_.get(), grid_.size[0], rows(), grid_.size[2], firstRow(),
-                      w, window.texture.get(), regionSet_ ? zRange_.get() : nullptr, bank_);
+  cuda::launchFdkBack(runLength(), yInvariant, computeStream_.get(), volume_.get(), grid_.size[0], rows(), grid_.size[2], firstRow(), w,
+                      window.texture.get(), regionSet_ ? zRange_.get() : nullptr, bank_);
   GLRECON_CUDA(cudaEventRecord(window.used.get(), computeStream_.get()));
   if (options_.profile) {
     GLRECON_CUDA(cudaStreamSynchronize(computeStream_.get()));
@@ -302,6 +295,35 @@ void CudaOperator::launch() {
   pending_.clear();
   pendingBands_.clear();
   buffer_ = 1 - buffer_;
+}
+
+DeviceProjections* CudaOperator::nextWindow() {
+  GLRECON_CUDA(cudaSetDevice(device_));
+  launch();  // what waits from fdkBack() first
+  Window& window = windows_[buffer_];
+  GLRECON_CUDA(cudaEventSynchronize(window.used.get()));  // its staging buffer and array are free
+  handedOut_.capacity = static_cast<std::size_t>(window_);
+  handedOut_.device = device_;
+  handedOut_.index = buffer_;
+  handedOut_.width = geometry_.detector.nu;
+  handedOut_.height = geometry_.detector.nv;
+  handedOut_.array = window.array.get();
+  handedOut_.surface = window.surface.get();
+  handedOut_.staging = window.staging.get();
+  handedOut_.stream = copyStream_.get();
+  return &handedOut_;
+}
+
+void CudaOperator::back(DeviceProjections&, const std::size_t* views, std::size_t count) {
+  GLRECON_CUDA(cudaSetDevice(device_));
+  for (std::size_t p = 0; p < count; ++p)
+    if (views[p] >= geometry_.size()) throw std::out_of_range("back: view index beyond the geometry");
+  if (!pending_.empty() || count == 0 || static_cast<int>(count) > window_)
+    throw std::logic_error("back(window): expected 1 to " + std::to_string(window_) + " projections and nothing waiting, found " +
+                           std::to_string(count));
+  pending_.assign(views, views + count);
+  uploaded_ += static_cast<double>(geometry_.detector.nu) * geometry_.detector.nv * count * sizeof(float);
+  pass();  // the twin filled the window's array on copyStream_: the pass orders after it
 }
 
 // Through the two pinned staging buffers (idle once the kernels are done), chunk by chunk: the copy engine fills one
@@ -360,72 +382,6 @@ void CudaOperator::moveBlock(int firstRow, int rows) {
   regionSet_ = false;
   regionMask_.clear();
   updatesDone_ = updatesTotal_ = 0;
-}
-
-bool CudaOperator::prepareFilter(const DeviceFilter& filter) {
-  filter.requireMatches(geometry_);
-  if (!windows_[0].raw) {
-    std::size_t freeBytes = 0, totalBytes = 0;
-    GLRECON_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
-    const std::size_t need = (2 * stagingFloats_ + filter.cosine.size() + filter.viewWeights.size() + filter.taps.size()) * sizeof(float);
-    if (need > freeBytes) return false;
-  }
-  // Sizes follow from the geometry (checked above), so buffers allocated once serve every later run.
-  const auto upload = [](cuda::DeviceBuffer<float>& to, const std::vector<float>& from) {
-    if (!to) to = cuda::DeviceBuffer<float>(from.size());
-    GLRECON_CUDA(cudaMemcpy(to.get(), from.data(), from.size() * sizeof(float), cudaMemcpyHostToDevice));
-  };
-  upload(filterCosine_, filter.cosine);
-  upload(filterColumns_, filter.viewWeights);
-  upload(filterTaps_, filter.taps);
-  for (Window& w : windows_)
-    if (!w.raw) w.raw = cuda::DeviceBuffer<float>(stagingFloats_);
-  return true;
-}
-
-bool CudaOperator::filterOnDevice(const DeviceFilter* filter, bool) {
-  GLRECON_CUDA(cudaSetDevice(device_));
-  launch();  // what is staged was passed under the previous setting
-  GLRECON_CUDA(cudaDeviceSynchronize());
-  if (!filter) {
-    deviceFilter_ = false;
-    return true;
-  }
-  // Blocks stage only each projection's band of rows (their projections come filtered: filterProjections).
-  if (options_.blockRows > 0 || !prepareFilter(*filter)) return false;
-  deviceFilter_ = true;
-  return true;
-}
-
-bool CudaOperator::filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count,
-                                     float* filtered, bool) {
-  GLRECON_CUDA(cudaSetDevice(device_));
-  launch();
-  GLRECON_CUDA(cudaDeviceSynchronize());  // window 0's staging, raw and array are free
-  if (!prepareFilter(filter)) return false;
-  const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
-  const std::size_t pixels = static_cast<std::size_t>(nu) * nv;
-  const int threads = std::min(8, resolveThreadCount(options_.threads));
-  Window& window = windows_[0];
-  for (std::size_t first = 0; first < count; first += window_) {
-    const std::size_t n = std::min<std::size_t>(window_, count - first);
-    for (std::size_t s = 0; s < n; ++s)
-      if (views[first + s] >= geometry_.size()) throw std::out_of_range("filterProjections: view index beyond the geometry");
-    parallelFor(n * pixels, std::size_t{1} << 18, threads,
-                [&](std::size_t b, std::size_t e) { std::memcpy(window.staging.get() + b, raw + first * pixels + b, (e - b) * sizeof(float)); });
-    filterWindow(0, views + first, static_cast<int>(n));
-    // Back out of the layered array the backprojection would sample: the same bits it would see.
-    cudaMemcpy3DParms back{};
-    back.srcArray = window.array.get();
-    back.dstPtr = make_cudaPitchedPtr(window.staging.get(), nu * sizeof(float), nu, nv);
-    back.extent = make_cudaExtent(nu, nv, n);
-    back.kind = cudaMemcpyDeviceToHost;
-    GLRECON_CUDA(cudaMemcpy3DAsync(&back, copyStream_.get()));
-    GLRECON_CUDA(cudaStreamSynchronize(copyStream_.get()));
-    parallelFor(n * pixels, std::size_t{1} << 18, threads,
-                [&](std::size_t b, std::size_t e) { std::memcpy(filtered + first * pixels + b, window.staging.get() + b, (e - b) * sizeof(float)); });
-  }
-  return true;
 }
 
 void CudaOperator::setRegion(const RegionOfInterest& roi) {

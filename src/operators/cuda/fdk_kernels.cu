@@ -96,72 +96,6 @@ __global__ void __launch_bounds__(kBlockX * kBlockY) backprojectRuns(float* __re
     if (store[r]) volume[(static_cast<size_t>(k) * ny + (j0 + r)) * nx + i] += sum[r];
 }
 
-// The FDK filter on the device (DeviceFilter): out[row][i] = sum_j x[row][j] taps[|i - j|] with x the raw pixel
-// times its cosine and column weights, for the rows of a window's projections (row r is layer r / nv, detector
-// row r % nv), written into the window's layered array through a surface. A dense product with a Toeplitz
-// matrix: a block computes a 64 x 64 tile of (rows, columns) in 16-column steps of j from shared memory,
-// each thread a 4 x 4 sub-tile strided by 16 (neighbouring threads read neighbouring taps: no bank conflicts).
-// Every output sums j in ascending order: the result is deterministic.
-constexpr int kFilterTile = 64, kFilterStep = 16, kFilterThreads = 256;
-struct WindowViews {
-  int view[kMaxWindow];
-};
-__global__ void __launch_bounds__(kFilterThreads) filterRows(const float* __restrict__ raw, int nu, int nv, int rows, WindowViews views,
-                                                             const float* __restrict__ cosine, const float* __restrict__ columnWeights,
-                                                             const float* __restrict__ taps, cudaSurfaceObject_t out) {
-  __shared__ float xs[kFilterTile][kFilterStep + 1];
-  __shared__ float ts[kFilterTile + kFilterStep];
-  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-  const int row0 = blockIdx.y * kFilterTile, col0 = blockIdx.x * kFilterTile;
-  float sum[4][4];
-#pragma unroll
-  for (int a = 0; a < 4; ++a)
-#pragma unroll
-    for (int b = 0; b < 4; ++b) sum[a][b] = 0.0f;
-  for (int j0 = 0; j0 < nu; j0 += kFilterStep) {
-    for (int e = threadIdx.x; e < kFilterTile * kFilterStep; e += kFilterThreads) {
-      const int r = e / kFilterStep, jj = e % kFilterStep, row = row0 + r, j = j0 + jj;
-      float x = 0.0f;
-      if (row < rows && j < nu) {
-        const int layer = row / nv, v = row - layer * nv;
-        x = raw[static_cast<size_t>(row) * nu + j] * cosine[static_cast<size_t>(v) * nu + j] *
-            columnWeights[static_cast<size_t>(views.view[layer]) * nu + j];
-      }
-      xs[r][jj] = x;
-    }
-    // ts[t] = taps[|i - j|] for i - j = col0 - j0 - (kFilterStep - 1) + t.
-    for (int t = threadIdx.x; t < kFilterTile + kFilterStep - 1; t += kFilterThreads) {
-      const int d = abs(col0 - j0 - (kFilterStep - 1) + t);
-      ts[t] = d < nu ? taps[d] : 0.0f;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int jj = 0; jj < kFilterStep; ++jj) {
-      float x[4], t[4];
-#pragma unroll
-      for (int a = 0; a < 4; ++a) x[a] = xs[ty + 16 * a][jj];
-#pragma unroll
-      for (int b = 0; b < 4; ++b) t[b] = ts[tx + 16 * b - jj + kFilterStep - 1];
-#pragma unroll
-      for (int a = 0; a < 4; ++a)
-#pragma unroll
-        for (int b = 0; b < 4; ++b) sum[a][b] = fmaf(x[a], t[b], sum[a][b]);
-    }
-    __syncthreads();
-  }
-#pragma unroll
-  for (int a = 0; a < 4; ++a) {
-    const int row = row0 + ty + 16 * a;
-    if (row >= rows) continue;
-    const int layer = row / nv, v = row - layer * nv;
-#pragma unroll
-    for (int b = 0; b < 4; ++b) {
-      const int i = col0 + tx + 16 * b;
-      if (i < nu) surf2DLayeredwrite(sum[a][b], out, i * static_cast<int>(sizeof(float)), v, layer);
-    }
-  }
-}
-
 template <int J>
 void launchRuns(bool yInvariant, dim3 blocks, cudaStream_t stream, float* volume, int nx, int ny, int nz, int yOffset, int count,
                 cudaTextureObject_t projections, const int2* zRange, int bank) {
@@ -188,14 +122,5 @@ void launchFdkBack(int run, bool yInvariant, cudaStream_t stream, float* volume,
   GLRECON_CUDA(cudaGetLastError());
 }
 
-void launchFilterRows(cudaStream_t stream, const float* raw, int nu, int nv, int count, const std::size_t* views, const float* cosine,
-                      const float* columnWeights, const float* taps, cudaSurfaceObject_t out) {
-  WindowViews list{};
-  for (int s = 0; s < count; ++s) list.view[s] = static_cast<int>(views[s]);
-  const int rows = nv * count;
-  const dim3 blocks((nu + kFilterTile - 1) / kFilterTile, (rows + kFilterTile - 1) / kFilterTile);
-  filterRows<<<blocks, kFilterThreads, 0, stream>>>(raw, nu, nv, rows, list, cosine, columnWeights, taps, out);
-  GLRECON_CUDA(cudaGetLastError());
-}
 
 }  // namespace glrecon::cuda

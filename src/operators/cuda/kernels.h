@@ -1,5 +1,5 @@
 #pragma once
-// Launchers of the cuda operator's kernels (fdk_kernels.cu: Fdk back and the FDK filter; ray_kernels.cu: forward,
+// Launchers of the cuda operator's kernels (fdk_kernels.cu: Fdk back; ray_kernels.cu: forward,
 // Adjoint back and the subset update). Two files because each keeps its per-view constants in constant memory, and
 // one module's constant memory (64 KiB) does not hold both. For .cu files.
 #include <cuda_runtime.h>
@@ -23,10 +23,6 @@ void uploadMatrices(int bank, const float4* rows, int count, cudaStream_t stream
 /// of the grid), runs of `run` (4, 8 or 16) voxels along y per thread; `zRange` (or nullptr) limits each column.
 void launchFdkBack(int run, bool yInvariant, cudaStream_t stream, float* volume, int nx, int ny, int nz, int yOffset, int count,
                    cudaTextureObject_t projections, const int2* zRange, int bank);
-/// The FDK filter: rows of `raw` (count projections) weighted by `cosine` x `columnWeights[view]` and convolved with
-/// `taps`, into the layers of `out`.
-void launchFilterRows(cudaStream_t stream, const float* raw, int nu, int nv, int count, const std::size_t* views, const float* cosine,
-                      const float* columnWeights, const float* taps, cudaSurfaceObject_t out);
 
 // ---- ray_kernels.cu ----
 /// Views per forward or Adjoint launch at most: their constants in constant memory.

@@ -98,11 +98,12 @@ void GlOperator::updateSubset(const float* correction, const std::size_t* views,
   timings_.back += since(start);
 }
 
-bool GlOperator::filterOnDevice(const DeviceFilter* filter, bool force) { return volume_.filterOnDevice(filter, force); }
+DeviceProjections* GlOperator::nextWindow() {
+  return volume_.nextWindow([this] { drawWindow(); });
+}
 
-bool GlOperator::filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count,
-                                   float* filtered, bool force) {
-  return volume_.filterProjections(filter, raw, views, count, filtered, force);
+void GlOperator::back(DeviceProjections&, const std::size_t* views, std::size_t count) {
+  volume_.addWindow(views, count, [this] { drawWindow(); });
 }
 
 OperatorTimings GlOperator::timings() const {

@@ -27,9 +27,10 @@ class GlOperator : public ConeBeamOperator {
   void updateSubset(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
                     const float* cachedWeights) override;
   bool computesSubsetWeights() const override { return true; }
-  bool filterOnDevice(const DeviceFilter* filter, bool force) override;
-  bool filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count, float* filtered,
-                         bool force) override;
+  using ConeBeamOperator::back;
+  DeviceProjections* nextWindow() override;
+  void back(DeviceProjections& window, const std::size_t* views, std::size_t count) override;
+  bool softwareDevice() const override { return device().software; }
   OperatorTimings timings() const override;
   double uploadedBytes() const override { return volume_.uploaded; }
   int window() const override { return volume_.window; }

@@ -15,17 +15,6 @@
 namespace glrecon::detail {
 namespace {
 
-// Free GPU memory in bytes where the driver tells it (NVIDIA's and AMD's extensions), else -1.
-long long freeGpuMemory() {
-  if (GLEW_NVX_gpu_memory_info) return static_cast<long long>(glInteger(0x9049 /* CURRENT_AVAILABLE_VIDMEM */)) * 1024;
-  if (GLEW_ATI_meminfo) {
-    GLint info[4] = {0, 0, 0, 0};
-    glGetIntegerv(0x87FC /* TEXTURE_FREE_MEMORY_ATI */, info);
-    return static_cast<long long>(info[0]) * 1024;
-  }
-  return -1;
-}
-
 }  // namespace
 
 GLint glInteger(GLenum name) {
@@ -76,7 +65,7 @@ GlVolume::GlVolume(gl::Context* borrowed, const Geometry& g, const VolumeGrid& v
   limit("volume size z (slices, texture array layers)", grid.size[2], maxLayers);
   limit("detector width", geometry.detector.nu, maxTexture);
   limit("detector height", geometry.detector.nv, maxTexture);
-  if (const long long free = freeGpuMemory(); free >= 0)
+  if (const long long free = gl::freeDeviceMemory(); free >= 0)
     limit("GPU memory for the volume (bytes)", static_cast<long long>(grid.size[0]) * allocatedRows * grid.size[2] * 4, free, true);
 
   volume = gl::createTexture(GL_TEXTURE_2D_ARRAY);
@@ -93,11 +82,8 @@ GlVolume::~GlVolume() {
     if (f) glDeleteSync(f);
   if (stagingMemory_) glUnmapNamedBuffer(staging_.id());
   if (readbackMemory_) glUnmapNamedBuffer(readback_.id());
-  if (filterPackMemory_) glUnmapNamedBuffer(filterPack_.id());
   readback_.reset();
   staging_.reset();
-  for (gl::Buffer* b : {&filterRaw_, &filterCosine_, &filterColumns_, &filterTaps_, &filterViews_, &filterPack_}) b->reset();
-  filterProgram_.reset();
   volume.reset();
   projections.reset();
   matrices.reset();
@@ -108,7 +94,7 @@ void GlVolume::setWindowLimit(int limit) {
   if (options.window < kMaximumWindow || options.window > maxWindow)
     throw UsageError(field("window") + ": expected 1 to " + std::to_string(maxWindow) + " (this device's limit), max or auto, found " +
                      std::to_string(options.window));
-  if (const long long free = freeGpuMemory(); free >= 0) {
+  if (const long long free = gl::freeDeviceMemory(); free >= 0) {
     const long long bytes = 2LL * 2 * geometry.detector.nu * geometry.detector.nv * maxWindow * 4;  // texture and staging, two halves
     if (bytes > free)
       throwInputError(where_, "GPU memory for the projection window (bytes)", "at most " + std::to_string(free), std::to_string(bytes));
@@ -210,11 +196,8 @@ void GlVolume::add(const float* data, const std::size_t* views, std::size_t coun
     } else {
       parallelFor(n * pixels, std::size_t{1} << 18, threads,
                   [&](std::size_t b, std::size_t e) { std::copy(data + p * pixels + b, data + p * pixels + e, to + b); });
-      if (deviceFilter_)
-        filterStaged(layer, views + p, n);
-      else
-        GLRECON_CHECK_GL(glTextureSubImage3D(projections.id(), 0, 0, 0, static_cast<GLint>(layer), nu, nv, static_cast<GLsizei>(n), GL_RED,
-                                             GL_FLOAT, reinterpret_cast<const void*>(layer * pixels * sizeof(float))));
+      GLRECON_CHECK_GL(glTextureSubImage3D(projections.id(), 0, 0, 0, static_cast<GLint>(layer), nu, nv, static_cast<GLsizei>(n), GL_RED,
+                                           GL_FLOAT, reinterpret_cast<const void*>(layer * pixels * sizeof(float))));
       uploaded += static_cast<double>(n * pixels) * sizeof(float);
     }
     glBindBuffer(GL_PIXEL_UNPACK_BUFFER, 0);
@@ -229,123 +212,43 @@ void GlVolume::add(const float* data, const std::size_t* views, std::size_t coun
   gl::checkError(where_.c_str());
 }
 
-bool GlVolume::filterOnDevice(const DeviceFilter* filter, bool force) {
+gl::ProjectionWindow* GlVolume::nextWindow(const std::function<void()>& draw) {
   context_->makeCurrent();
-  if (!filter) {
-    deviceFilter_ = false;
-    return true;
+  if (!pending.empty()) drawPending(draw);
+  const int half = layerBase == 0 ? 0 : 1;
+  if (fences_[half]) {
+    // The last pass that read this half must be done before its staging memory and layers are rewritten.
+    glClientWaitSync(fences_[half], GL_SYNC_FLUSH_COMMANDS_BIT, GLuint64{60} * 1000000000);
+    glDeleteSync(fences_[half]);
+    fences_[half] = nullptr;
   }
-  if (blockCapacity > 0 || (context_->info().software && !force) || !prepareFilter(*filter)) return false;
-  deviceFilter_ = true;
-  return true;
+  const std::size_t pixels = static_cast<std::size_t>(geometry.detector.nu) * geometry.detector.nv;
+  window_.capacity = static_cast<std::size_t>(maxWindow);
+  window_.context = context_;
+  window_.texture = projections.id();
+  window_.firstLayer = layerBase;
+  window_.width = geometry.detector.nu;
+  window_.height = geometry.detector.nv;
+  window_.stagingBuffer = staging_.id();
+  window_.stagingOffset = static_cast<std::size_t>(layerBase) * pixels * sizeof(float);
+  window_.staging = stagingMemory_ + static_cast<std::size_t>(layerBase) * pixels;
+  return &window_;
 }
 
-bool GlVolume::prepareFilter(const DeviceFilter& filter) {
-  const int nu = geometry.detector.nu, nv = geometry.detector.nv;
-  filter.requireMatches(geometry);
-  const auto upload = [](gl::Buffer& buffer, const std::vector<float>& data) {
-    glNamedBufferSubData(buffer.id(), 0, static_cast<GLsizeiptr>(data.size() * sizeof(float)), data.data());
-  };
-  if (!filterRaw_) {
-    // The raw projections of one dispatch in one storage block, which has a size limit (128 MiB on Mesa): a larger
-    // detector filters on the CPU.
-    const std::size_t bytes = static_cast<std::size_t>(nu) * nv * sizeof(float);
-    const std::size_t blockLimit = static_cast<std::size_t>(std::max(glInteger(GL_MAX_SHADER_STORAGE_BLOCK_SIZE), 0));
-    if (bytes > blockLimit) return false;
-    const std::size_t chunk = std::min<std::size_t>(maxWindow, blockLimit / bytes);
-    // Without room beside the volume the CPU filters (auto), as before.
-    const std::size_t tables = filter.cosine.size() + filter.viewWeights.size() + filter.taps.size();
-    if (const long long free = freeGpuMemory(); free >= 0 && static_cast<long long>(chunk * bytes + tables * sizeof(float)) > free)
-      return false;
-    filterProgram_ = gl::buildProgram({{GL_COMPUTE_SHADER, "filter_rows.comp"}}, {});
-    // Sizes follow from the geometry (checked above): made once, the buffers serve every later call (the slab
-    // path calls per chunk, bench per run), and a later call cannot fail for memory the first one had.
-    const auto allocate = [](gl::Buffer& buffer, std::size_t size) {
-      buffer = gl::createBuffer();
-      glNamedBufferStorage(buffer.id(), static_cast<GLsizeiptr>(size), nullptr, GL_DYNAMIC_STORAGE_BIT);
-    };
-    allocate(filterCosine_, filter.cosine.size() * sizeof(float));
-    allocate(filterColumns_, filter.viewWeights.size() * sizeof(float));
-    allocate(filterTaps_, filter.taps.size() * sizeof(float));
-    allocate(filterViews_, static_cast<std::size_t>(maxWindow) * sizeof(GLint));
-    allocate(filterRaw_, chunk * bytes);
-    filterChunk_ = chunk;
-  }
-  upload(filterCosine_, filter.cosine);
-  upload(filterColumns_, filter.viewWeights);
-  upload(filterTaps_, filter.taps);
-  gl::checkError((where_ + ": the device filter's buffers").c_str());
-  return true;
-}
-
-bool GlVolume::filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count,
-                                        float* filtered, bool force) {
+void GlVolume::addWindow(const std::size_t* views, std::size_t count, const std::function<void()>& draw) {
   context_->makeCurrent();
-  if (context_->info().software && !force) return false;
-  if (!pending.empty()) throw std::logic_error("filterProjections: projections are waiting in the window; draw them first");
-  glFinish();  // both halves' passes done: their staging memory and layers are free
-  if (!prepareFilter(filter)) return false;
-  const int nu = geometry.detector.nu, nv = geometry.detector.nv;
-  const std::size_t pixels = static_cast<std::size_t>(nu) * nv;
-  if (!filterPack_) {
-    const GLsizeiptr bytes = static_cast<GLsizeiptr>(maxWindow) * pixels * sizeof(float);
-    const GLbitfield flags = GL_MAP_READ_BIT | GL_MAP_PERSISTENT_BIT | GL_MAP_COHERENT_BIT;
-    filterPack_ = gl::createBuffer();
-    glNamedBufferStorage(filterPack_.id(), bytes, nullptr, flags | GL_CLIENT_STORAGE_BIT);
-    filterPackMemory_ = static_cast<float*>(glMapNamedBufferRange(filterPack_.id(), 0, bytes, flags));
-    if (!filterPackMemory_) throw gl::GlError(where_ + ": cannot map the filtered projections' readback buffer");
-  }
-  const int threads = std::min(8, resolveThreadCount(options.threads));
-  for (std::size_t first = 0; first < count; first += maxWindow) {
-    const std::size_t n = std::min<std::size_t>(maxWindow, count - first);
-    parallelFor(n * pixels, std::size_t{1} << 18, threads,
-                [&](std::size_t b, std::size_t e) { std::copy(raw + first * pixels + b, raw + first * pixels + e, stagingMemory_ + b); });
-    filterStaged(0, views + first, n);  // into layers 0 .. n-1, as a window would be
-    // Back through a mapped pack buffer: into client memory the driver copies through a small buffer of its own
-    // (about 1 GB/s on the H200, the same as the volume's readback before it went this way).
-    glMemoryBarrier(GL_TEXTURE_UPDATE_BARRIER_BIT | GL_PIXEL_BUFFER_BARRIER_BIT);
-    glBindBuffer(GL_PIXEL_PACK_BUFFER, filterPack_.id());
-    GLRECON_CHECK_GL(glGetTextureSubImage(projections.id(), 0, 0, 0, 0, nu, nv, static_cast<GLsizei>(n), GL_RED, GL_FLOAT,
-                                          static_cast<GLsizei>(n * pixels * sizeof(float)), nullptr));
-    glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
-    GLsync done = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
-    glClientWaitSync(done, GL_SYNC_FLUSH_COMMANDS_BIT, GLuint64{60} * 1000000000);
-    glDeleteSync(done);
-    parallelFor(n * pixels, std::size_t{1} << 18, threads,
-                [&](std::size_t b, std::size_t e) { std::copy(filterPackMemory_ + b, filterPackMemory_ + e, filtered + first * pixels + b); });
-  }
-  gl::checkError((where_ + ": filtering projections").c_str());
-  return true;
-}
-
-void GlVolume::filterStaged(std::size_t layer, const std::size_t* views, std::size_t n) {
-  const int nu = geometry.detector.nu, nv = geometry.detector.nv;
-  const std::size_t bytes = static_cast<std::size_t>(nu) * nv * sizeof(float);
-  glUseProgram(filterProgram_.id());
-  glUniform1i(glGetUniformLocation(filterProgram_.id(), "nu"), nu);
-  glUniform1i(glGetUniformLocation(filterProgram_.id(), "nv"), nv);
-  glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 2, filterCosine_.id());
-  glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 3, filterColumns_.id());
-  glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 4, filterTaps_.id());
-  glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 5, filterViews_.id());
-  glBindImageTexture(2, projections.id(), 0, GL_TRUE, 0, GL_WRITE_ONLY, GL_R32F);
-  for (std::size_t first = 0; first < n; first += filterChunk_) {
-    const std::size_t count = std::min(filterChunk_, n - first);
-    // The staged projections to the device (a GPU-side copy out of the mapped staging buffer), then the filter.
-    glCopyNamedBufferSubData(staging_.id(), filterRaw_.id(), static_cast<GLintptr>((layer + first) * bytes), 0,
-                             static_cast<GLsizeiptr>(count * bytes));
-    std::vector<GLint> list(count);
-    for (std::size_t s = 0; s < count; ++s) list[s] = static_cast<GLint>(views[first + s]);
-    glNamedBufferSubData(filterViews_.id(), 0, static_cast<GLsizeiptr>(count * sizeof(GLint)), list.data());
-    glBindBufferRange(GL_SHADER_STORAGE_BUFFER, 1, filterRaw_.id(), 0, static_cast<GLsizeiptr>(count * bytes));
-    const int rowCount = static_cast<int>(count) * nv;
-    glUniform1i(glGetUniformLocation(filterProgram_.id(), "rows"), rowCount);
-    glUniform1i(glGetUniformLocation(filterProgram_.id(), "firstLayer"), static_cast<GLint>(layer + first));
-    GLRECON_CHECK_GL(glDispatchCompute((nu + 63) / 64, (rowCount + 63) / 64, 1));
-    // The backprojection samples the layers written; the next copy rewrites the raw buffer this one reads.
-    glMemoryBarrier(GL_TEXTURE_FETCH_BARRIER_BIT | GL_SHADER_IMAGE_ACCESS_BARRIER_BIT | GL_BUFFER_UPDATE_BARRIER_BIT);
-  }
-  glUseProgram(0);
+  for (std::size_t p = 0; p < count; ++p)
+    if (views[p] >= geometry.size()) throw std::out_of_range("back: view index beyond the geometry");
+  if (!pending.empty() || count == 0 || static_cast<int>(count) > window)
+    throw std::logic_error("back(window): expected 1 to " + std::to_string(window) + " projections and nothing waiting, found " +
+                           std::to_string(count));
+  pending.assign(views, views + count);
+  uploaded += static_cast<double>(count) * geometry.detector.nu * geometry.detector.nv * sizeof(float);
+  // A full window is drawn as add() draws one (timed while the window search runs), a last partial one as flush() does.
+  if (static_cast<int>(count) == window)
+    drawWindow(draw);
+  else
+    drawPending(draw);
 }
 
 void GlVolume::flush(const std::function<void()>& draw) {

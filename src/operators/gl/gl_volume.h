@@ -14,6 +14,7 @@
 #include "glrecon/operator.h"
 #include "device/gl/context.h"
 #include "device/gl/objects.h"
+#include "device/gl/projection_window.h"
 
 namespace glrecon::detail {
 
@@ -41,15 +42,11 @@ class GlVolume {
 
   /// Uploads projections into the window; calls `draw` each time the window is full (timed while searching).
   void add(const float* projections, const std::size_t* views, std::size_t count, const std::function<void()>& draw);
-  /// ConeBeamOperator::filterOnDevice for both GL backends: from now on add() takes raw projections, copies them
-  /// into a device buffer and filters them into the window's layers (shaders/filter_rows.comp); nullptr: off.
-  /// False when made for blocks (row bands are staged, and their projections come filtered once for all blocks), and,
-  /// unless `force`, on a software renderer (there the CPU's FFTs beat the shader's nu^2 products many times).
-  bool filterOnDevice(const DeviceFilter* filter, bool force);
-  /// ConeBeamOperator::filterProjections for both GL backends: through the window's first layers and back (no
-  /// projections may be pending).
-  bool filterProjections(const DeviceFilter& filter, const float* raw, const std::size_t* views, std::size_t count, float* filtered,
-                         bool force);
+  /// The window of device projections to fill next (ConeBeamOperator::nextWindow): the current half's layers and
+  /// staging memory, once the last pass that read them has finished; projections waiting from add() are drawn first.
+  gl::ProjectionWindow* nextWindow(const std::function<void()>& draw);
+  /// The window's first `count` projections (views[i]) are filled: they are the pending window, drawn now.
+  void addWindow(const std::size_t* views, std::size_t count, const std::function<void()>& draw);
   /// Draws what the window holds (a partial window) now.
   void flush(const std::function<void()>& draw);
   /// The pending views' matrices into the uniform buffer (binding 0), in float.
@@ -90,16 +87,6 @@ class GlVolume {
   int rememberedWindow() const;  // 0: none (or not asked to remember)
   void rememberWindow(int chosen) const;
   void finishWindow();  // fences the half just drawn from and switches to the other
-  /// Device filter: projections staged at `stagingLayer` (n of them, views[]) filtered into texture layers from `layer`.
-  void filterStaged(std::size_t stagingLayer, const std::size_t* views, std::size_t n);
-  /// The filter's program and buffers for `filter` (false, doing nothing, where the detector or memory is too large).
-  bool prepareFilter(const DeviceFilter& filter);
-  bool deviceFilter_ = false;
-  gl::Program filterProgram_;
-  gl::Buffer filterRaw_, filterCosine_, filterColumns_, filterTaps_, filterViews_;
-  gl::Buffer filterPack_;  // filterProjections' way back, persistently mapped
-  float* filterPackMemory_ = nullptr;
-  std::size_t filterChunk_ = 1;  // projections per filter dispatch: what one storage block may hold
   // Uploads go through a persistently mapped pixel buffer (two halves, like the texture), so the next window's
   // projections travel while the previous window is backprojected; a fence guards each half until its pass ends.
   gl::Buffer staging_;
@@ -109,6 +96,7 @@ class GlVolume {
   float* stagingMemory_ = nullptr;
   GLsync fences_[2] = {nullptr, nullptr};
   void drawPending(const std::function<void()>& draw);  // draws, clears the window, times it when profiling
+  gl::ProjectionWindow window_;  // what nextWindow() hands out
   std::unique_ptr<gl::Context> ownedContext_;  // first: destroyed after every GL object below
   gl::Context* context_ = nullptr;
   std::string where_;

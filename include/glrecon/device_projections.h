@@ -1,0 +1,16 @@
+#pragma once
+/// Projections resident on a device, as an operator's back() samples them (a window of a GPU backend): the FDK filter's
+/// device twins (glrecon/filter.h) fill one from raw projections, then the operator backprojects it, so filtered
+/// projections never come back to the host (RTK's FFTRamp -> FDKBackProjection on the GPU). Opaque: each device kind
+/// (src/device/gl, src/device/cuda) says what one holds.
+#include <cstddef>
+
+namespace glrecon {
+
+struct DeviceProjections {
+  virtual ~DeviceProjections() = default;
+  /// Projections it holds at most.
+  std::size_t capacity = 0;
+};
+
+}  // namespace glrecon

@@ -1,0 +1,44 @@
+#pragma once
+/// Where an FDK run's volume goes: memory (an Image, a NumPy array), a file written whole or slab by slab
+/// (glrecon/io.h, VolumeFileSink), a viewer's texture. The scheduler (glrecon/fdk.h) hands a one-block run's volume
+/// over whole, and a slab run's slab by slab as each is read back.
+#include <string>
+
+#include "glrecon/grid.h"
+#include "glrecon/image.h"
+
+namespace glrecon {
+
+class VolumeSink {
+ public:
+  virtual ~VolumeSink() = default;
+  /// For messages: the output's name ("volume.mha").
+  virtual std::string name() const = 0;
+  /// Memory for the whole grid's voxels (x fastest), asked for once, when a one-block run's readback begins (so that
+  /// it may be prepared meanwhile); nullptr: the volume comes by rows.
+  virtual float* wholeVolume() { return nullptr; }
+  /// The volume will come by rows (a slab run): memory prepared for a whole volume may go.
+  virtual void beginRows() {}
+  /// Rows [firstRow, firstRow + rows) of y: nx x rows x nz floats, x fastest, then y, then z. Each row once, in any
+  /// order, from several threads at once for different rows.
+  virtual void writeRows(int firstRow, int rows, const float* data) = 0;
+};
+
+/// The volume into memory: an Image of the grid, whose pages another thread faults in while the run works (at 512^3
+/// half a gigabyte of page faults, a tenth of a second that would otherwise follow the readback).
+class ImageSink final : public VolumeSink {
+ public:
+  explicit ImageSink(const VolumeGrid& grid, int threads = 0);
+  ~ImageSink() override;
+  std::string name() const override { return "the volume in memory"; }
+  float* wholeVolume() override;
+  void writeRows(int firstRow, int rows, const float* data) override;
+  /// The volume (once the run has finished).
+  Image take();
+
+ private:
+  struct Prepared;
+  std::unique_ptr<Prepared> prepared_;
+};
+
+}  // namespace glrecon

@@ -1,0 +1,139 @@
+// The FDK filter's GL twin (see glrecon/filter.h): raw projections staged in the window's mapped buffer, copied on the
+// device into a storage buffer, and filtered by shaders/filter_rows.comp into the window's texture layers.
+#include <algorithm>
+#include <memory>
+
+#include "device/gl/objects.h"
+#include "device/gl/projection_window.h"
+#include "device/gl/shader.h"
+#include "glrecon/filter.h"
+#include "glrecon/parallel.h"
+
+namespace glrecon {
+namespace {
+
+GLint glInteger(GLenum name) {
+  GLint value = 0;
+  glGetIntegerv(name, &value);
+  return value;
+}
+
+class GlFdkFilter final : public DeviceFdkFilter {
+ public:
+  GlFdkFilter(gl::Context& context, const DeviceFilter& tables, std::size_t chunk, std::size_t capacity)
+      : context_(context), nu_(tables.nu), nv_(tables.nv), chunk_(chunk) {
+    program_ = gl::buildProgram({{GL_COMPUTE_SHADER, "filter_rows.comp"}}, {});
+    // Sizes follow from the geometry: made once, the buffers serve every call.
+    const auto make = [](gl::Buffer& buffer, std::size_t bytes, const void* data) {
+      buffer = gl::createBuffer();
+      glNamedBufferStorage(buffer.id(), static_cast<GLsizeiptr>(bytes), data, GL_DYNAMIC_STORAGE_BIT);
+    };
+    make(cosine_, tables.cosine.size() * sizeof(float), tables.cosine.data());
+    make(columns_, tables.viewWeights.size() * sizeof(float), tables.viewWeights.data());
+    make(taps_, tables.taps.size() * sizeof(float), tables.taps.data());
+    make(views_, capacity * sizeof(GLint), nullptr);
+    make(raw_, chunk * bytes(), nullptr);
+    gl::checkError("the device filter's buffers");
+  }
+
+  ~GlFdkFilter() override {
+    context_.makeCurrent();
+    if (packMemory_) glUnmapNamedBuffer(pack_.id());
+  }
+
+  void filter(const float* raw, const std::size_t* views, std::size_t count, DeviceProjections& target, std::size_t slot) override {
+    auto& window = static_cast<gl::ProjectionWindow&>(target);
+    window.context->makeCurrent();
+    const std::size_t pixels = static_cast<std::size_t>(nu_) * nv_;
+    // The raw projections into the window's staging memory (several threads: one core copies about 8 GB/s), then a
+    // device-side copy into the storage buffer the shader reads.
+    parallelFor(count * pixels, std::size_t{1} << 18, std::min(8, resolveThreadCount(0)),
+                [&](std::size_t b, std::size_t e) { std::copy(raw + b, raw + e, window.staging + slot * pixels + b); });
+    glUseProgram(program_.id());
+    glUniform1i(glGetUniformLocation(program_.id(), "nu"), nu_);
+    glUniform1i(glGetUniformLocation(program_.id(), "nv"), nv_);
+    glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 2, cosine_.id());
+    glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 3, columns_.id());
+    glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 4, taps_.id());
+    glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 5, views_.id());
+    glBindImageTexture(2, window.texture, 0, GL_TRUE, 0, GL_WRITE_ONLY, GL_R32F);
+    for (std::size_t first = 0; first < count; first += chunk_) {
+      const std::size_t n = std::min(chunk_, count - first);
+      glCopyNamedBufferSubData(window.stagingBuffer, raw_.id(), static_cast<GLintptr>(window.stagingOffset + (slot + first) * bytes()), 0,
+                               static_cast<GLsizeiptr>(n * bytes()));
+      std::vector<GLint> list(n);
+      for (std::size_t s = 0; s < n; ++s) list[s] = static_cast<GLint>(views[first + s]);
+      glNamedBufferSubData(views_.id(), 0, static_cast<GLsizeiptr>(n * sizeof(GLint)), list.data());
+      glBindBufferRange(GL_SHADER_STORAGE_BUFFER, 1, raw_.id(), 0, static_cast<GLsizeiptr>(n * bytes()));
+      const int rows = static_cast<int>(n) * nv_;
+      glUniform1i(glGetUniformLocation(program_.id(), "rows"), rows);
+      glUniform1i(glGetUniformLocation(program_.id(), "firstLayer"), static_cast<GLint>(window.firstLayer + slot + first));
+      GLRECON_CHECK_GL(glDispatchCompute((nu_ + 63) / 64, (rows + 63) / 64, 1));
+      // The backprojection samples the layers written; the next copy rewrites the raw buffer this one reads.
+      glMemoryBarrier(GL_TEXTURE_FETCH_BARRIER_BIT | GL_SHADER_IMAGE_ACCESS_BARRIER_BIT | GL_BUFFER_UPDATE_BARRIER_BIT);
+    }
+    glUseProgram(0);
+    gl::checkError("filtering projections");
+  }
+
+  void filterToHost(const float* raw, const std::size_t* views, std::size_t count, DeviceProjections& target, float* filtered) override {
+    auto& window = static_cast<gl::ProjectionWindow&>(target);
+    window.context->makeCurrent();
+    const std::size_t pixels = static_cast<std::size_t>(nu_) * nv_;
+    if (!pack_) {
+      const GLsizeiptr size = static_cast<GLsizeiptr>(window.capacity * pixels * sizeof(float));
+      const GLbitfield flags = GL_MAP_READ_BIT | GL_MAP_PERSISTENT_BIT | GL_MAP_COHERENT_BIT;
+      pack_ = gl::createBuffer();
+      glNamedBufferStorage(pack_.id(), size, nullptr, flags | GL_CLIENT_STORAGE_BIT);
+      packMemory_ = static_cast<float*>(glMapNamedBufferRange(pack_.id(), 0, size, flags));
+      if (!packMemory_) throw gl::GlError("filtering projections: cannot map the filtered projections' readback buffer");
+    }
+    for (std::size_t first = 0; first < count; first += window.capacity) {
+      const std::size_t n = std::min(window.capacity, count - first);
+      filter(raw + first * pixels, views + first, n, window, 0);
+      // Back through a mapped pack buffer: into client memory the driver copies through a small buffer of its own
+      // (about 1 GB/s on the H200, the same as the volume's readback before it went this way).
+      glMemoryBarrier(GL_TEXTURE_UPDATE_BARRIER_BIT | GL_PIXEL_BUFFER_BARRIER_BIT);
+      glBindBuffer(GL_PIXEL_PACK_BUFFER, pack_.id());
+      GLRECON_CHECK_GL(glGetTextureSubImage(window.texture, 0, 0, 0, window.firstLayer, nu_, nv_, static_cast<GLsizei>(n), GL_RED, GL_FLOAT,
+                                            static_cast<GLsizei>(n * pixels * sizeof(float)), nullptr));
+      glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
+      GLsync done = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
+      glClientWaitSync(done, GL_SYNC_FLUSH_COMMANDS_BIT, GLuint64{60} * 1000000000);
+      glDeleteSync(done);
+      parallelFor(n * pixels, std::size_t{1} << 18, std::min(8, resolveThreadCount(0)),
+                  [&](std::size_t b, std::size_t e) { std::copy(packMemory_ + b, packMemory_ + e, filtered + first * pixels + b); });
+    }
+    gl::checkError("filtering projections to the host");
+  }
+
+ private:
+  std::size_t bytes() const { return static_cast<std::size_t>(nu_) * nv_ * sizeof(float); }
+
+  gl::Context& context_;
+  int nu_, nv_;
+  std::size_t chunk_;  // projections per dispatch: what one storage block may hold
+  gl::Program program_;
+  gl::Buffer raw_, cosine_, columns_, taps_, views_;
+  gl::Buffer pack_;  // filterToHost's way back, persistently mapped
+  float* packMemory_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceFdkFilter> makeGlFdkFilter(const DeviceFilter& tables, gl::ProjectionWindow& window, bool force) {
+  window.context->makeCurrent();
+  if (window.context->info().software && !force) return nullptr;
+  // The raw projections of one dispatch in one storage block, which has a size limit (128 MiB on Mesa): a larger
+  // detector filters on the CPU.
+  const std::size_t bytes = static_cast<std::size_t>(tables.nu) * tables.nv * sizeof(float);
+  const std::size_t blockLimit = static_cast<std::size_t>(std::max(glInteger(GL_MAX_SHADER_STORAGE_BLOCK_SIZE), 0));
+  if (bytes > blockLimit) return nullptr;
+  const std::size_t chunk = std::min(window.capacity, blockLimit / bytes);
+  // Without room beside the volume the CPU filters.
+  const std::size_t tableBytes = (tables.cosine.size() + tables.viewWeights.size() + tables.taps.size()) * sizeof(float);
+  if (const long long free = gl::freeDeviceMemory(); free >= 0 && static_cast<long long>(chunk * bytes + tableBytes) > free) return nullptr;
+  return std::make_unique<GlFdkFilter>(*window.context, tables, chunk, window.capacity);
+}
+
+}  // namespace glrecon

@@ -1,0 +1,68 @@
+// The volume into a file (glrecon/io.h): mapped and paged in beside the run, so the one-block readback lands in the
+// page cache directly; or, where the file cannot be mapped, into memory paged in meanwhile, written at commit();
+// a slab run's rows at their offsets as they come.
+#include <chrono>
+#include <future>
+#include <mutex>
+
+#include "glrecon/io.h"
+#include "glrecon/parallel.h"
+
+namespace glrecon {
+
+struct VolumeFileSink::Fallback {
+  Image image;
+  std::future<void> making;
+  std::mutex mutex;
+  float* get() {
+    std::lock_guard lock(mutex);
+    if (making.valid()) making.get();
+    return image.data.data();
+  }
+};
+
+VolumeFileSink::VolumeFileSink(const std::string& path, const VolumeGrid& grid, bool overwrite, int threads)
+    : path_(path), grid_(grid), threads_(threads), writer_(path, grid, overwrite) {
+  writer_.preparePages();
+  if (!writer_.mapped()) startFallback();
+}
+
+VolumeFileSink::~VolumeFileSink() {
+  if (fallback_ && fallback_->making.valid()) fallback_->making.wait();
+}
+
+void VolumeFileSink::startFallback() {
+  fallback_ = std::make_unique<Fallback>();
+  Fallback& f = *fallback_;
+  f.making = std::async(std::launch::async, [&f, grid = grid_, threads = threads_] {
+    f.image = Image(grid.size, {grid.spacing.x, grid.spacing.y, grid.spacing.z}, {grid.origin.x, grid.origin.y, grid.origin.z});
+    (void)threads;
+  });
+}
+
+float* VolumeFileSink::wholeVolume() {
+  if (float* mapped = writer_.mappedVolume()) return mapped;
+  if (!fallback_) startFallback();
+  return fallback_->get();
+}
+
+void VolumeFileSink::beginRows() {
+  writer_.releasePages();
+  fallback_.reset();
+}
+
+void VolumeFileSink::writeRows(int firstRow, int rows, const float* data) { writer_.writeRows(firstRow, rows, data); }
+
+double VolumeFileSink::commit() {
+  const auto start = std::chrono::steady_clock::now();
+  if (fallback_) writer_.writeVolume(fallback_->get(), threads_);
+  writer_.commit();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+const float* VolumeFileSink::volume() {
+  if (fallback_) return fallback_->get();
+  return writer_.mappedVolume();
+}
+
+}  // namespace glrecon

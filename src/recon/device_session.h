@@ -1,0 +1,43 @@
+#pragma once
+// The devices one run uses, opened once and shared by the plan's queries (is it a software renderer? how much memory
+// is free?) and the run's operators: one GL context per EGL device, made beside the reading where the caller starts it
+// early (the driver's first context takes a tenth of a second; CUDA's a quarter). Internal to glrecon (recon, app).
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "device/gl/context.h"
+#include "glrecon/operator.h"
+
+namespace glrecon {
+
+class DeviceSession {
+ public:
+  DeviceSession() = default;
+  ~DeviceSession();
+  DeviceSession(const DeviceSession&) = delete;
+  DeviceSession& operator=(const DeviceSession&) = delete;
+
+  /// Starts opening `device` for `backend` on a thread of its own: a GL backend's context (released there for the
+  /// run's thread to take), CUDA's runtime context. Failures are left for the real use to report.
+  void openInBackground(Backend backend, int device);
+  /// The GL context of EGL device `device`, current on the calling thread: one given by useContext, the one opened in
+  /// the background (waited for), or made now.
+  gl::Context& glContext(int device);
+  /// Runs on `device` use `context` (a viewer's window, which outlives the session's use of it).
+  void useContext(int device, gl::Context& context);
+  /// Seconds the callers of glContext() and waitForOpening() waited for background openings.
+  double waitedSeconds() const { return waited_; }
+  /// Waits for the background openings (CUDA's too).
+  void waitForOpening();
+
+ private:
+  std::mutex mutex_;
+  std::map<int, std::unique_ptr<gl::Context>> contexts_;
+  std::map<int, gl::Context*> given_;
+  std::jthread opener_;
+  double waited_ = 0;
+};
+
+}  // namespace glrecon

@@ -1,0 +1,162 @@
+// planFdk: every check and decision of an FDK run, once, before any projection is read (see glrecon/fdk.h).
+#include <algorithm>
+
+#include "glrecon/fdk.h"
+#include "glrecon/limits.h"
+#include "glrecon/parallel.h"
+#include "glrecon/validate.h"
+#include "recon/device_session.h"
+#include "recon/tuning.h"
+
+namespace glrecon {
+namespace {
+
+// The window a backend's memory cost is planned with: the fixed window asked for, or the largest an automatic choice
+// may take (cuda's default, or its constant-memory limit for max; the GL search tries up to 64).
+int plannedWindow(Backend backend, int window) {
+  if (window > 0) return window;
+  if (backend == Backend::Cuda) return window == kMaximumWindow ? 128 : backendInfo(backend).defaultWindow;
+  return 64;
+}
+
+// Free memory on `device` for the slab plan: CUDA's, or the GL driver's through the run's context (UINT64_MAX: unknown).
+std::uint64_t freeMemory(Backend backend, int device, DeviceSession& session) {
+  if (backend == Backend::Cpu) return UINT64_MAX;
+  if (backend == Backend::Cuda) return deviceMemoryAvailable(backend, device);
+  session.glContext(device);
+  const long long free = gl::freeDeviceMemory();
+  return free >= 0 ? static_cast<std::uint64_t>(free) : UINT64_MAX;
+}
+
+// One block, unless a budget is given, several devices are named, or a GPU's free memory cannot hold the volume.
+SlabPlan planSlabsFor(const FdkPlan& plan, DeviceSession& session) {
+  const FdkOptions& options = plan.options;
+  const SlabCost cost = operatorCost(plan.backend, plan.geometry, plan.grid, plannedWindow(plan.backend, options.window), !options.roi.empty());
+  const std::uint64_t whole = cost.fixedBytes + cost.bytesPerRow * static_cast<std::uint64_t>(plan.grid.size[1]);
+  std::uint64_t budget = options.gpuMemory;
+  std::string what = field("gpuMemory") + " " + formatBytes(budget);
+  if (budget == 0) {
+    if (plan.devices.size() == 1 && (plan.backend == Backend::Cpu || whole < (std::uint64_t{1} << 30))) return {};
+    // Measured: the smallest free memory of the devices named, less a margin for the driver's own buffers.
+    budget = UINT64_MAX;
+    for (int device : plan.devices) budget = std::min(budget, freeMemory(plan.backend, device, session));
+    if (budget != UINT64_MAX) budget -= std::min(budget, budget / 16 + (std::uint64_t{256} << 20));
+    what = std::string(backendInfo(plan.backend).name) + " device " + std::to_string(plan.devices.front()) + " (free memory " +
+           formatBytes(budget) + " usable)";
+    if (plan.devices.size() == 1 && whole <= budget) return {};
+  }
+  return planSlabs(plan.grid, cost, budget, what, static_cast<int>(plan.devices.size()));
+}
+
+// Where the filter runs (glrecon/fdk.h, FilterPlace). The device's twin may still decline when it is made (too little
+// memory for its buffers): the run then filters on the CPU, or refuses a filter on the device that was asked for.
+bool deviceFilterWanted(const FdkPlan& plan, DeviceSession& session) {
+  const FilterPlace place = plan.options.filterOn;
+  if (place == FilterPlace::Cpu) return false;
+  const bool hasTwin = backendInfo(plan.backend).filtersOnDevice;
+  const bool sharedTables = hasTwin && plan.filter->deviceFilter() != nullptr;
+  if (place == FilterPlace::Gpu) {
+    if (!sharedTables) throw filterOnGpuRefused(plan.backend, hasTwin ? false : true);
+    return true;
+  }
+  if (!sharedTables) return false;
+  // On a software renderer the CPU's FFTs beat the shader's nu^2 products many times.
+  if (plan.backend != Backend::Cuda && session.glContext(plan.devices.front()).info().software) return false;
+  return true;
+}
+
+void checkDensityKill(const FdkPlan& plan) {
+  const DensityKill& kill = plan.options.densityKill;
+  if (!kill.enabled) return;
+  if (!(kill.high > kill.low && kill.margin >= 0 && kill.after > 0 && kill.after < 1))
+    throw UsageError(field("densityRange") + ": expected LOW < HIGH, MARGIN >= 0 and " + field("densityAfter") + " in (0, 1)");
+  if (!backendInfo(plan.backend).densityKill)
+    throw UsageError(field("densityRange") + ": expected " + field("backend") + " graphics or cpu (the " + backendInfo(plan.backend).name +
+                     " backend has no per-voxel kill)");
+  if (!plan.slabs.slabs.empty())
+    throw UsageError(field("densityRange") + ": not with slabs (" + field("gpuMemory") + ", several GPUs, or a volume larger than the GPU)");
+}
+
+// Host memory: the one-block path holds the operator's volume (cpu) or its read-back copy, the sink's volume and the
+// ring of projections; slabs hold every filtered projection (unless in a scratch file) and two slab buffers per device.
+void checkHostMemoryFor(const FdkPlan& plan, const ProjectionSource& source) {
+  const std::uint64_t voxels = plan.grid.voxelCount(), pixels = static_cast<std::uint64_t>(plan.geometry.detector.nu) * plan.geometry.detector.nv;
+  const std::string size = std::to_string(plan.grid.size[0]) + "," + std::to_string(plan.grid.size[1]) + "," + std::to_string(plan.grid.size[2]);
+  if (plan.slabs.slabs.empty()) {
+    checkHostMemory("fdk", field("size") + " " + size, std::uint64_t{3} * 4 * voxels);
+    return;
+  }
+  const std::uint64_t workers = plan.devices.size();
+  const bool stored = source.memory() == nullptr || !plan.deviceFilter;  // a memory source filtered on the device needs no store
+  checkHostMemory("fdk", "the filtered projections and " + std::to_string(2 * workers) + " slab buffers",
+                  (plan.options.scratch.empty() && stored ? 4 * pixels * plan.projections : 0) +
+                      2 * workers * 4 * static_cast<std::uint64_t>(plan.grid.size[0]) * plan.slabs.rowsPerSlab * plan.grid.size[2]);
+}
+
+}  // namespace
+
+DetectorLayout detectorLayoutOf(const Image& projections) {
+  return DetectorLayout{projections.size[0], projections.size[1], projections.spacing[0], projections.spacing[1],
+                        projections.origin[0], projections.origin[1]};
+}
+
+void checkProjectionsMatch(const Geometry& geometry, std::size_t count, const DetectorLayout& detector, const std::string& name) {
+  if (detector.nu != geometry.detector.nu || detector.nv != geometry.detector.nv)
+    throwInputError(name, "DimSize",
+                    std::to_string(geometry.detector.nu) + " x " + std::to_string(geometry.detector.nv) + " detector pixels",
+                    std::to_string(detector.nu) + " x " + std::to_string(detector.nv));
+  if (count != geometry.size())
+    throwInputError(name, "number of projections", std::to_string(geometry.size()) + " (one per projection of the geometry)",
+                    std::to_string(count));
+}
+
+FilterPlace parseFilterPlace(const std::string& text) {
+  if (text == "auto") return FilterPlace::Auto;
+  if (text == "cpu") return FilterPlace::Cpu;
+  if (text == "gpu") return FilterPlace::Gpu;
+  throw UsageError(field("filterOn") + ": expected auto, cpu or gpu, found '" + text + "'");
+}
+
+UsageError filterOnGpuRefused(Backend backend, bool trajectoryAllows) {
+  const std::string name = backendInfo(backend).name;
+  const std::string found = !backendInfo(backend).filtersOnDevice ? "the " + name + " backend"
+                            : !trajectoryAllows                  ? "views whose detector differs in shape relative to the source"
+                                                                 : "the " + name + " backend on this device (a software renderer, or not "
+                                                                   "enough GPU memory or storage-block size for the filter's buffers)";
+  return UsageError(field("filterOn") + " gpu: expected a backend that filters on the GPU (cuda, compute, graphics, graphics-mp) with room "
+                    "for it, and views that share one cosine table; found " + found + " (" + field("filterOn") + " auto or cpu filters on the CPU)");
+}
+
+FdkPlan planFdk(const Geometry& geometry, const VolumeGrid& grid, const FdkOptions& options, const ProjectionSource& source,
+                std::shared_ptr<DeviceSession> session) {
+  FdkPlan plan;
+  plan.geometry = geometry;
+  plan.grid = grid;
+  plan.options = options;
+  plan.projections = source.count();
+  plan.session = session ? std::move(session) : std::make_shared<DeviceSession>();
+  // The scan and the grid: values a float reconstruction can hold, the projections the geometry describes, a volume
+  // in front of every source and seen by some projection.
+  geometry.validate("FDK");
+  grid.validate("FDK");
+  checkGridBounds(grid, field("size") + "/" + field("spacing") + "/" + field("origin"));
+  checkProjectionsMatch(geometry, source.count(), source.detector(), source.count() ? source.origin(0) : "projections");
+  checkScanBounds(geometry, source.count() ? source.origin(0) : "projections");
+  geometry.checkVolumeInFront(grid, "FDK");
+  checkVolumeInBeam(geometry, grid, "fdk");
+  if (options.streaming && (options.gpuMemory > 0 || options.gpus.size() > 1))
+    throw UsageError(field("stream") + ": expected the whole volume on one GPU (the live pipeline adds each projection to every voxel as "
+                     "it arrives); " + field("gpuMemory") + " and several " + field("gpu") + " reconstruct in slabs, which needs every "
+                     "projection first: leave out " + field("stream"));
+  plan.devices = options.gpus.empty() ? std::vector<int>{options.gpu} : options.gpus;
+  plan.backend = options.backend ? *options.backend : chooseBackend(grid, plan.devices.front(), *plan.session, options.retune, &plan.autoNote);
+  plan.filter = std::make_shared<FdkFilter>(geometry, options.filter);
+  plan.deviceFilter = deviceFilterWanted(plan, *plan.session);
+  if (!options.roi.empty()) plan.region = makeRegionOfInterest(options.roi, geometry, grid);
+  plan.slabs = planSlabsFor(plan, *plan.session);
+  checkDensityKill(plan);
+  checkHostMemoryFor(plan, source);
+  return plan;
+}
+
+}  // namespace glrecon

@@ -1,0 +1,713 @@
+// The one FDK scheduler (see glrecon/fdk.h). Stages, each on threads of its own, joined by one table of what is done:
+//   reader      source.read() in chunks, in order, into the store (a ring for one block, every projection for slabs);
+//               a source in memory is read where it is;
+//   filter pool FdkFilter::apply on the CPU's threads, in place (when the filter does not run on the device);
+//   workers     one per device: its operator backprojects every projection, in order, into its block (the whole volume,
+//               or the slabs it takes from a shared counter), through the filter's device twin where it has one; then
+//               the block is read back into the sink. Worker 0 runs on the caller's thread, step by step (a viewer
+//               draws between steps); the others on threads of their own.
+// Every voxel gets its projections in the same order and windows in every configuration, so one block, slabs, one
+// device or several, read-ahead or streaming give the same bits.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <future>
+#include <mutex>
+#include <numeric>
+#include <thread>
+
+#include "glrecon/fdk.h"
+#include "glrecon/limits.h"
+#include "glrecon/parallel.h"
+#include "glrecon/progress.h"
+#include "glrecon/validate.h"
+#include "recon/device_session.h"
+
+namespace glrecon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Projections between the reader and the workers: `slots` of them, projection p in slot p % slots; in memory, or in a
+// deleted temporary file under `scratch` (slabs whose filtered projections do not fit in memory), mapped.
+class ProjectionStore {
+ public:
+  ProjectionStore(std::size_t slots, std::size_t pixels, const std::string& scratch) : slots_(slots), pixels_(pixels) {
+    const std::uint64_t bytes = static_cast<std::uint64_t>(slots) * pixels * sizeof(float);
+    if (scratch.empty()) {
+      // Not zeroed: the reader writes every slot, and so pages it in on its threads instead of this one.
+      memory_.reset(new float[std::max<std::size_t>(1, slots * pixels)]);
+      data_ = memory_.get();
+      return;
+    }
+    fd_ = ::open(scratch.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd_ < 0) throwInputError(scratch, field("scratch"), "a writable directory on a file system with O_TMPFILE", std::strerror(errno));
+    if (::ftruncate(fd_, static_cast<off_t>(bytes)) != 0)
+      throwInputError(scratch, field("scratch"), "room for " + formatBytes(bytes) + " of filtered projections", std::strerror(errno));
+    void* map = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    if (map == MAP_FAILED) throwInputError(scratch, field("scratch"), "a file that can be mapped", std::strerror(errno));
+    data_ = static_cast<float*>(map);
+  }
+  ~ProjectionStore() {
+    if (fd_ >= 0) {
+      ::munmap(data_, slots_ * pixels_ * sizeof(float));
+      ::close(fd_);
+    }
+  }
+  ProjectionStore(const ProjectionStore&) = delete;
+  ProjectionStore& operator=(const ProjectionStore&) = delete;
+  float* slot(std::size_t projection) { return data_ + (projection % slots_) * pixels_; }
+  std::size_t slots() const { return slots_; }
+  bool inFile() const { return fd_ >= 0; }
+
+ private:
+  std::size_t slots_, pixels_;
+  std::unique_ptr<float[]> memory_;
+  float* data_ = nullptr;
+  int fd_ = -1;
+};
+
+// A non-finite voxel (projections near float's limit overflow the sums): an error naming the output, never a file.
+void checkVolume(const float* data, const std::array<int, 3>& size, const std::string& output, const std::string& rows) {
+  try {
+    checkFiniteValues(data, size, output, "reconstructed volume" + rows, 3.0e38);
+  } catch (const InputError& e) {
+    throw InputError(e.text() + " (the projections' values overflow float in the reconstruction)");
+  }
+}
+
+}  // namespace
+
+struct FdkReconstructor::Run {
+  struct Worker;
+
+  const FdkPlan& plan;
+  ProjectionSource& source;
+  VolumeSink& sink;
+  const std::atomic<bool>* cancelFlag;
+  const std::size_t count, pixels, batch;
+  const bool slabs;
+  const Clock::time_point started = Clock::now();
+  const float* direct = nullptr;  // the source's memory, read where it is
+  std::unique_ptr<ProjectionStore> store;
+  bool cpuFilter = true;          // the pool filters; else the device twin (as the workers hand projections over, or ahead)
+  bool waitForFiltered = true;    // the workers take projections once filtered (pool, or a slab run's device twin ahead)
+
+  // What is done, under `mutex`: projections [0, read) are read, filtered[p] once projection p is filtered, [0, filtered
+  // prefix) all of them; a one-block ring reuses the slots below `consumed`.
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::size_t read = 0, filteredPrefix = 0, consumed = 0, nextToFilter = 0, peakHeld = 0;
+  std::vector<std::uint8_t> filtered;
+  bool stop = false;
+  std::exception_ptr failure;
+  double readSeconds = 0, filterBusy = 0;
+  int filterThreads = 0;
+  Clock::time_point lastRead = Clock::now();
+
+  std::atomic<std::size_t> nextSlab{0}, done{0};
+  std::vector<std::unique_ptr<Worker>> workers;
+  std::jthread reader;
+  std::vector<std::jthread> filterPool, deviceThreads;
+  std::mutex progressMutex;
+  Progress progress;
+  std::size_t killedVoxels = 0, killedAfter = 0;
+
+  Run(const FdkPlan& p, ProjectionSource& s, VolumeSink& k, const std::atomic<bool>* c, std::string label)
+      : plan(p),
+        source(s),
+        sink(k),
+        cancelFlag(c),
+        count(p.projections),
+        pixels(static_cast<std::size_t>(p.geometry.detector.nu) * p.geometry.detector.nv),
+        batch(std::max<std::size_t>(1, p.options.batch)),
+        slabs(!p.slabs.slabs.empty()),
+        filtered(count, 0),
+        progress(std::move(label), count * std::max<std::size_t>(1, p.slabs.slabs.size()), "proj", p.options.progress) {}
+
+  bool cancelled() const { return stop || (cancelFlag && cancelFlag->load()); }
+  void fail(std::exception_ptr e) {
+    std::lock_guard lock(mutex);
+    if (!failure) failure = e;
+    stop = true;
+    changed.notify_all();
+  }
+  // Waits (under `lock`) until `ready`, a failure, cancellation or `deadline`; polls, as an outside cancel flag notifies
+  // nobody. False when it stopped for another reason than `ready`.
+  template <typename Ready>
+  bool waitFor(std::unique_lock<std::mutex>& lock, Clock::time_point deadline, Ready ready) {
+    while (!ready()) {
+      if (cancelled() || Clock::now() >= deadline) return false;
+      changed.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(50)));
+    }
+    return true;
+  }
+  // The memory projection p is in: its slot, or the source's memory.
+  float* slotOf(std::size_t p) { return store->slot(p); }
+  const float* projection(std::size_t p) { return store ? slotOf(p) : direct + p * pixels; }
+  // Projections ready for the workers: filtered, or (the twin filters as they are handed over) read.
+  std::size_t ready() const { return waitForFiltered ? filteredPrefix : read; }
+  // The most projections a one-block ring may hold beyond those consumed.
+  std::size_t ringRoom() const { return slabs || !store ? count : store->slots(); }
+
+  void startReader();
+  void startFilterPool(int threads);
+  void markFiltered(std::size_t p);
+};
+
+// ---- one device's worker ----
+struct FdkReconstructor::Run::Worker {
+  Run& run;
+  const std::size_t index;
+  ConeBeamOperator* op = nullptr;
+  std::unique_ptr<ConeBeamOperator> owned;
+  DeviceFdkFilter* twin = nullptr;  // hands projections over through the device filter (one block)
+  std::unique_ptr<DeviceFdkFilter> ownedTwin;
+  DeviceShare share;
+  double setupSeconds = 0, backSeconds = 0, readbackSeconds = 0, waitSeconds = 0, pageInWaitSeconds = 0, uploaded = 0;
+  double deviceFilterSeconds = 0;
+  Clock::time_point firstSlabStart;
+  // The block being reconstructed: its slab (index into the plan's), the next projection to hand over.
+  bool inBlock = false;
+  std::size_t slab = 0, next = 0;
+  int firstRow = 0, rows = 0;
+  RegionOfInterest blockRegion;
+  bool killed = false;
+  // The device window being filled (twin), and its views.
+  DeviceProjections* window = nullptr;
+  std::vector<std::size_t> windowViews, views;
+  // Slabs: two buffers, one written out (asynchronously) while the next slab is read back into the other.
+  std::unique_ptr<float[]> buffers[2];
+  std::future<void> writing[2];
+  int which = 0;
+
+  Worker(Run& r, std::size_t i) : run(r), index(i) {}
+
+  // Takes the next block: the whole volume, or the next slab from the shared counter. False when none is left.
+  bool takeBlock() {
+    const FdkPlan& plan = run.plan;
+    if (!run.slabs) {
+      if (run.nextSlab++ > 0) return false;
+      firstRow = 0;
+      rows = plan.grid.size[1];
+      if (!plan.region.mask.empty()) op->setRegion(plan.region);
+    } else {
+      slab = run.nextSlab++;
+      if (slab >= plan.slabs.slabs.size()) return false;
+      std::tie(firstRow, rows) = plan.slabs.slabs[slab];
+      if (share.slabs == 0) firstSlabStart = Clock::now();
+      op->moveBlock(firstRow, rows);
+      blockRegion = {};
+      if (!plan.region.mask.empty()) {
+        blockRegion = slabRegion(plan.region, firstRow, rows);
+        op->setRegion(blockRegion);
+      }
+    }
+    inBlock = true;
+    next = 0;
+    return true;
+  }
+
+  // Projections [next, next + n) to the operator: through the device twin into windows, or from host memory.
+  void handOver(std::size_t n) {
+    const auto t = Clock::now();
+    views.resize(n);
+    std::iota(views.begin(), views.end(), next);
+    if (!twin) {
+      op->back(run.projection(next), views.data(), n, Weighting::Fdk);
+    } else {
+      for (std::size_t done = 0; done < n;) {
+        if (!window) {
+          window = op->nextWindow();
+          windowViews.clear();
+        }
+        const std::size_t m = std::min(n - done, static_cast<std::size_t>(op->window()) - windowViews.size());
+        twin->filter(run.projection(next + done), views.data() + done, m, *window, windowViews.size());
+        windowViews.insert(windowViews.end(), views.begin() + done, views.begin() + done + m);
+        done += m;
+        if (windowViews.size() == static_cast<std::size_t>(op->window())) closeWindow();
+      }
+    }
+    backSeconds += since(t);
+  }
+  void closeWindow() {
+    if (!window) return;
+    op->back(*window, windowViews.data(), windowViews.size());
+    window = nullptr;
+  }
+
+  // The density-range kill, after the batch that crosses its fraction of the projections (one block).
+  void maybeKill() {
+    const DensityKill& kill = run.plan.options.densityKill;
+    if (!kill.enabled || killed || next < kill.after * run.count || next >= run.count) return;
+    closeWindow();
+    // Judge voxels by their value so far scaled to the whole scan: a voxel k of N projections in holds about k/N of it.
+    op->killOutsideRange(kill.low - kill.margin, kill.high + kill.margin, static_cast<double>(run.count) / next);
+    killed = true;
+    run.killedAfter = next;
+  }
+
+  // Hands over what is ready until `deadline` or projection `until`; false once every block is done.
+  bool advance(Clock::time_point deadline, std::size_t until) {
+    for (;;) {
+      if (!inBlock && !takeBlock()) {
+        finishSlabs();
+        return false;
+      }
+      if (next == run.count) {
+        finishBlock();
+        continue;
+      }
+      // In read-ahead runs whole batches (their boundaries are where the density kill may come); streaming takes
+      // what has arrived, up to a batch.
+      std::size_t n = std::min(run.batch, run.count - next);
+      if (until > next) n = std::min(n, until - next);
+      if (run.store && !run.slabs) n = std::min(n, run.store->slots() - next % run.store->slots());  // not across the ring's end
+      const bool whole = !run.plan.options.streaming;
+      {
+        const auto tw = Clock::now();
+        std::unique_lock lock(run.mutex);
+        const bool arrived = run.waitFor(lock, deadline, [&] { return run.ready() >= next + (whole ? n : 1); });
+        waitSeconds += since(tw);
+        if (run.failure) std::rethrow_exception(run.failure);
+        if (run.cancelled() && !arrived) throw Cancelled("cancelled after " + std::to_string(run.done.load()) + " of " + std::to_string(run.count) + " projections");
+        if (!arrived) return true;
+        n = std::min(n, run.ready() - next);
+      }
+      handOver(n);
+      next += n;
+      if (!run.slabs) {
+        std::lock_guard lock(run.mutex);
+        run.consumed = next;
+        run.changed.notify_all();
+      }
+      maybeKill();
+      {
+        std::lock_guard lock(run.progressMutex);
+        run.done += n;
+        run.progress.update(run.done);
+      }
+      if (until > 0 && run.done >= until) {
+        closeWindow();  // the caller looks at the volume here (a snapshot): every projection so far is in it
+        return true;
+      }
+      if (Clock::now() >= deadline) return true;
+    }
+  }
+
+  // The block's last window, its readback into the sink (the kill's scaling and the region's zeros applied first).
+  void finishBlock() {
+    inBlock = false;
+    closeWindow();
+    const FdkPlan& plan = run.plan;
+    const auto t = Clock::now();
+    const double readbackBefore = op->timings().readback;
+    if (!run.slabs) {
+      const auto tp = Clock::now();
+      float* out = run.sink.wholeVolume();  // asked for only now: its memory may be prepared meanwhile
+      pageInWaitSeconds += since(tp);
+      std::vector<float> rowsBuffer;
+      if (!out) {
+        rowsBuffer.resize(plan.grid.voxelCount());
+        out = rowsBuffer.data();
+      }
+      op->readVolume(out);
+      if (killed) {
+        // Stopped voxels hold the partial sum of the projections before the kill: scale it to the whole scan.
+        const std::vector<std::uint8_t> active = op->activeMask();
+        const std::vector<std::uint8_t>* inside = plan.region.mask.empty() ? nullptr : &plan.region.mask;
+        const float scale = static_cast<float>(static_cast<double>(run.count) / run.killedAfter);
+        for (std::size_t i = 0; i < plan.grid.voxelCount(); ++i)
+          if (!active[i] && (!inside || (*inside)[i])) {
+            out[i] *= scale;
+            ++run.killedVoxels;
+          }
+      }
+      if (!plan.region.mask.empty()) applyRegion(out, plan.region);
+      readbackSeconds += op->timings().readback - readbackBefore;
+      backSeconds += since(t);
+      checkVolume(out, plan.grid.size, run.sink.name(), "");
+      if (!rowsBuffer.empty()) run.sink.writeRows(0, plan.grid.size[1], out);
+      return;
+    }
+    if (writing[which].valid()) writing[which].get();  // this buffer's previous slab is out
+    float* buffer = buffers[which].get();
+    op->readVolume(buffer);
+    readbackSeconds += op->timings().readback - readbackBefore;
+    backSeconds += since(t);
+    const std::size_t voxels = static_cast<std::size_t>(plan.grid.size[0]) * rows * plan.grid.size[2];
+    if (!blockRegion.mask.empty())
+      for (std::size_t i = 0; i < voxels; ++i)
+        if (!blockRegion.mask[i]) buffer[i] = 0.0f;
+    writing[which] = std::async(std::launch::async, [this, buffer, first = firstRow, n = rows] {
+      checkVolume(buffer, {run.plan.grid.size[0], n, run.plan.grid.size[2]}, run.sink.name(),
+                  " (rows " + std::to_string(first) + " to " + std::to_string(first + n - 1) + " of y)");
+      run.sink.writeRows(first, n, buffer);
+    });
+    which = 1 - which;
+    ++share.slabs;
+  }
+
+  // Every slab written out; what the report wants of the operator kept (it may go before the report is made).
+  void finishSlabs() {
+    if (finished) return;
+    finished = true;
+    for (auto& w : writing)
+      if (w.valid()) w.get();
+    if (run.slabs && share.slabs > 0) share.seconds = since(firstSlabStart);
+    uploaded = op->uploadedBytes();
+    share.description = op->description();
+  }
+  bool finished = false;
+};
+
+void FdkReconstructor::Run::markFiltered(std::size_t p) {
+  filtered[p] = 1;
+  while (filteredPrefix < count && filtered[filteredPrefix]) ++filteredPrefix;
+  changed.notify_all();
+}
+
+void FdkReconstructor::Run::startReader() {
+  if (direct) {
+    read = count;
+    return;
+  }
+  reader = std::jthread([this] {
+    try {
+      const std::size_t chunk = std::max<std::size_t>(1, source.chunk());
+      for (std::size_t first = 0; first < count;) {
+        std::size_t n = std::min(chunk, count - first);
+        {
+          std::unique_lock lock(mutex);
+          // A one-block ring holds at most its slots beyond what the workers consumed.
+          if (!waitFor(lock, Clock::time_point::max(), [&] { return first < consumed + ringRoom(); })) return;
+          n = std::min({n, consumed + ringRoom() - first, store->slots() - first % store->slots()});
+        }
+        const auto t = Clock::now();
+        try {
+          source.read(first, n, store->slot(first));
+        } catch (const Error&) {
+          throw;  // glrecon's sources name the file, the projection and the field
+        } catch (const std::exception& e) {
+          throw InputError("projections " + std::to_string(first) + " to " + std::to_string(first + n - 1) + " (" + source.origin(first) +
+                           "): " + e.what());
+        }
+        std::lock_guard lock(mutex);
+        readSeconds += since(t);
+        lastRead = Clock::now();
+        read = first + n;
+        peakHeld = std::max(peakHeld, read - std::min(read, consumed));
+        first += n;
+        changed.notify_all();
+      }
+    } catch (...) {
+      fail(std::current_exception());
+    }
+  });
+}
+
+void FdkReconstructor::Run::startFilterPool(int threads) {
+  filterThreads = threads;
+  const FdkFilter& filter = *plan.filter;
+  for (int t = 0; t < threads; ++t)
+    filterPool.emplace_back([this, &filter] {
+      try {
+        for (;;) {
+          std::size_t p;
+          {
+            std::unique_lock lock(mutex);
+            // In order; from a source in memory, into the ring's slots (never more than it holds ahead).
+            if (!waitFor(lock, Clock::time_point::max(), [&] {
+                  return nextToFilter >= count || (nextToFilter < read && nextToFilter < consumed + ringRoom());
+                }))
+              return;
+            if (nextToFilter >= count) return;
+            p = nextToFilter++;
+          }
+          const auto t0 = Clock::now();
+          float* slot = slotOf(p);
+          if (direct) std::copy_n(direct + p * pixels, pixels, slot);
+          filter.apply(p, slot);
+          std::lock_guard lock(mutex);
+          filterBusy += since(t0);
+          markFiltered(p);
+        }
+      } catch (...) {
+        fail(std::current_exception());
+      }
+    });
+}
+
+// ---- FdkReconstructor ----
+
+FdkReconstructor::FdkReconstructor(const FdkPlan& plan, gl::Context* context) : plan_(plan) { makeFirstOperator(context); }
+
+FdkReconstructor::FdkReconstructor(const FdkPlan& plan, ConeBeamOperator& op) : plan_(plan), first_(&op) {
+  if (!plan_.slabs.slabs.empty() || plan_.devices.size() > 1)
+    throw std::logic_error("FdkReconstructor: a given operator reconstructs one block on one device");
+}
+
+FdkReconstructor::~FdkReconstructor() {
+  if (run_) cancel();
+}
+
+namespace {
+OperatorOptions operatorOptionsOf(const FdkPlan& plan, int device, gl::Context* context, int threads) {
+  OperatorOptions o;
+  o.threads = threads;
+  o.device = device;
+  o.window = plan.options.window;
+  o.rememberWindow = plan.options.rememberWindow;
+  o.retune = plan.options.retune;
+  o.substackStencil = plan.options.substackStencil;
+  o.blockRows = plan.slabs.rowsPerSlab;
+  o.context = context;
+  return o;
+}
+
+int operatorThreads(const FdkPlan& plan) {
+  // Devices share the CPU's threads for their host copies; the cpu backend takes them all.
+  const int threads = resolveThreadCount(plan.options.threads);
+  return plan.backend == Backend::Cpu ? plan.options.threads : std::max(1, threads / static_cast<int>(plan.devices.size()));
+}
+}  // namespace
+
+void FdkReconstructor::makeFirstOperator(gl::Context* context) {
+  const auto t = Clock::now();
+  // The run's GL context for the first device: the caller's (a viewer's window), or the session's (the plan's queries
+  // made it, or it was opened beside the reading).
+  const bool gl = plan_.backend != Backend::Cpu && plan_.backend != Backend::Cuda;
+  if (gl && !context) context = &plan_.session->glContext(plan_.devices.front());
+  if (plan_.backend == Backend::Cuda) plan_.session->waitForOpening();
+  owned_ = makeOperator(plan_.backend, plan_.geometry, plan_.grid, operatorOptionsOf(plan_, plan_.devices.front(), context, operatorThreads(plan_)));
+  first_ = owned_.get();
+  setupSeconds_ = since(t);
+}
+
+ConeBeamOperator& FdkReconstructor::firstOperator() { return *first_; }
+
+std::size_t FdkReconstructor::done() const { return run_ ? run_->done.load() : 0; }
+
+void FdkReconstructor::start(ProjectionSource& source, VolumeSink& sink, const std::atomic<bool>* cancelFlag) {
+  if (run_) throw std::logic_error("FdkReconstructor::start: a run is already going");
+  const FdkPlan& plan = plan_;
+  if (source.count() != plan.projections) throw std::logic_error("FdkReconstructor::start: a source of another plan");
+  std::string label = std::string(plan.options.streaming ? "stream (" : "fdk (") + backendInfo(plan.backend).name;
+  if (!plan.slabs.slabs.empty())
+    label += ", " + std::to_string(plan.slabs.slabs.size()) + (plan.slabs.slabs.size() == 1 ? " slab" : " slabs") +
+             (plan.devices.size() > 1 ? " on " + std::to_string(plan.devices.size()) + " devices" : "");
+  run_ = std::make_unique<Run>(plan, source, sink, cancelFlag, label + ")");
+  Run& run = *run_;
+  if (run.slabs) sink.beginRows();
+
+  // The first operator's device twin of the filter (made once, kept for later runs), where the plan wants the filter
+  // on the device: it declines where the device has too little memory for its buffers.
+  if (plan.deviceFilter && !firstFilterTried_) {
+    firstFilterTried_ = true;
+    if (DeviceProjections* window = first_->nextWindow())
+      firstFilter_ = makeDeviceFdkFilter(*plan.filter, plan.geometry, *window, plan.options.filterOn == FilterPlace::Gpu);
+  }
+  if (plan.deviceFilter && !firstFilter_) {
+    if (plan.options.filterOn == FilterPlace::Gpu) throw filterOnGpuRefused(plan.backend, true);
+  }
+  run.cpuFilter = !firstFilter_;
+  // Slab runs filtered on the device: worker 0 filters every projection into the store before its first slab (the
+  // one-block path's kernels: the same bits); the workers then read the store.
+  const bool slabDeviceFilter = run.slabs && !run.cpuFilter;
+  run.waitForFiltered = run.cpuFilter || run.slabs;
+
+  // Storage: none where the source is in memory and the device filters it; a ring of 4 batches (or the stream's queue)
+  // for one block; every projection for slabs (each slab reads each projection).
+  run.direct = source.memory();
+  if (!run.direct || run.cpuFilter || run.slabs) {
+    const std::size_t slots = run.slabs ? run.count : plan.options.streaming ? std::max<std::size_t>(2, plan.options.queueDepth) : run.batch * 4;
+    run.store = std::make_unique<ProjectionStore>(std::min(slots, run.count), run.pixels, run.slabs ? plan.options.scratch : "");
+  }
+  if (usedBefore_ && !run.slabs) first_->reset();  // a later run on the same operator starts from zero
+  usedBefore_ = true;
+  const int threads = resolveThreadCount(plan.options.threads);
+  run.startReader();
+  if (run.cpuFilter) {
+    // Threads that feed a GPU need a core of their own.
+    const int pool = plan.options.filterThreads > 0 ? plan.options.filterThreads
+                     : plan.backend == Backend::Cpu ? threads
+                                                    : std::max(1, threads - static_cast<int>(plan.devices.size()));
+    run.startFilterPool(pool);
+  }
+
+  auto first = std::make_unique<Run::Worker>(run, 0);
+  first->op = first_;
+  first->setupSeconds = setupSeconds_;
+  if (!run.slabs) first->twin = firstFilter_.get();
+  run.workers.push_back(std::move(first));
+  const std::size_t slabCapacity = run.slabs ? static_cast<std::size_t>(plan.grid.size[0]) * plan.slabs.rowsPerSlab * plan.grid.size[2] : 0;
+  for (auto& buffer : run.workers[0]->buffers)
+    if (slabCapacity) buffer.reset(new float[slabCapacity]);  // not zeroed: each readback writes every voxel of its slab
+
+  // The other devices' workers: each makes its operator on its own thread (a GL context is current on one thread),
+  // then takes slabs as their projections are filtered.
+  for (std::size_t i = 1; i < plan.devices.size(); ++i) {
+    auto worker = std::make_unique<Run::Worker>(run, i);
+    Run::Worker* w = worker.get();
+    run.workers.push_back(std::move(worker));
+    run.deviceThreads.emplace_back([w, &run, slabCapacity, i] {
+      try {
+        const auto t = Clock::now();
+        w->owned = makeOperator(run.plan.backend, run.plan.geometry, run.plan.grid,
+                                operatorOptionsOf(run.plan, run.plan.devices[i], nullptr, operatorThreads(run.plan)));
+        w->op = w->owned.get();
+        w->setupSeconds = since(t);
+        for (auto& buffer : w->buffers) buffer.reset(new float[slabCapacity]);
+        while (w->advance(Clock::time_point::max(), 0)) {
+        }
+        w->op = nullptr;
+        w->owned.reset();  // on this thread: its GL context is current here
+      } catch (...) {
+        run.fail(std::current_exception());
+      }
+    });
+  }
+
+  if (slabDeviceFilter) {
+    // In chunks, as the reader delivers them; the other workers start on each projection once it is filtered.
+    Run::Worker& w = *run.workers[0];
+    const auto tf = Clock::now();
+    const std::size_t chunk = std::max(run.batch, (run.count + 15) / 16);
+    std::vector<std::size_t> views(chunk);
+    for (std::size_t p0 = 0; p0 < run.count; p0 += chunk) {
+      const std::size_t n = std::min(chunk, run.count - p0);
+      {
+        std::unique_lock lock(run.mutex);
+        run.waitFor(lock, Clock::time_point::max(), [&] { return run.read >= p0 + n; });
+        if (run.failure) std::rethrow_exception(run.failure);
+      }
+      std::iota(views.begin(), views.begin() + n, p0);
+      const float* raw = run.direct ? run.direct + p0 * run.pixels : run.store->slot(p0);
+      firstFilter_->filterToHost(raw, views.data(), n, *first_->nextWindow(), run.store->slot(p0));
+      std::lock_guard lock(run.mutex);
+      for (std::size_t p = p0; p < p0 + n; ++p) run.markFiltered(p);
+    }
+    w.deviceFilterSeconds = since(tf);
+  }
+}
+
+bool FdkReconstructor::step(std::chrono::milliseconds budget, std::size_t until) {
+  if (!run_) throw std::logic_error("FdkReconstructor::step: no run started");
+  Run& run = *run_;
+  try {
+    const bool more = run.workers[0]->advance(Clock::now() + budget, until);
+    if (more) return true;
+    // The first worker is done: wait for the others (slabs).
+    std::unique_lock lock(run.mutex);
+    while (run.done < run.count * std::max<std::size_t>(1, run.plan.slabs.slabs.size()) && !run.failure && !run.cancelled())
+      run.changed.wait_for(lock, std::chrono::milliseconds(50));
+    if (run.failure) std::rethrow_exception(run.failure);
+    return false;
+  } catch (...) {
+    run.fail(std::current_exception());
+    throw;
+  }
+}
+
+FdkReport FdkReconstructor::finish() {
+  if (!run_) throw std::logic_error("FdkReconstructor::finish: no run started");
+  Run& run = *run_;
+  {
+    std::lock_guard lock(run.mutex);
+    run.stop = true;
+    run.changed.notify_all();
+  }
+  run.deviceThreads.clear();  // joins
+  run.filterPool.clear();
+  run.reader = {};
+  std::unique_ptr<Run> ended = std::move(run_);
+  if (ended->failure) std::rethrow_exception(ended->failure);
+  for (auto& w : ended->workers) w->finishSlabs();
+  ended->progress.finish();
+
+  const FdkPlan& plan = plan_;
+  FdkReport report;
+  report.autoNote = plan.autoNote;
+  report.shortScan = plan.filter->isShortScan();
+  report.readSeconds = ended->readSeconds;
+  report.peakQueued = ended->peakHeld;
+  report.filteredOnGpu = !plan.slabs.slabs.empty() ? ended->workers[0]->deviceFilterSeconds > 0 : firstFilter_ != nullptr;
+  report.filterSeconds = ended->filterThreads > 0 ? ended->filterBusy / ended->filterThreads : ended->workers[0]->deviceFilterSeconds;
+  for (const auto& w : ended->workers) {
+    report.backprojectSeconds = std::max(report.backprojectSeconds, w->backSeconds);
+    report.readbackSeconds = std::max(report.readbackSeconds, w->readbackSeconds);
+    report.setupSeconds = std::max(report.setupSeconds, w->setupSeconds);
+    report.filterWaitSeconds = std::max(report.filterWaitSeconds, w->waitSeconds);
+    report.pageInWaitSeconds = std::max(report.pageInWaitSeconds, w->pageInWaitSeconds);
+    report.uploadedBytes += w->uploaded;
+    if (!plan.slabs.slabs.empty()) {
+      DeviceShare share = w->share;
+      share.gpu = plan.devices[w->index];
+      report.devices.push_back(share);
+    }
+  }
+  report.backend = first_->description() + (plan.devices.size() > 1 ? " (+" + std::to_string(plan.devices.size() - 1) + " more)" : "");
+  report.culledFraction = first_->culledFraction();
+  if (!plan.region.mask.empty()) {
+    report.region = plan.region.description;
+    report.regionVoxels = plan.region.insideCount();
+  } else if (plan.options.densityKill.enabled) {
+    report.region = "whole volume";
+    report.regionVoxels = plan.grid.voxelCount();
+  }
+  report.killedVoxels = ended->killedVoxels;
+  report.killedAfter = ended->killedAfter;
+  report.slabs = plan.slabs.slabs.empty() ? 1 : static_cast<int>(plan.slabs.slabs.size());
+  report.rowsPerSlab = plan.slabs.rowsPerSlab;
+  report.slabBudget = plan.slabs.budgetBytes;
+  report.wholeUploadBytes = static_cast<double>(plan.projections) * ended->pixels * sizeof(float) * report.slabs;
+  report.scratchFile = ended->store && ended->store->inFile();
+  report.voxelUpdates = static_cast<double>(plan.grid.voxelCount()) * plan.projections;
+  report.latencySeconds = since(ended->lastRead);
+  report.totalSeconds = since(ended->started) + setupSeconds_;
+  setupSeconds_ = 0;  // paid once: later runs reuse the operator
+  return report;
+}
+
+void FdkReconstructor::cancel() {
+  if (!run_) return;
+  {
+    std::lock_guard lock(run_->mutex);
+    run_->stop = true;
+    run_->changed.notify_all();
+  }
+  run_->deviceThreads.clear();
+  run_->filterPool.clear();
+  run_->reader = {};
+  for (auto& w : run_->workers)
+    for (auto& f : w->writing)
+      if (f.valid()) f.wait();
+  run_.reset();
+}
+
+FdkReport FdkReconstructor::run(ProjectionSource& source, VolumeSink& sink) {
+  start(source, sink);
+  while (step(std::chrono::milliseconds(1000))) {
+  }
+  return finish();
+}
+
+Image reconstructFdk(const Geometry& geometry, const Image& projections, const VolumeGrid& grid, const FdkOptions& options,
+                     FdkReport* report) {
+  auto source = memorySource(projections, "projections");
+  const FdkPlan plan = planFdk(geometry, grid, options, *source);
+  ImageSink sink(grid, options.threads);
+  FdkReconstructor reconstructor(plan);
+  const FdkReport r = reconstructor.run(*source, sink);
+  if (report) *report = r;
+  return sink.take();
+}
+
+}  // namespace glrecon
