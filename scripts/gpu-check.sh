@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device run of the trunk's restructuring (docs/gpu-measurement.md has the carried libraries): the test binary,
 # then tests/checksums.sh with the binary before the restructuring (.gl/bin/glrecon-old) and after it, compared.
-#   scripts/gpu-check.sh [tests|checksums|all]
+#   scripts/gpu-check.sh [tests|checksums|timing|all]
 set -uo pipefail
 for f in .gl/*.deb; do dpkg -x $f /; done; mkdir -p /opt/deps; for f in .gl/libs/*.deb; do dpkg -x $f /opt/deps; done; ldconfig
 export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu
@@ -20,4 +20,17 @@ if [ "$step" = all ] || [ "$step" = checksums ]; then
   tests/checksums.sh .gl/bin/glrecon-old /tmp/cs-old > "$out/sums-old.txt" 2> "$out/sums-old.log"
   tests/checksums.sh --check "$out/sums-old.txt" .gl/bin/glrecon /tmp/cs-new 2>&1 | tail -40 | tee "$out/sums-check.txt"
   grep -c cuda "$out/sums-old.txt"
+fi
+if [ "$step" = all ] || [ "$step" = timing ]; then
+  # fdk file to file at 512^3 from 360 x 512^2, before and after, alternating so that neither gets a warmer cache.
+  d=/tmp/ft; mkdir -p $d
+  .gl/bin/glrecon phantom -o $d/scan --projections 360 --detector 512 --detector-spacing 1 -q --overwrite
+  for b in cuda compute auto; do for i in 1 2 3; do for bin in glrecon-old glrecon; do
+    s=$(date +%s.%N)
+    line=$(.gl/bin/$bin fdk -g $d/scan/geometry.xml -p $d/scan/projections.mha --size 512 --spacing 0.5 -o $d/$bin-$b.mha \
+           --overwrite --backend $b 2>&1 | grep -E "^file to file|^auto|error")
+    e=$(date +%s.%N)
+    echo "$bin $b run $i: process $(awk "BEGIN{printf \"%.3f\", $e - $s}") s; $line"
+  done; done; done 2>&1 | tee "$out/timing.txt"
+  for b in cuda compute; do cmp $d/glrecon-old-$b.mha $d/glrecon-$b.mha && echo "$b: old and new outputs identical"; done | tee -a "$out/timing.txt"
 fi

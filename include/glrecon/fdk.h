@@ -149,11 +149,13 @@ struct Cancelled : Error {
   using Error::Error;
 };
 
-/// The one scheduler (see the top of this file). Made for a plan: the first device's operator is made here (setup);
-/// run() or start(), step() and finish() then reconstruct, as often as asked (bench repeats runs without the setup).
+/// The one scheduler (see the top of this file), made for a plan: run() or start(), step() and finish() reconstruct, as
+/// often as asked (bench repeats runs; the operators are made once, the setup).
 class FdkReconstructor {
  public:
-  /// `context`: the operators of a GL backend draw there (a viewer's window; one block on one device).
+  /// `context`: the operators of a GL backend draw there (a viewer's window; one block on one device). The first
+  /// device's operator is made at the first start(), once its reader has begun (the file is read while the device
+  /// opens), or by firstOperator().
   explicit FdkReconstructor(const FdkPlan& plan, gl::Context* context = nullptr);
   /// A run on an operator the caller made (one block, one device): bench, tests with a recording stand-in.
   FdkReconstructor(const FdkPlan& plan, ConeBeamOperator& op);
@@ -173,7 +175,8 @@ class FdkReconstructor {
   bool step(std::chrono::milliseconds budget, std::size_t until = 0);
   /// Projections backprojected so far (one block; in slabs, summed over slabs and devices).
   std::size_t done() const;
-  /// The first device's operator: a viewer samples its volume, snapshots read it (one block).
+  /// The first device's operator (made here if start() has not made it): a viewer samples its volume, snapshots read it
+  /// (one block).
   ConeBeamOperator& firstOperator();
   /// After step() returned false: the volume into the sink (the last window, the readback, the density kill's scaling,
   /// the region's zeros, a check for non-finite values), the threads joined, the report.
@@ -183,8 +186,9 @@ class FdkReconstructor {
 
  private:
   struct Run;
-  void makeFirstOperator(gl::Context* context);
+  void begin(ProjectionSource& source, VolumeSink& sink);
   const FdkPlan plan_;
+  gl::Context* context_ = nullptr;
   std::unique_ptr<ConeBeamOperator> owned_;
   ConeBeamOperator* first_ = nullptr;
   std::unique_ptr<DeviceFdkFilter> firstFilter_;  // the device twin of the first operator (made at the first run that uses it)

@@ -447,7 +447,7 @@ void FdkReconstructor::Run::startFilterPool(int threads) {
 
 // ---- FdkReconstructor ----
 
-FdkReconstructor::FdkReconstructor(const FdkPlan& plan, gl::Context* context) : plan_(plan) { makeFirstOperator(context); }
+FdkReconstructor::FdkReconstructor(const FdkPlan& plan, gl::Context* context) : plan_(plan), context_(context) {}
 
 FdkReconstructor::FdkReconstructor(const FdkPlan& plan, ConeBeamOperator& op) : plan_(plan), first_(&op) {
   if (!plan_.slabs.slabs.empty() || plan_.devices.size() > 1)
@@ -479,19 +479,24 @@ int operatorThreads(const FdkPlan& plan) {
 }
 }  // namespace
 
-void FdkReconstructor::makeFirstOperator(gl::Context* context) {
+// Made at the first start() (after its reader has begun: the file is read while the device opens), or when a viewer
+// asks for it first.
+ConeBeamOperator& FdkReconstructor::firstOperator() {
+  if (first_) return *first_;
+  const double waitedBefore = plan_.session->waitedSeconds();
   const auto t = Clock::now();
   // The run's GL context for the first device: the caller's (a viewer's window), or the session's (the plan's queries
   // made it, or it was opened beside the reading).
   const bool gl = plan_.backend != Backend::Cpu && plan_.backend != Backend::Cuda;
+  gl::Context* context = context_;
   if (gl && !context) context = &plan_.session->glContext(plan_.devices.front());
   if (plan_.backend == Backend::Cuda) plan_.session->waitForOpening();
   owned_ = makeOperator(plan_.backend, plan_.geometry, plan_.grid, operatorOptionsOf(plan_, plan_.devices.front(), context, operatorThreads(plan_)));
   first_ = owned_.get();
-  setupSeconds_ = since(t);
+  // The time waiting for the device's opening is the session's to report (the GPU's start), not the setup's.
+  setupSeconds_ = since(t) - (plan_.session->waitedSeconds() - waitedBefore);
+  return *first_;
 }
-
-ConeBeamOperator& FdkReconstructor::firstOperator() { return *first_; }
 
 std::size_t FdkReconstructor::done() const { return run_ ? run_->done.load() : 0; }
 
@@ -504,36 +509,57 @@ void FdkReconstructor::start(ProjectionSource& source, VolumeSink& sink, const s
     label += ", " + std::to_string(plan.slabs.slabs.size()) + (plan.slabs.slabs.size() == 1 ? " slab" : " slabs") +
              (plan.devices.size() > 1 ? " on " + std::to_string(plan.devices.size()) + " devices" : "");
   run_ = std::make_unique<Run>(plan, source, sink, cancelFlag, label + ")");
+  try {
+    begin(source, sink);
+  } catch (...) {
+    cancel();
+    throw;
+  }
+}
+
+void FdkReconstructor::begin(ProjectionSource& source, VolumeSink& sink) {
+  const FdkPlan& plan = plan_;
   Run& run = *run_;
   if (run.slabs) sink.beginRows();
 
-  // The first operator's device twin of the filter (made once, kept for later runs), where the plan wants the filter
-  // on the device: it declines where the device has too little memory for its buffers.
+  // Storage: none where the source is in memory and the device filters it; every projection for slabs (each slab
+  // reads each projection); for one block, the stream's queue, or in read-ahead a ring of 4 batches, and up to 1 GiB
+  // where a source is read (a file is then read while the device opens and starts).
+  const auto makeStore = [&] {
+    std::size_t slots = run.count;
+    if (!run.slabs && plan.options.streaming) slots = std::max<std::size_t>(2, plan.options.queueDepth);
+    if (!run.slabs && !plan.options.streaming)
+      slots = std::max(run.batch * 4, run.direct ? 0 : (std::size_t{1} << 30) / (run.pixels * sizeof(float)));
+    run.store = std::make_unique<ProjectionStore>(std::min(slots, run.count), run.pixels, run.slabs ? plan.options.scratch : "");
+  };
+  run.direct = source.memory();
+  if (!run.direct) {
+    makeStore();
+    run.startReader();
+  }
+  ConeBeamOperator& firstOp = firstOperator();
+  // The device twin of the filter, where the plan wants the filter on the device (made once, kept for later runs): it
+  // declines where the device has too little memory for its buffers.
   if (plan.deviceFilter && !firstFilterTried_) {
     firstFilterTried_ = true;
-    if (DeviceProjections* window = first_->nextWindow())
+    const auto t = Clock::now();
+    if (DeviceProjections* window = firstOp.nextWindow())
       firstFilter_ = makeDeviceFdkFilter(*plan.filter, plan.geometry, *window, plan.options.filterOn == FilterPlace::Gpu);
+    setupSeconds_ += since(t);
   }
-  if (plan.deviceFilter && !firstFilter_) {
-    if (plan.options.filterOn == FilterPlace::Gpu) throw filterOnGpuRefused(plan.backend, true);
-  }
+  if (plan.deviceFilter && !firstFilter_ && plan.options.filterOn == FilterPlace::Gpu) throw filterOnGpuRefused(plan.backend, true);
   run.cpuFilter = !firstFilter_;
+  if (run.direct) {
+    if (run.cpuFilter || run.slabs) makeStore();
+    run.startReader();
+  }
   // Slab runs filtered on the device: worker 0 filters every projection into the store before its first slab (the
   // one-block path's kernels: the same bits); the workers then read the store.
   const bool slabDeviceFilter = run.slabs && !run.cpuFilter;
   run.waitForFiltered = run.cpuFilter || run.slabs;
-
-  // Storage: none where the source is in memory and the device filters it; a ring of 4 batches (or the stream's queue)
-  // for one block; every projection for slabs (each slab reads each projection).
-  run.direct = source.memory();
-  if (!run.direct || run.cpuFilter || run.slabs) {
-    const std::size_t slots = run.slabs ? run.count : plan.options.streaming ? std::max<std::size_t>(2, plan.options.queueDepth) : run.batch * 4;
-    run.store = std::make_unique<ProjectionStore>(std::min(slots, run.count), run.pixels, run.slabs ? plan.options.scratch : "");
-  }
-  if (usedBefore_ && !run.slabs) first_->reset();  // a later run on the same operator starts from zero
+  if (usedBefore_ && !run.slabs) firstOp.reset();  // a later run on the same operator starts from zero
   usedBefore_ = true;
   const int threads = resolveThreadCount(plan.options.threads);
-  run.startReader();
   if (run.cpuFilter) {
     // Threads that feed a GPU need a core of their own.
     const int pool = plan.options.filterThreads > 0 ? plan.options.filterThreads
@@ -671,7 +697,7 @@ FdkReport FdkReconstructor::finish() {
   report.scratchFile = ended->store && ended->store->inFile();
   report.voxelUpdates = static_cast<double>(plan.grid.voxelCount()) * plan.projections;
   report.latencySeconds = since(ended->lastRead);
-  report.totalSeconds = since(ended->started) + setupSeconds_;
+  report.totalSeconds = since(ended->started);
   setupSeconds_ = 0;  // paid once: later runs reuse the operator
   return report;
 }
