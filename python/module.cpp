@@ -114,6 +114,8 @@ VolumeGrid makeGrid(const std::array<int, 3>& size, const std::array<double, 3>&
   return grid;
 }
 
+std::string pythonName(const std::string& field);
+
 py::array fdk(const py::array& input, const py::object& spacing, const py::object& origin, const PyGeometry& pygeometry,
               const std::array<int, 3>& size, const std::array<double, 3>& voxel, const std::optional<std::array<double, 3>>& volumeOrigin,
               const std::string& backend, int window, const std::string& filter, double cutoff, bool shortScan, int threads,
@@ -179,6 +181,7 @@ py::array fdk(const py::array& input, const py::object& spacing, const py::objec
   }
   if (callbackError) std::rethrow_exception(callbackError);
   report["backend"] = stream.backend;
+  if (!stream.autoNote.empty()) report["auto"] = renderFields(stream.autoNote, pythonName);
   report["seconds"] = stream.totalSeconds;
   report["backproject_seconds"] = stream.backprojectSeconds;
   report["g_voxel_updates_per_second"] = stream.gigaUpdatesPerSecond();

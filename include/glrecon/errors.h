@@ -29,6 +29,8 @@ class Error : public std::runtime_error {
 
 /// A reference to the API field `name` inside a message, rendered by each front end in its own words.
 std::string field(const std::string& name);
+/// `text` with every field reference written as `name(field)` returns (notes and reports hold them too).
+std::string renderFields(const std::string& text, const std::function<std::string(const std::string& field)>& name);
 
 /// A file or value the user gave is unreadable or inconsistent.
 struct InputError : Error {

@@ -183,7 +183,7 @@ void writeCentralSlices(const Image& volume, const fs::path& directory, const st
 }
 
 void printReport(const FdkReport& r, std::size_t projections) {
-  if (!r.autoNote.empty()) std::fprintf(stderr, "%s\n", r.autoNote.c_str());
+  if (!r.autoNote.empty()) std::fprintf(stderr, "%s\n", renderFields(r.autoNote, optionName).c_str());
   if (!r.region.empty() || r.killedVoxels)
     std::fprintf(stderr,
                  "region %s: %zu voxels inside; %.1f%% of voxel updates culled, saving about %.2f s if time scales with the "
@@ -331,13 +331,15 @@ struct FdkCommand {
     volume.add(c);
     c->add_option("--backend", backend,
                   "Backprojector: cpu, graphics (OpenGL graphics pipeline, AG-GPU), graphics-mp (its fragment-only variant), "
-                  "or auto (graphics on a hardware GPU, else cpu)")
+                  "compute (OpenGL compute shader), cuda (where built), or auto (the fastest measured on this GPU, once per device, "
+                  "driver and volume size class, remembered in $XDG_CACHE_HOME/glrecon/backends.txt; cpu on a software renderer)")
         ->capture_default_str();
     c->add_option("--window", window,
                   "GPU backends: projections per pass: a number, max (the device's limit) or auto (measured on the first passes "
                   "once per device, driver and problem size, then remembered in $XDG_CACHE_HOME/glrecon/windows.txt)")
         ->capture_default_str();
-    c->add_flag("--retune", retune, "With --window auto: measure again even where the window cache has an answer");
+    c->add_flag("--retune", retune,
+                "With --window auto or --backend auto: measure again even where the window or backend cache has an answer");
     c->add_option("--gpu", gpu,
                   "GPU backends: device index (EGL for the GL backends, CUDA for cuda; see glrecon devices), a list such as 0,1 "
                   "(slabs of the volume handed out to each; a device may repeat) or all")
@@ -473,7 +475,7 @@ struct FdkCommand {
     const std::string projectionsName = projectionsPath.empty() ? path : projectionsPath;
     // The GPU's context is made beside everything that follows (a tenth of a second for OpenGL, a quarter for CUDA).
     auto session = std::make_shared<DeviceSession>();
-    session->openInBackground(options.backend.value_or(Backend::Graphics), options.gpu);
+    session->openInBackground(options.backend, options.gpu);
     const auto start = std::chrono::steady_clock::now();
     std::unique_ptr<ProjectionSource> source =
         openProjectionFiles(projectionsPath.empty() ? listProjectionFiles(path, regexp) : listProjectionFiles(projectionsPath));
@@ -788,7 +790,6 @@ VolumeGrid parseVolumeGrid(const std::string& size, const std::string& spacing, 
   return grid;
 }
 
-namespace {
 // The library names request fields in its messages (glrecon/errors.h); the command line shows them as its options:
 // camelCase becomes --kebab-case (gpuMemory: --gpu-memory, noiseI0: --noise-i0).
 std::string optionName(const std::string& field) {
@@ -803,6 +804,8 @@ std::string optionName(const std::string& field) {
   }
   return option;
 }
+
+namespace {
 
 // GL_OUT_OF_MEMORY from a driver: say what it means.
 std::string explainGlError(const std::string& text) {

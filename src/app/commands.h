@@ -25,5 +25,8 @@ FileScan openFileScan(const std::string& geometryPath, const std::vector<std::st
 void printStreamReport(const FdkReport& report, std::size_t projections);
 
 /// Parses the command line, runs the subcommand, and maps errors to exit codes (0, 1 failure, 2 usage).
+/// A library field name (glrecon/errors.h) as the command line's option: camelCase becomes --kebab-case.
+std::string optionName(const std::string& field);
+
 int run(int argc, char** argv);
 }  // namespace glrecon::app

@@ -59,7 +59,7 @@ struct Snapshots {
 }  // namespace
 
 void printStreamReport(const FdkReport& r, std::size_t projections) {
-  if (!r.autoNote.empty()) std::fprintf(stderr, "%s\n", r.autoNote.c_str());
+  if (!r.autoNote.empty()) std::fprintf(stderr, "%s\n", renderFields(r.autoNote, optionName).c_str());
   char filtering[64] = "filter on the GPU";
   if (!r.filteredOnGpu) std::snprintf(filtering, sizeof filtering, "filtering %.2f thread-seconds", r.filterSeconds);
   std::fprintf(stderr,

@@ -38,6 +38,8 @@ std::string Error::render(const std::function<std::string(const std::string&)>& 
 
 std::string field(const std::string& name) { return kOpen + name + kClose; }
 
+std::string renderFields(const std::string& text, const std::function<std::string(const std::string&)>& name) { return renderText(text, name); }
+
 void throwInputError(const std::string& where, const std::string& part, const std::string& expected, const std::string& found) {
   throw InputError(compose(where, part, expected, found));
 }

@@ -8,32 +8,34 @@ namespace glrecon {
 
 DeviceSession::~DeviceSession() {
   if (opener_.joinable()) opener_.join();
+  if (cudaOpener_.joinable()) cudaOpener_.join();
 }
 
-void DeviceSession::openInBackground(Backend backend, int device) {
-  if (!backendInfo(backend).usesDevice || opener_.joinable()) return;
-  opener_ = std::jthread([this, backend, device] {
-    if (backend == Backend::Cuda) {
-      cuda::warmUp(device);
-      return;
-    }
-    try {
-      auto context = gl::Context::headless(device);
-      context->release();
-      std::lock_guard lock(mutex_);
-      contexts_.emplace(device, std::move(context));
-    } catch (const std::exception&) {
-      // Reported when the context is asked for and made again.
-    }
-  });
+void DeviceSession::openInBackground(std::optional<Backend> backend, int device) {
+  if (backend && !backendInfo(*backend).usesDevice) return;
+  if ((!backend || backend == Backend::Cuda) && cuda::built() && !cudaOpener_.joinable())
+    cudaOpener_ = std::jthread([device] { cuda::warmUp(device); });
+  if ((!backend || backend != Backend::Cuda) && !opener_.joinable())
+    opener_ = std::jthread([this, device] {
+      try {
+        auto context = gl::Context::headless(device);
+        context->release();
+        std::lock_guard lock(mutex_);
+        contexts_.emplace(device, std::move(context));
+      } catch (const std::exception&) {
+        // Reported when the context is asked for and made again.
+      }
+    });
 }
 
-void DeviceSession::waitForOpening() {
-  if (!opener_.joinable()) return;
+void DeviceSession::waitFor(std::jthread& opener) {
+  if (!opener.joinable()) return;
   const auto start = std::chrono::steady_clock::now();
-  opener_.join();
+  opener.join();
   waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
+
+void DeviceSession::waitForCuda() { waitFor(cudaOpener_); }
 
 void DeviceSession::useContext(int device, gl::Context& context) {
   std::lock_guard lock(mutex_);
@@ -48,7 +50,7 @@ gl::Context& DeviceSession::glContext(int device) {
       return *it->second;
     }
   }
-  waitForOpening();
+  waitFor(opener_);
   std::lock_guard lock(mutex_);
   auto it = contexts_.find(device);
   if (it == contexts_.end()) it = contexts_.emplace(device, gl::Context::headless(device)).first;

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "device/gl/context.h"
@@ -20,23 +21,25 @@ class DeviceSession {
   DeviceSession& operator=(const DeviceSession&) = delete;
 
   /// Starts opening `device` for `backend` on a thread of its own: a GL backend's context (released there for the
-  /// run's thread to take), CUDA's runtime context. Failures are left for the real use to report.
-  void openInBackground(Backend backend, int device);
+  /// run's thread to take), CUDA's runtime context; for auto (no backend) both, on two threads, as auto may take
+  /// either. Failures are left for the real use to report.
+  void openInBackground(std::optional<Backend> backend, int device);
   /// The GL context of EGL device `device`, current on the calling thread: one given by useContext, the one opened in
   /// the background (waited for), or made now.
   gl::Context& glContext(int device);
   /// Runs on `device` use `context` (a viewer's window, which outlives the session's use of it).
   void useContext(int device, gl::Context& context);
-  /// Seconds the callers of glContext() and waitForOpening() waited for background openings.
+  /// Seconds the callers of glContext() and waitForCuda() waited for background openings.
   double waitedSeconds() const { return waited_; }
-  /// Waits for the background openings (CUDA's too).
-  void waitForOpening();
+  /// Waits for CUDA's context, where it is being opened in the background.
+  void waitForCuda();
 
  private:
+  void waitFor(std::jthread& opener);
   std::mutex mutex_;
   std::map<int, std::unique_ptr<gl::Context>> contexts_;
   std::map<int, gl::Context*> given_;
-  std::jthread opener_;
+  std::jthread opener_, cudaOpener_;
   double waited_ = 0;
 };
 

@@ -149,7 +149,16 @@ FdkPlan planFdk(const Geometry& geometry, const VolumeGrid& grid, const FdkOptio
                      "it arrives); " + field("gpuMemory") + " and several " + field("gpu") + " reconstruct in slabs, which needs every "
                      "projection first: leave out " + field("stream"));
   plan.devices = options.gpus.empty() ? std::vector<int>{options.gpu} : options.gpus;
-  plan.backend = options.backend ? *options.backend : chooseBackend(grid, plan.devices.front(), *plan.session, options.retune, &plan.autoNote);
+  if (options.backend) {
+    plan.backend = *options.backend;
+  } else {
+    AutoOptions automatic;
+    automatic.device = plan.devices.front();
+    automatic.retune = options.retune;
+    const AutoChoice choice = chooseBackend(grid, *plan.session, automatic);
+    plan.backend = choice.backend;
+    plan.autoNote = choice.note;
+  }
   plan.filter = std::make_shared<FdkFilter>(geometry, options.filter);
   plan.deviceFilter = deviceFilterWanted(plan, *plan.session);
   if (!options.roi.empty()) plan.region = makeRegionOfInterest(options.roi, geometry, grid);

@@ -490,7 +490,7 @@ ConeBeamOperator& FdkReconstructor::firstOperator() {
   const bool gl = plan_.backend != Backend::Cpu && plan_.backend != Backend::Cuda;
   gl::Context* context = context_;
   if (gl && !context) context = &plan_.session->glContext(plan_.devices.front());
-  if (plan_.backend == Backend::Cuda) plan_.session->waitForOpening();
+  if (plan_.backend == Backend::Cuda) plan_.session->waitForCuda();
   owned_ = makeOperator(plan_.backend, plan_.geometry, plan_.grid, operatorOptionsOf(plan_, plan_.devices.front(), context, operatorThreads(plan_)));
   first_ = owned_.get();
   // The time waiting for the device's opening is the session's to report (the GPU's start), not the setup's.

@@ -7,6 +7,7 @@ bool built() { return false; }
 int deviceCount() { return 0; }
 std::uint64_t freeMemory(int) { return 0; }
 std::string deviceName(int) { return ""; }
+std::string driverVersion() { return ""; }
 double bilinearPeak(int) { return 0.0; }
 void warmUp(int) {}
 }  // namespace glrecon::cuda

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/user_cache.h"
 #include "glrecon/errors.h"
 #include "glrecon/filter.h"
 #include "glrecon/parallel.h"
@@ -378,16 +379,6 @@ void GlVolume::moveBlock(int firstRow, int count) {
   gl::checkError("clearing the volume for a block");
 }
 
-namespace {
-std::filesystem::path windowCachePath() {
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  const char* home = std::getenv("HOME");
-  if (xdg && *xdg) return std::filesystem::path(xdg) / "glrecon" / "windows.txt";
-  if (home && *home) return std::filesystem::path(home) / ".cache" / "glrecon" / "windows.txt";
-  return {};
-}
-}  // namespace
-
 // One line per (backend, renderer, driver, volume, detector, window limit): the problem size matters because
 // the best window trades the volume's read-modify-write per pass against the projections' cache footprint.
 std::string GlVolume::windowCacheKey() const {
@@ -398,25 +389,13 @@ std::string GlVolume::windowCacheKey() const {
 
 int GlVolume::rememberedWindow() const {
   if (!options.rememberWindow || options.retune) return 0;
-  const std::filesystem::path path = windowCachePath();
-  if (path.empty()) return 0;
-  std::ifstream in(path);
-  const std::string key = windowCacheKey() + "\t";
-  std::string line;
-  int found = 0;
-  while (std::getline(in, line))
-    if (line.rfind(key, 0) == 0) found = std::atoi(line.c_str() + key.size());
-  return found >= 1 && found <= maxWindow ? found : 0;
+  const std::optional<std::string> found = rememberedValue("windows.txt", windowCacheKey());
+  const int window = found ? std::atoi(found->c_str()) : 0;
+  return window >= 1 && window <= maxWindow ? window : 0;
 }
 
 void GlVolume::rememberWindow(int chosen) const {
-  if (!options.rememberWindow) return;
-  const std::filesystem::path path = windowCachePath();
-  if (path.empty()) return;
-  // A cache: failing to write it costs the next run a search, nothing more, so errors are ignored.
-  std::error_code error;
-  std::filesystem::create_directories(path.parent_path(), error);
-  std::ofstream(path, std::ios::app) << windowCacheKey() << '\t' << chosen << '\n';
+  if (options.rememberWindow) remember("windows.txt", windowCacheKey(), std::to_string(chosen));
 }
 
 std::string GlVolume::windowDescription() const {
