@@ -34,3 +34,24 @@ if [ "$step" = all ] || [ "$step" = timing ]; then
   done; done; done 2>&1 | tee "$out/timing.txt"
   for b in cuda compute; do cmp $d/glrecon-old-$b.mha $d/glrecon-$b.mha && echo "$b: old and new outputs identical"; done | tee -a "$out/timing.txt"
 fi
+if [ "$step" = all ] || [ "$step" = bench ]; then
+  # The whole FDK at 512^3 from 360 x 512^2 per backend (window 32), and the iterative pair at 256^3, before and after.
+  for bin in glrecon-old glrecon; do
+    echo "== $bin bench 512"
+    .gl/bin/$bin bench --size 512 --projections 360 --detector 512 --backends cuda,compute,graphics --window 32 --repeat 3 -q 2>&1 | tail -12
+    echo "== $bin bench-iterative 256"
+    .gl/bin/$bin bench-iterative --size 256 --projections 360 --detector 256 --backends cuda,compute 2>&1 | tail -12
+  done 2>&1 | tee "$out/bench.txt"
+fi
+if [ "$step" = trace ]; then
+  # Where the file-to-file time goes (GLRECON_TRACE), and CUDA's start alone (.gl/probe/cuprobe, if carried).
+  nvidia-smi -q | grep -i -E "persistence|driver version" | head -3
+  [ -x .gl/probe/cuprobe ] && for i in 1 2; do .gl/probe/cuprobe; done
+  d=/tmp/ft; mkdir -p $d
+  .gl/bin/glrecon phantom -o $d/scan --projections 360 --detector 512 --detector-spacing 1 -q --overwrite
+  for b in cuda compute auto; do for i in 1 2 3; do
+    echo "== $b run $i"
+    GLRECON_TRACE=1 .gl/bin/glrecon fdk -g $d/scan/geometry.xml -p $d/scan/projections.mha --size 512 --spacing 0.5 -o $d/v.mha \
+      --overwrite --backend $b 2>&1 | grep -E "trace|^file to file|^auto"
+  done; done 2>&1 | tee "$out/trace.txt"
+fi

@@ -1,6 +1,6 @@
-// --backend auto by measurement (recon/tuning.h): the size classes, the choice is the fastest measured backend, it is
-// remembered per device, driver and size class in the per-user cache, and measured again when asked to retune, for
-// another size class, or where the cache's line is damaged. On a software renderer auto takes the cpu backend without
+// --backend auto by measurement (recon/tuning.h): the size classes, the choice is the backend of least estimated time
+// from the measured figures, they are remembered per device, driver and size class in the per-user cache, and measured
+// again when asked to retune, for another size class, or where the cache's line is damaged. On a software renderer auto takes the cpu backend without
 // measuring; the tests measure there anyway (measureSoftware) so that the measuring path runs on every machine.
 #include <gtest/gtest.h>
 
@@ -66,7 +66,7 @@ TEST(AutoBackend, SoftwareRendererTakesTheCpuWithoutMeasuring) {
   ScratchCache cache(dir);
   DeviceSession session;
   if (!session.glContext(0).info().software) GTEST_SKIP() << "a hardware GPU: auto measures there";
-  const AutoChoice choice = chooseBackend(VolumeGrid::centred({32, 32, 32}, glm::dvec3(8)), session, {});
+  const AutoChoice choice = chooseBackend(VolumeGrid::centred({32, 32, 32}, glm::dvec3(8)), 60, session, {});
   if (test::cudaProjectorUnavailableReason().empty()) GTEST_SKIP() << "a CUDA device: auto measures cpu against cuda";
   EXPECT_EQ(choice.backend, Backend::Cpu);
   EXPECT_FALSE(choice.measured);
@@ -83,12 +83,21 @@ TEST(AutoBackend, ChoosesTheFastestMeasuredAndRemembersIt) {
   options.measureSoftware = true;
   options.largestStandIn = 16;  // llvmpipe: a small stand-in keeps the four measurements short
   const VolumeGrid small = VolumeGrid::centred({32, 32, 32}, glm::dvec3(8));
-  const AutoChoice first = chooseBackend(small, session, options);
+  const AutoChoice first = chooseBackend(small, 60, session, options);
   ASSERT_TRUE(first.measured);
-  // Every GL backend and the cpu ran (the registry's built backends less none): each has a rate, fastest first.
+  // Every GL backend and the cpu ran: each has a rate and an estimate, least estimated time first, and the estimate is
+  // the model's (start where it counts, fixed cost per voxel, updates at the rate).
   ASSERT_GE(first.measurements.size(), 4u) << first.note;
-  for (std::size_t i = 1; i < first.measurements.size(); ++i)
-    EXPECT_GE(first.measurements[i - 1].updatesPerSecond, first.measurements[i].updatesPerSecond);
+  const double voxels = 32.0 * 32 * 32;
+  for (std::size_t i = 0; i < first.measurements.size(); ++i) {
+    const BackendMeasurement& m = first.measurements[i];
+    EXPECT_GT(m.updatesPerSecond, 0.0);
+    EXPECT_GE(m.fixedSecondsPerVoxel, 0.0);
+    const double updates = voxels * 60 / m.updatesPerSecond, fixed = m.fixedSecondsPerVoxel * voxels;
+    EXPECT_GE(m.estimatedSeconds, updates + fixed - 1e-12);
+    EXPECT_LE(m.estimatedSeconds, updates + fixed + m.startSeconds + 1e-12);
+    if (i > 0) EXPECT_LE(first.measurements[i - 1].estimatedSeconds, m.estimatedSeconds);
+  }
   EXPECT_EQ(first.backend, first.measurements.front().backend);
   const std::string name = backendInfo(first.backend).name;
   EXPECT_EQ(first.note.rfind("auto: " + name + " backend, ", 0), 0u) << first.note;
@@ -98,20 +107,20 @@ TEST(AutoBackend, ChoosesTheFastestMeasuredAndRemembersIt) {
   EXPECT_EQ(lines(file), 1u);
 
   // Remembered: the same choice and note, nothing measured or written.
-  const AutoChoice again = chooseBackend(small, session, options);
+  const AutoChoice again = chooseBackend(small, 60, session, options);
   EXPECT_FALSE(again.measured);
   EXPECT_EQ(again.backend, first.backend);
   EXPECT_EQ(again.note, first.note);
   EXPECT_EQ(lines(file), 1u);
 
   // Another size class is measured on its own.
-  const AutoChoice larger = chooseBackend(VolumeGrid::centred({128, 128, 128}, glm::dvec3(2)), session, options);
+  const AutoChoice larger = chooseBackend(VolumeGrid::centred({128, 128, 128}, glm::dvec3(2)), 60, session, options);
   EXPECT_TRUE(larger.measured);
   EXPECT_EQ(lines(file), 2u);
 
   // Retune measures again and its line wins from then on.
   options.retune = true;
-  EXPECT_TRUE(chooseBackend(small, session, options).measured);
+  EXPECT_TRUE(chooseBackend(small, 60, session, options).measured);
   EXPECT_EQ(lines(file), 3u);
 
   // A damaged line (a backend this build does not know) is measured again, not trusted.
@@ -121,9 +130,9 @@ TEST(AutoBackend, ChoosesTheFastestMeasuredAndRemembersIt) {
     std::string line, last;
     while (std::getline(in, line)) last = line;
     const std::string key = last.substr(0, last.find('\t'));
-    std::ofstream(file, std::ios::app) << key << "\tnosuch 2026-01-01 16 nosuch=1\n";
+    std::ofstream(file, std::ios::app) << key << "\t2026-01-01 16 nosuch=1,0,0\n";
   }
-  EXPECT_TRUE(chooseBackend(small, session, options).measured);
+  EXPECT_TRUE(chooseBackend(small, 60, session, options).measured);
 }
 
 }  // namespace

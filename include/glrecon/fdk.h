@@ -196,6 +196,7 @@ class FdkReconstructor {
   bool usedBefore_ = false;
   double setupSeconds_ = 0;
   std::unique_ptr<Run> run_;
+  std::unique_ptr<Run> spent_;  // the last run: its memory is released at the next start or with the reconstructor
 };
 
 /// The chain on projections in memory into a volume in memory: planFdk, FdkReconstructor::run.

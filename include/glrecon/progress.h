@@ -26,4 +26,8 @@ class Progress {
   bool finished_ = false;
 };
 
+/// With the environment variable GLRECON_TRACE set, prints "glrecon trace +T s: what" on stderr, T counted from the
+/// process's first trace: where a run's time goes, stage by stage, thread by thread. Nothing otherwise.
+void trace(const char* what);
+
 }  // namespace glrecon

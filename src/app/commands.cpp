@@ -474,6 +474,7 @@ struct FdkCommand {
     RunOutputs outputs;  // volume, note and slices: all or nothing
     const std::string projectionsName = projectionsPath.empty() ? path : projectionsPath;
     // The GPU's context is made beside everything that follows (a tenth of a second for OpenGL, a quarter for CUDA).
+    trace("fdk: opening the devices");
     auto session = std::make_shared<DeviceSession>();
     session->openInBackground(options.backend, options.gpu);
     const auto start = std::chrono::steady_clock::now();
@@ -486,6 +487,7 @@ struct FdkCommand {
       converted = wrapped.get();
       source = std::move(wrapped);
     }
+    trace("fdk: projections opened");
     const Geometry geometry = Geometry::fromCircular(params, source->detector());
     // The output file is made now, and its pages put into the page cache by background threads while the projections
     // are read and reconstructed: the final write is then a parallel copy (VolumeFileWriter::preparePages says why).
@@ -494,6 +496,7 @@ struct FdkCommand {
     VolumeFileSink sink(output, grid, overwrite, options.threads);
     options.streaming = stream;
     const FdkPlan plan = planFdk(geometry, grid, options, *source, session);
+    trace("fdk: planned");
     if (!quiet) {
       std::cerr << "reconstructing " << grid.size[0] << " x " << grid.size[1] << " x " << grid.size[2] << " voxels from "
                 << geometry.size() << " projections of " << geometry.detector.nu << " x " << geometry.detector.nv << '\n';
@@ -505,7 +508,9 @@ struct FdkCommand {
       std::cerr << "intensity conversion: " << converted->stats().clampedLow << " pixels without signal clamped to transmission "
                 << kMinimumTransmission << ", " << converted->stats().deadPixels << " pixels with flat <= dark set to 0\n";
     const std::string noteText = sideNote(report, grid, geometry.size());
+    trace("fdk: reconstructed");
     const double writeSeconds = sink.commit();
+    trace("fdk: written");
     const double fileToFileSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     writeSideNote(noteText, outputs);
     if (!quiet) {

@@ -1,5 +1,7 @@
 #include "glrecon/progress.h"
 
+#include <cstdlib>
+
 #include <unistd.h>
 
 namespace glrecon {
@@ -40,6 +42,13 @@ void Progress::print(std::size_t done, bool final) {
                  total_, unit_.c_str(), rate, unit_.c_str(), eta, terminal_ ? "" : "\n");
   }
   std::fflush(out_);
+}
+
+void trace(const char* what) {
+  static const bool enabled = std::getenv("GLRECON_TRACE") != nullptr;
+  if (!enabled) return;
+  static const auto start = std::chrono::steady_clock::now();
+  std::fprintf(stderr, "glrecon trace +%.3f s: %s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), what);
 }
 
 }  // namespace glrecon

@@ -3,39 +3,56 @@
 #include <chrono>
 
 #include "device/cuda/device.h"
+#include "glrecon/progress.h"
 
 namespace glrecon {
+namespace {
+double since(std::chrono::steady_clock::time_point t) { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(); }
+}  // namespace
 
 DeviceSession::~DeviceSession() {
   if (opener_.joinable()) opener_.join();
   if (cudaOpener_.joinable()) cudaOpener_.join();
 }
 
+void DeviceSession::startCuda(int device) {
+  if (!cuda::built() || cudaOpener_.joinable()) return;
+  cudaOpener_ = std::jthread([this, device] {
+    cudaOpenSeconds_ = cuda::open(device);
+    trace("session: CUDA context made");
+  });
+}
+
 void DeviceSession::openInBackground(std::optional<Backend> backend, int device) {
   if (backend && !backendInfo(*backend).usesDevice) return;
-  if ((!backend || backend == Backend::Cuda) && cuda::built() && !cudaOpener_.joinable())
-    cudaOpener_ = std::jthread([device] { cuda::warmUp(device); });
-  if ((!backend || backend != Backend::Cuda) && !opener_.joinable())
-    opener_ = std::jthread([this, device] {
-      try {
-        auto context = gl::Context::headless(device);
-        context->release();
-        std::lock_guard lock(mutex_);
-        contexts_.emplace(device, std::move(context));
-      } catch (const std::exception&) {
-        // Reported when the context is asked for and made again.
-      }
-    });
+  if (backend == Backend::Cuda) return startCuda(device);
+  if (opener_.joinable()) return;
+  opener_ = std::jthread([this, device] {
+    try {
+      const auto start = std::chrono::steady_clock::now();
+      auto context = gl::Context::headless(device);
+      context->release();
+      glOpenSeconds_ = since(start);
+      trace("session: GL context made");
+      std::lock_guard lock(mutex_);
+      contexts_.emplace(device, std::move(context));
+    } catch (const std::exception&) {
+      // Reported when the context is asked for and made again.
+    }
+  });
 }
 
 void DeviceSession::waitFor(std::jthread& opener) {
   if (!opener.joinable()) return;
   const auto start = std::chrono::steady_clock::now();
   opener.join();
-  waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  waited_ += since(start);
 }
 
-void DeviceSession::waitForCuda() { waitFor(cudaOpener_); }
+void DeviceSession::openCuda(int device) {
+  startCuda(device);
+  waitFor(cudaOpener_);
+}
 
 void DeviceSession::useContext(int device, gl::Context& context) {
   std::lock_guard lock(mutex_);
@@ -53,8 +70,13 @@ gl::Context& DeviceSession::glContext(int device) {
   waitFor(opener_);
   std::lock_guard lock(mutex_);
   auto it = contexts_.find(device);
-  if (it == contexts_.end()) it = contexts_.emplace(device, gl::Context::headless(device)).first;
+  if (it == contexts_.end()) {
+    const auto start = std::chrono::steady_clock::now();
+    it = contexts_.emplace(device, gl::Context::headless(device)).first;
+    if (glOpenSeconds_ == 0) glOpenSeconds_ = since(start);
+  }
   it->second->makeCurrent();
+  trace("session: GL context current");
   return *it->second;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // The devices one run uses, opened once and shared by the plan's queries (is it a software renderer? how much memory
-// is free?) and the run's operators: one GL context per EGL device, made beside the reading where the caller starts it
-// early (the driver's first context takes a tenth of a second; CUDA's a quarter). Internal to glrecon (recon, app).
+// is free? which backend is fastest?) and the run's operators: one GL context per EGL device, made beside the reading
+// where the caller starts it early (the driver's first context takes a tenth of a second; CUDA's a quarter of one).
+// Internal to glrecon (recon, app).
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,26 +22,31 @@ class DeviceSession {
   DeviceSession& operator=(const DeviceSession&) = delete;
 
   /// Starts opening `device` for `backend` on a thread of its own: a GL backend's context (released there for the
-  /// run's thread to take), CUDA's runtime context; for auto (no backend) both, on two threads, as auto may take
-  /// either. Failures are left for the real use to report.
+  /// run's thread to take), or CUDA's; for auto (no backend) the GL context, which identifies the device for auto's
+  /// cache (CUDA's start is then begun only if auto takes cuda: opening both at once slows both). Failures are left for
+  /// the real use to report.
   void openInBackground(std::optional<Backend> backend, int device);
   /// The GL context of EGL device `device`, current on the calling thread: one given by useContext, the one opened in
   /// the background (waited for), or made now.
   gl::Context& glContext(int device);
   /// Runs on `device` use `context` (a viewer's window, which outlives the session's use of it).
   void useContext(int device, gl::Context& context);
-  /// Seconds the callers of glContext() and waitForCuda() waited for background openings.
+  /// CUDA's context on `device`, opened now or in the background (waited for).
+  void openCuda(int device);
+  /// Seconds the callers of glContext() and openCuda() waited for the openings.
   double waitedSeconds() const { return waited_; }
-  /// Waits for CUDA's context, where it is being opened in the background.
-  void waitForCuda();
+  /// How long opening the first GL context and CUDA's context took (0: not opened by this session).
+  double glOpenSeconds() const { return glOpenSeconds_; }
+  double cudaOpenSeconds() const { return cudaOpenSeconds_; }
 
  private:
+  void startCuda(int device);
   void waitFor(std::jthread& opener);
   std::mutex mutex_;
   std::map<int, std::unique_ptr<gl::Context>> contexts_;
   std::map<int, gl::Context*> given_;
   std::jthread opener_, cudaOpener_;
-  double waited_ = 0;
+  double waited_ = 0, glOpenSeconds_ = 0, cudaOpenSeconds_ = 0;
 };
 
 }  // namespace glrecon

@@ -155,9 +155,10 @@ FdkPlan planFdk(const Geometry& geometry, const VolumeGrid& grid, const FdkOptio
     AutoOptions automatic;
     automatic.device = plan.devices.front();
     automatic.retune = options.retune;
-    const AutoChoice choice = chooseBackend(grid, *plan.session, automatic);
+    const AutoChoice choice = chooseBackend(grid, plan.projections, *plan.session, automatic);
     plan.backend = choice.backend;
     plan.autoNote = choice.note;
+    if (plan.backend == Backend::Cuda) plan.session->openInBackground(Backend::Cuda, plan.devices.front());  // beside the rest
   }
   plan.filter = std::make_shared<FdkFilter>(geometry, options.filter);
   plan.deviceFilter = deviceFilterWanted(plan, *plan.session);

@@ -281,6 +281,7 @@ struct FdkReconstructor::Run::Worker {
         if (!arrived) return true;
         n = std::min(n, run.ready() - next);
       }
+      if (next == 0) trace("worker: first projections handed over");
       handOver(n);
       next += n;
       if (!run.slabs) {
@@ -306,6 +307,7 @@ struct FdkReconstructor::Run::Worker {
   void finishBlock() {
     inBlock = false;
     closeWindow();
+    trace("worker: every projection handed over");
     const FdkPlan& plan = run.plan;
     const auto t = Clock::now();
     const double readbackBefore = op->timings().readback;
@@ -319,6 +321,7 @@ struct FdkReconstructor::Run::Worker {
         out = rowsBuffer.data();
       }
       op->readVolume(out);
+      trace("worker: volume read back");
       if (killed) {
         // Stopped voxels hold the partial sum of the projections before the kill: scale it to the whole scan.
         const std::vector<std::uint8_t> active = op->activeMask();
@@ -334,6 +337,7 @@ struct FdkReconstructor::Run::Worker {
       readbackSeconds += op->timings().readback - readbackBefore;
       backSeconds += since(t);
       checkVolume(out, plan.grid.size, run.sink.name(), "");
+      trace("worker: volume checked");
       if (!rowsBuffer.empty()) run.sink.writeRows(0, plan.grid.size[1], out);
       return;
     }
@@ -407,6 +411,7 @@ void FdkReconstructor::Run::startReader() {
         first += n;
         changed.notify_all();
       }
+      trace("reader: every projection read");
     } catch (...) {
       fail(std::current_exception());
     }
@@ -490,7 +495,7 @@ ConeBeamOperator& FdkReconstructor::firstOperator() {
   const bool gl = plan_.backend != Backend::Cpu && plan_.backend != Backend::Cuda;
   gl::Context* context = context_;
   if (gl && !context) context = &plan_.session->glContext(plan_.devices.front());
-  if (plan_.backend == Backend::Cuda) plan_.session->waitForCuda();
+  if (plan_.backend == Backend::Cuda) plan_.session->openCuda(plan_.devices.front());
   owned_ = makeOperator(plan_.backend, plan_.geometry, plan_.grid, operatorOptionsOf(plan_, plan_.devices.front(), context, operatorThreads(plan_)));
   first_ = owned_.get();
   // The time waiting for the device's opening is the session's to report (the GPU's start), not the setup's.
@@ -502,6 +507,7 @@ std::size_t FdkReconstructor::done() const { return run_ ? run_->done.load() : 0
 
 void FdkReconstructor::start(ProjectionSource& source, VolumeSink& sink, const std::atomic<bool>* cancelFlag) {
   if (run_) throw std::logic_error("FdkReconstructor::start: a run is already going");
+  spent_.reset();
   const FdkPlan& plan = plan_;
   if (source.count() != plan.projections) throw std::logic_error("FdkReconstructor::start: a source of another plan");
   std::string label = std::string(plan.options.streaming ? "stream (" : "fdk (") + backendInfo(plan.backend).name;
@@ -537,7 +543,9 @@ void FdkReconstructor::begin(ProjectionSource& source, VolumeSink& sink) {
     makeStore();
     run.startReader();
   }
+  trace("scheduler: reader started");
   ConeBeamOperator& firstOp = firstOperator();
+  trace("scheduler: operator made");
   // The device twin of the filter, where the plan wants the filter on the device (made once, kept for later runs): it
   // declines where the device has too little memory for its buffers.
   if (plan.deviceFilter && !firstFilterTried_) {
@@ -546,6 +554,7 @@ void FdkReconstructor::begin(ProjectionSource& source, VolumeSink& sink) {
     if (DeviceProjections* window = firstOp.nextWindow())
       firstFilter_ = makeDeviceFdkFilter(*plan.filter, plan.geometry, *window, plan.options.filterOn == FilterPlace::Gpu);
     setupSeconds_ += since(t);
+    trace("scheduler: filter's device twin made");
   }
   if (plan.deviceFilter && !firstFilter_ && plan.options.filterOn == FilterPlace::Gpu) throw filterOnGpuRefused(plan.backend, true);
   run.cpuFilter = !firstFilter_;
@@ -699,6 +708,7 @@ FdkReport FdkReconstructor::finish() {
   report.latencySeconds = since(ended->lastRead);
   report.totalSeconds = since(ended->started);
   setupSeconds_ = 0;  // paid once: later runs reuse the operator
+  spent_ = std::move(ended);  // its memory (the projections' ring) released later, not while the caller waits
   return report;
 }
 

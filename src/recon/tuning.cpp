@@ -17,6 +17,7 @@ namespace glrecon {
 namespace {
 
 constexpr const char* kCacheFile = "backends.txt";
+using Clock = std::chrono::steady_clock;
 
 std::string today() {
   const std::time_t now = std::time(nullptr);
@@ -27,83 +28,121 @@ std::string today() {
   return text;
 }
 
-std::string formatRate(double updatesPerSecond) {
+std::string significant(double value, int digits) {
   std::ostringstream out;
-  out.precision(3);
-  out << updatesPerSecond * 1e-9;
+  out.precision(digits);
+  out << value;
   return out.str();
 }
 
-// "1.1x faster than cuda, 26x than graphics and 380x than cpu"
-std::string comparison(const std::vector<BackendMeasurement>& fastestFirst) {
+// "2.1x faster than cuda, 26x than graphics and 380x than cpu"
+std::string comparison(const std::vector<BackendMeasurement>& leastFirst) {
   std::string text;
-  for (std::size_t i = 1; i < fastestFirst.size(); ++i) {
-    const double ratio = fastestFirst[0].updatesPerSecond / std::max(fastestFirst[i].updatesPerSecond, 1e-30);
-    std::ostringstream r;
-    r.precision(ratio < 10 ? 2 : 3);
-    r << ratio << "x " << (i == 1 ? "faster than " : "than ") << backendInfo(fastestFirst[i].backend).name;
-    text += (i == 1 ? "" : i + 1 == fastestFirst.size() ? " and " : ", ") + r.str();
+  for (std::size_t i = 1; i < leastFirst.size(); ++i) {
+    const double ratio = leastFirst[i].estimatedSeconds / std::max(leastFirst[0].estimatedSeconds, 1e-12);
+    text += (i == 1 ? "" : i + 1 == leastFirst.size() ? " and " : ", ") + significant(ratio, ratio < 10 ? 2 : 3) + "x " +
+            (i == 1 ? "faster than " : "than ") + backendInfo(leastFirst[i].backend).name;
   }
   return text.empty() ? "the only backend that ran" : text;
 }
 
-std::string noteFor(const std::vector<BackendMeasurement>& fastestFirst, const std::string& deviceName, const std::string& date, int side) {
-  return "auto: " + std::string(backendInfo(fastestFirst.front().backend).name) + " backend, " + comparison(fastestFirst) + " on " + deviceName +
-         " (measured " + date + " at " + std::to_string(side) + "^3; " + field("retune") + " to redo)";
+bool startCounts(const BackendMeasurement& m, int device) { return m.backend == Backend::Cuda && !cuda::isOpen(device); }
+
+std::string noteFor(const std::vector<BackendMeasurement>& leastFirst, const VolumeGrid& grid, std::size_t projections,
+                    const std::string& deviceName, const std::string& date, int side, int device) {
+  std::string starts;
+  for (const BackendMeasurement& m : leastFirst)
+    if (startCounts(m, device)) starts = ", cuda's start of " + significant(m.startSeconds, 2) + " s included";
+  return "auto: " + std::string(backendInfo(leastFirst.front().backend).name) + " backend, " + comparison(leastFirst) + " on " + deviceName +
+         " for " + std::to_string(grid.size[0]) + "x" + std::to_string(grid.size[1]) + "x" + std::to_string(grid.size[2]) + " from " +
+         std::to_string(projections) + " projections (estimated from rates measured " + date + " at " + std::to_string(side) + "^3" + starts +
+         "; " + field("retune") + " to redo)";
 }
 
-// "compute 2026-11-24 256 cuda=750 compute=800 ..." (the winner, the date, the stand-in's side, every rate in G/s).
-std::string cacheValue(const std::vector<BackendMeasurement>& fastestFirst, const std::string& date, int side) {
-  std::string value = std::string(backendInfo(fastestFirst.front().backend).name) + " " + date + " " + std::to_string(side);
-  for (const BackendMeasurement& m : fastestFirst) value += " " + std::string(backendInfo(m.backend).name) + "=" + formatRate(m.updatesPerSecond);
+// "2026-11-24 256 cpu=6.1e9,2e-9,0 cuda=9.6e11,1.1e-9,0.21 ..." (the date, the stand-in's side, per backend its rate,
+// fixed seconds per voxel and start seconds).
+std::string cacheValue(const std::vector<BackendMeasurement>& measured, const std::string& date, int side) {
+  std::string value = date + " " + std::to_string(side);
+  for (const BackendMeasurement& m : measured)
+    value += " " + std::string(backendInfo(m.backend).name) + "=" + significant(m.updatesPerSecond, 4) + "," +
+             significant(m.fixedSecondsPerVoxel, 4) + "," + significant(m.startSeconds, 3);
   return value;
 }
 
-// The cache's line back into measurements (fastest first), its date and side; false where it does not parse or names a
-// backend this build lacks.
-bool parseCacheValue(const std::string& value, std::vector<BackendMeasurement>& fastestFirst, std::string& date, int& side) {
+// The cache's line back into measurements, its date and side; false where it does not parse or names a backend this
+// build lacks (measured again then).
+bool parseCacheValue(const std::string& value, std::vector<BackendMeasurement>& measured, std::string& date, int& side) {
   std::istringstream in(value);
-  std::string winner, entry;
-  if (!(in >> winner >> date >> side)) return false;
+  std::string entry;
+  if (!(in >> date >> side)) return false;
   while (in >> entry) {
     const auto eq = entry.find('=');
     if (eq == std::string::npos) return false;
     const auto backend = backendNamed(entry.substr(0, eq));
     if (!backend || !backendInfo(*backend).built) return false;
-    fastestFirst.push_back({*backend, std::atof(entry.c_str() + eq + 1) * 1e9});
+    BackendMeasurement m;
+    m.backend = *backend;
+    char comma1 = 0, comma2 = 0;
+    std::istringstream numbers(entry.substr(eq + 1));
+    if (!(numbers >> m.updatesPerSecond >> comma1 >> m.fixedSecondsPerVoxel >> comma2 >> m.startSeconds) || comma1 != ',' || comma2 != ',' ||
+        !(m.updatesPerSecond > 0))
+      return false;
+    measured.push_back(m);
   }
-  return !fastestFirst.empty() && backendInfo(fastestFirst.front().backend).name == winner;
+  return !measured.empty();
 }
 
-double timeBackend(Backend backend, int side, int device, DeviceSession& session) {
+BackendMeasurement timeBackend(Backend backend, int side, int device, DeviceSession& session) {
+  // Few and many projections: the difference gives the rate, the rest the fixed cost. The cpu backend's rate per
+  // update does not depend on the pass: fewer projections keep its measurement short.
+  const int few = backend == Backend::Cpu ? 2 : 8, many = backend == Backend::Cpu ? 10 : 136;
   CircularScanSpec spec;
-  // The cpu backend's rate per update does not depend on the pass: fewer projections keep its measurement short.
-  const int projections = backend == Backend::Cpu ? 8 : 32, warmUp = 4;
-  spec.projections = projections;
+  spec.projections = many;
   spec.nu = spec.nv = side;
   spec.spacingU = spec.spacingV = 512.0 / side;
   const Geometry geometry = makeCircularScan(spec);
   const VolumeGrid grid = VolumeGrid::centred({side, side, side}, glm::dvec3(256.0 / side));
+  BackendMeasurement m;
+  m.backend = backend;
   OperatorOptions options;
   options.device = device;
   // A fixed window: the GL search would cost passes of its own; 16 is near the best GL window on the GPUs measured.
   options.window = backend == Backend::Cuda ? backendInfo(backend).defaultWindow : 16;
-  if (backendInfo(backend).usesDevice && backend != Backend::Cuda) options.context = &session.glContext(device);
-  if (backend == Backend::Cuda) session.waitForCuda();
+  if (backendInfo(backend).usesDevice && backend != Backend::Cuda) {
+    options.context = &session.glContext(device);
+    m.startSeconds = session.glOpenSeconds();
+  }
+  if (backend == Backend::Cuda) {
+    session.openCuda(device);
+    m.startSeconds = session.cudaOpenSeconds();
+  }
   auto op = makeOperator(backend, geometry, grid, options);
-  const std::vector<float> ones(static_cast<std::size_t>(side) * side * projections, 1.0f);
-  std::vector<std::size_t> views(projections);
+  const std::vector<float> ones(static_cast<std::size_t>(side) * side * many, 1.0f);
+  std::vector<std::size_t> views(many);
   std::iota(views.begin(), views.end(), std::size_t{0});
   std::vector<float> volume(grid.voxelCount());
-  // A warm-up pass (programs, lazy module loading, caches), then the timed one.
-  op->back(ones.data(), views.data(), warmUp, Weighting::Fdk);
-  op->readVolume(volume.data());
-  op->reset();
-  const auto start = std::chrono::steady_clock::now();
-  op->back(ones.data(), views.data(), views.size(), Weighting::Fdk);
-  op->readVolume(volume.data());
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return static_cast<double>(grid.voxelCount()) * projections / std::max(seconds, 1e-9);
+  const auto pass = [&](int count) {
+    op->reset();
+    const auto start = Clock::now();
+    op->back(ones.data(), views.data(), static_cast<std::size_t>(count), Weighting::Fdk);
+    op->readVolume(volume.data());
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  pass(4);  // a warm-up (programs, lazy module loading, caches)
+  const double tFew = std::min(pass(few), pass(few)), tMany = std::min(pass(many), pass(many));
+  const double voxels = static_cast<double>(grid.voxelCount());
+  m.updatesPerSecond = tMany > tFew ? voxels * (many - few) / (tMany - tFew) : voxels * many / std::max(tMany, 1e-9);
+  m.fixedSecondsPerVoxel = std::max(0.0, tFew - voxels * few / m.updatesPerSecond) / voxels;
+  return m;
+}
+
+// Least estimated time first, for `projections` into `grid`; CUDA's start counts where its context is not open yet.
+void estimate(std::vector<BackendMeasurement>& measured, const VolumeGrid& grid, std::size_t projections, int device) {
+  const double voxels = static_cast<double>(grid.voxelCount());
+  for (BackendMeasurement& m : measured) {
+    m.estimatedSeconds = (startCounts(m, device) ? m.startSeconds : 0.0) + m.fixedSecondsPerVoxel * voxels + voxels * static_cast<double>(projections) / m.updatesPerSecond;
+  }
+  std::stable_sort(measured.begin(), measured.end(), [](const auto& a, const auto& b) { return a.estimatedSeconds < b.estimatedSeconds; });
 }
 
 }  // namespace
@@ -119,16 +158,15 @@ std::vector<BackendMeasurement> measureBackends(const std::vector<Backend>& cand
   std::vector<BackendMeasurement> measured;
   for (Backend backend : candidates) {
     try {
-      measured.push_back({backend, timeBackend(backend, side, device, session)});
+      measured.push_back(timeBackend(backend, side, device, session));
     } catch (const std::exception&) {
       // A backend that cannot run here (no memory, a driver's refusal) is not a candidate; a run that names it says why.
     }
   }
-  std::stable_sort(measured.begin(), measured.end(), [](const auto& a, const auto& b) { return a.updatesPerSecond > b.updatesPerSecond; });
   return measured;
 }
 
-AutoChoice chooseBackend(const VolumeGrid& grid, DeviceSession& session, const AutoOptions& options) {
+AutoChoice chooseBackend(const VolumeGrid& grid, std::size_t projections, DeviceSession& session, const AutoOptions& options) {
   AutoChoice choice;
   std::vector<Backend> candidates{Backend::Cpu};
   std::string deviceName, key, cpuReason;
@@ -144,11 +182,11 @@ AutoChoice chooseBackend(const VolumeGrid& grid, DeviceSession& session, const A
   } catch (const gl::GlError& e) {
     cpuReason = std::string("no usable OpenGL: ") + e.what();
   }
-  if (cuda::built() && options.device < cuda::deviceCount()) {
+  // CUDA is a candidate wherever it is built: whether a device exists is learned when measuring (its start), and
+  // remembered (an empty cuda entry is never written: a failed measurement leaves it out).
+  if (cuda::built() && !key.empty()) {
     candidates.push_back(Backend::Cuda);
-    const std::string name = cuda::deviceName(options.device);
-    if (deviceName.empty()) deviceName = name;
-    key += (key.empty() ? "" : " | ") + std::string("cuda ") + name + " " + cuda::driverVersion();
+    key += " | cuda " + cuda::driverVersion();
   }
   if (candidates.size() == 1) {
     choice.note = "auto: cpu backend, " + cpuReason;
@@ -158,29 +196,25 @@ AutoChoice chooseBackend(const VolumeGrid& grid, DeviceSession& session, const A
   key += " | class " + std::to_string(sizeClassSide) + "^3";
   std::string date;
   int side = 0;
-  if (!options.retune) {
-    if (const auto value = rememberedValue(kCacheFile, key); value && parseCacheValue(*value, choice.measurements, date, side)) {
-      choice.backend = choice.measurements.front().backend;
-      choice.note = noteFor(choice.measurements, deviceName, date, side);
+  if (options.retune || !parseCacheValue(rememberedValue(kCacheFile, key).value_or(""), choice.measurements, date, side)) {
+    choice.measurements.clear();
+    side = std::min(sizeClassSide, options.largestStandIn);
+    choice.measurements = measureBackends(candidates, side, options.device, session);
+    choice.measured = true;
+    if (choice.measurements.empty()) {
+      choice.note = "auto: cpu backend, no backend ran the measurement";
       return choice;
     }
+    date = today();
+    const std::string value = cacheValue(choice.measurements, date, side);
+    remember(kCacheFile, key, value);
+    // The figures as remembered (rounded), so that a later run's note reads the same.
     choice.measurements.clear();
+    parseCacheValue(value, choice.measurements, date, side);
   }
-  side = std::min(sizeClassSide, options.largestStandIn);
-  choice.measurements = measureBackends(candidates, side, options.device, session);
-  choice.measured = true;
-  if (choice.measurements.empty()) {
-    choice.note = "auto: cpu backend, no backend ran the measurement";
-    return choice;
-  }
-  date = today();
+  estimate(choice.measurements, grid, projections, options.device);
   choice.backend = choice.measurements.front().backend;
-  const std::string value = cacheValue(choice.measurements, date, side);
-  remember(kCacheFile, key, value);
-  // The note from the figures as remembered (rounded), so that a later run's note reads the same.
-  std::vector<BackendMeasurement> remembered;
-  parseCacheValue(value, remembered, date, side);
-  choice.note = noteFor(remembered, deviceName, date, side);
+  choice.note = noteFor(choice.measurements, grid, projections, deviceName, date, side, options.device);
   return choice;
 }
 

@@ -1,10 +1,14 @@
 #pragma once
-// --backend auto: the backend that is fastest on this device, measured (Internal to glrecon: recon, app, tests).
-// On first use on a device, driver and problem size class, each available backend backprojects a stand-in problem
-// (a cube of the class's side up to 256, from 32 projections, upload and readback included; well under a second on a
-// GPU); the fastest is remembered in the per-user cache beside the GL windows ($XDG_CACHE_HOME/glrecon/backends.txt)
-// until asked to retune. A software renderer runs the GL backends on the CPU's cores behind a rasterizer: auto takes
-// the cpu backend there without measuring.
+// --backend auto: the backend that finishes first on this device, by measurement (internal to glrecon: recon, app,
+// tests). On first use on a device, driver and volume size class, each available backend backprojects a stand-in
+// problem (a cube of the class's side up to 256) twice, from few and from many projections (upload and readback
+// included), which gives its rate (voxel updates per second) and its fixed cost per voxel (readback, per-pass
+// overhead); the device APIs' start (CUDA's context: a fifth of a second on an H200) is measured as they open. All is
+// remembered in the per-user cache beside the GL windows ($XDG_CACHE_HOME/glrecon/backends.txt) until asked to retune.
+// For a run, each backend's time is estimated as start (where its API is not open yet) + fixed x voxels + updates /
+// rate, and the least wins: a small volume may go to the backend that starts first rather than the fastest kernel.
+// A software renderer runs the GL backends on the CPU's cores behind a rasterizer: auto takes the cpu backend there
+// without measuring.
 #include <string>
 #include <vector>
 
@@ -16,14 +20,17 @@ class DeviceSession;
 
 struct BackendMeasurement {
   Backend backend = Backend::Cpu;
-  double updatesPerSecond = 0.0;  ///< voxel updates per second on the stand-in problem
+  double updatesPerSecond = 0.0;     ///< voxel updates per second, the stand-in's passes' difference
+  double fixedSecondsPerVoxel = 0.0; ///< per voxel and pass beyond the updates (readback, overhead)
+  double startSeconds = 0.0;         ///< opening its device API (CUDA's context; GL's is open before auto chooses)
+  double estimatedSeconds = 0.0;     ///< for the problem asked about (chooseBackend)
 };
 
 struct AutoChoice {
   Backend backend = Backend::Cpu;
-  std::string note;       ///< what auto chose and why, for the user ("auto: compute backend, 12x faster than ...")
+  std::string note;       ///< what auto chose and why, for the user ("auto: compute backend, 2.1x faster than cuda ...")
   bool measured = false;  ///< measured now (false: remembered, or no choice to make)
-  std::vector<BackendMeasurement> measurements;  ///< fastest first (measured now or remembered)
+  std::vector<BackendMeasurement> measurements;  ///< least estimated time first
 };
 
 struct AutoOptions {
@@ -36,11 +43,11 @@ struct AutoOptions {
 /// The size class of a volume: its side (the cube root of its voxel count) rounded up to a power of two, at least 64.
 int sizeClass(const VolumeGrid& grid);
 
-/// Times each of `candidates` backprojecting 32 projections of side^2 into a side^3 volume (after a warm-up pass),
-/// the readback included. A backend that cannot be made or fails is left out.
+/// Measures each of `candidates` on a side^3 stand-in (see the top of this file). A backend that cannot be made or
+/// fails is left out.
 std::vector<BackendMeasurement> measureBackends(const std::vector<Backend>& candidates, int side, int device, DeviceSession& session);
 
-/// The backend auto takes for a volume of `grid`'s size (see the top of this file).
-AutoChoice chooseBackend(const VolumeGrid& grid, DeviceSession& session, const AutoOptions& options);
+/// The backend auto takes for `projections` projections into a volume of `grid`'s size (see the top of this file).
+AutoChoice chooseBackend(const VolumeGrid& grid, std::size_t projections, DeviceSession& session, const AutoOptions& options);
 
 }  // namespace glrecon

@@ -2,6 +2,10 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
+#include <mutex>
+#include <set>
+
 namespace glrecon::cuda {
 
 bool built() { return true; }
@@ -38,9 +42,24 @@ double bilinearPeak(int device) {
   return 4.0 * sms * kiloHertz * 1e-6;
 }
 
-void warmUp(int device) {
-  if (device < 0 || device >= deviceCount()) return;
-  if (cudaSetDevice(device) == cudaSuccess) cudaFree(nullptr);
+namespace {
+std::mutex openMutex;
+std::set<int> opened;
+}  // namespace
+
+double open(int device) {
+  std::lock_guard lock(openMutex);
+  if (opened.count(device)) return 0.0;
+  const auto start = std::chrono::steady_clock::now();
+  if (device < 0 || device >= deviceCount()) return 0.0;
+  if (cudaSetDevice(device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) return 0.0;
+  opened.insert(device);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+bool isOpen(int device) {
+  std::lock_guard lock(openMutex);
+  return opened.count(device) > 0;
 }
 
 }  // namespace glrecon::cuda

@@ -19,8 +19,11 @@ std::string driverVersion();
 /// The texture units' peak on `device` in G bilinear fetches per second (4 per multiprocessor per clock on NVIDIA GPUs
 /// since Maxwell); 0 without it.
 double bilinearPeak(int device);
-/// Creates CUDA's context on `device` now (a few hundred milliseconds), so that a later operator does not wait for
-/// it; errors are left for the operator to report. Does nothing without CUDA.
-void warmUp(int device);
+/// Creates CUDA's context on `device` now (a few hundred milliseconds: a tenth of a second for the driver's start, as
+/// much for the context), so that a later operator does not wait for it; returns the seconds it took (0 where it was
+/// open already). Errors are left for the operator to report. Does nothing without CUDA.
+double open(int device);
+/// True once open() made the context on `device` in this process.
+bool isOpen(int device);
 
 }  // namespace glrecon::cuda

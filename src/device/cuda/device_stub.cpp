@@ -9,5 +9,6 @@ std::uint64_t freeMemory(int) { return 0; }
 std::string deviceName(int) { return ""; }
 std::string driverVersion() { return ""; }
 double bilinearPeak(int) { return 0.0; }
-void warmUp(int) {}
+double open(int) { return 0.0; }
+bool isOpen(int) { return false; }
 }  // namespace glrecon::cuda

@@ -190,13 +190,6 @@ void Context::release() {
   eglMakeCurrent(egl_->display, EGL_NO_SURFACE, EGL_NO_SURFACE, EGL_NO_CONTEXT);
 }
 
-void warmUpHeadless(int device) {
-  try {
-    Context::headless(device);
-  } catch (const std::exception&) {
-  }
-}
-
 Context::~Context() {
   if (window_) glfwDestroyWindow(window_);
   if (egl_ && egl_->display != EGL_NO_DISPLAY) {

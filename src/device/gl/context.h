@@ -61,11 +61,6 @@ class Context {
   DeviceInfo info_;
 };
 
-/// Creates and drops a headless context on `device`, ignoring failures (the real creation reports them): the
-/// driver's first context in a process costs a tenth of a second or more, which a thread can pay while the
-/// caller reads its input. Join it before creating another context.
-void warmUpHeadless(int device);
-
 /// Free memory of the current context's device in bytes, where the driver tells it (NVIDIA's NVX_gpu_memory_info, AMD's
 /// ATI_meminfo); -1 where it does not (Mesa).
 long long freeDeviceMemory();
