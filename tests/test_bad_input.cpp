@@ -276,7 +276,7 @@ TEST(BadInput, AFailedWriteLeavesNothingBehind) {
 // SIGINT and SIGTERM: exit 130 and 143, this run's partial output and temporaries removed.
 TEST(BadInput, SignalsRemovePartialOutput) {
   const auto dir = test::scratchDir();
-  for (const int signal : {SIGINT, SIGTERM}) {
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
     const pid_t child = fork();
     ASSERT_GE(child, 0);
     if (child == 0) {

@@ -111,6 +111,7 @@ class AtomicOutput {
   std::string target_;
   std::string temporary_;
   bool committed_ = false;
+  bool replacedKept_ = false;  ///< committed over an earlier file, which waits under the temporary name for removal
   int slot_ = -1;  ///< in the signal handler's registry while the temporary lives
 };
 

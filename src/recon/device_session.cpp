@@ -11,7 +11,6 @@ double since(std::chrono::steady_clock::time_point t) { return std::chrono::dura
 }  // namespace
 
 DeviceSession::~DeviceSession() {
-  if (opener_.joinable()) opener_.join();
   if (cudaOpener_.joinable()) cudaOpener_.join();
 }
 
@@ -23,23 +22,14 @@ void DeviceSession::startCuda(int device) {
   });
 }
 
-void DeviceSession::openInBackground(std::optional<Backend> backend, int device) {
+void DeviceSession::open(std::optional<Backend> backend, int device) {
   if (backend && !backendInfo(*backend).usesDevice) return;
   if (backend == Backend::Cuda) return startCuda(device);
-  if (opener_.joinable()) return;
-  opener_ = std::jthread([this, device] {
-    try {
-      const auto start = std::chrono::steady_clock::now();
-      auto context = gl::Context::headless(device);
-      context->release();
-      glOpenSeconds_ = since(start);
-      trace("session: GL context made");
-      std::lock_guard lock(mutex_);
-      contexts_.emplace(device, std::move(context));
-    } catch (const std::exception&) {
-      // Reported when the context is asked for and made again.
-    }
-  });
+  try {
+    glContext(device);
+  } catch (const std::exception&) {
+    // Reported when the context is asked for again by the run.
+  }
 }
 
 void DeviceSession::waitFor(std::jthread& opener) {
@@ -67,7 +57,6 @@ gl::Context& DeviceSession::glContext(int device) {
       return *it->second;
     }
   }
-  waitFor(opener_);
   std::lock_guard lock(mutex_);
   auto it = contexts_.find(device);
   if (it == contexts_.end()) {

@@ -21,11 +21,12 @@ class DeviceSession {
   DeviceSession(const DeviceSession&) = delete;
   DeviceSession& operator=(const DeviceSession&) = delete;
 
-  /// Starts opening `device` for `backend` on a thread of its own: a GL backend's context (released there for the
-  /// run's thread to take), or CUDA's; for auto (no backend) the GL context, which identifies the device for auto's
-  /// cache (CUDA's start is then begun only if auto takes cuda: opening both at once slows both). Failures are left for
-  /// the real use to report.
-  void openInBackground(std::optional<Backend> backend, int device);
+  /// Opens `device` for `backend`: CUDA's context on a thread of its own (a fifth of a second on an H200, beside what
+  /// the caller does next); a GL backend's context here, on the calling thread, where the run will draw (made on
+  /// another thread, it costs a third as much again to make current here); for auto (no backend) the GL context, which
+  /// identifies the device for auto's cache (CUDA's start is begun only if auto takes cuda: opening both at once slows
+  /// both). Failures are left for the real use to report.
+  void open(std::optional<Backend> backend, int device);
   /// The GL context of EGL device `device`, current on the calling thread: one given by useContext, the one opened in
   /// the background (waited for), or made now.
   gl::Context& glContext(int device);
@@ -45,7 +46,7 @@ class DeviceSession {
   std::mutex mutex_;
   std::map<int, std::unique_ptr<gl::Context>> contexts_;
   std::map<int, gl::Context*> given_;
-  std::jthread opener_, cudaOpener_;
+  std::jthread cudaOpener_;
   double waited_ = 0, glOpenSeconds_ = 0, cudaOpenSeconds_ = 0;
 };
 

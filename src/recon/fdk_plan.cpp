@@ -158,7 +158,7 @@ FdkPlan planFdk(const Geometry& geometry, const VolumeGrid& grid, const FdkOptio
     const AutoChoice choice = chooseBackend(grid, plan.projections, *plan.session, automatic);
     plan.backend = choice.backend;
     plan.autoNote = choice.note;
-    if (plan.backend == Backend::Cuda) plan.session->openInBackground(Backend::Cuda, plan.devices.front());  // beside the rest
+    if (plan.backend == Backend::Cuda) plan.session->open(Backend::Cuda, plan.devices.front());  // beside the rest
   }
   plan.filter = std::make_shared<FdkFilter>(geometry, options.filter);
   plan.deviceFilter = deviceFilterWanted(plan, *plan.session);

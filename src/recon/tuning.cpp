@@ -182,11 +182,11 @@ AutoChoice chooseBackend(const VolumeGrid& grid, std::size_t projections, Device
   } catch (const gl::GlError& e) {
     cpuReason = std::string("no usable OpenGL: ") + e.what();
   }
-  // CUDA is a candidate wherever it is built: whether a device exists is learned when measuring (its start), and
-  // remembered (an empty cuda entry is never written: a failed measurement leaves it out).
+  // CUDA is a candidate wherever it is built: whether a device exists is learned when measuring (a failed measurement
+  // leaves it out). The GL version names the driver, CUDA's too on NVIDIA's; asking CUDA would cost its start.
   if (cuda::built() && !key.empty()) {
     candidates.push_back(Backend::Cuda);
-    key += " | cuda " + cuda::driverVersion();
+    key += " | with cuda";
   }
   if (candidates.size() == 1) {
     choice.note = "auto: cpu backend, " + cpuReason;

@@ -27,12 +27,6 @@ std::string deviceName(int device) {
   return properties.name;
 }
 
-std::string driverVersion() {
-  int version = 0;
-  if (cudaDriverGetVersion(&version) != cudaSuccess || version == 0) return "";
-  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
-}
-
 double bilinearPeak(int device) {
   int sms = 0, kiloHertz = 0;
   if (device < 0 || device >= deviceCount()) return 0.0;

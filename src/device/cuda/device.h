@@ -14,8 +14,6 @@ int deviceCount();
 std::uint64_t freeMemory(int device);
 /// The device's name ("NVIDIA H200"), or "" without it.
 std::string deviceName(int device);
-/// The CUDA driver's version ("13.0"), or "" without a driver.
-std::string driverVersion();
 /// The texture units' peak on `device` in G bilinear fetches per second (4 per multiprocessor per clock on NVIDIA GPUs
 /// since Maxwell); 0 without it.
 double bilinearPeak(int device);

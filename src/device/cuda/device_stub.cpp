@@ -7,7 +7,6 @@ bool built() { return false; }
 int deviceCount() { return 0; }
 std::uint64_t freeMemory(int) { return 0; }
 std::string deviceName(int) { return ""; }
-std::string driverVersion() { return ""; }
 double bilinearPeak(int) { return 0.0; }
 double open(int) { return 0.0; }
 bool isOpen(int) { return false; }
