@@ -21,14 +21,15 @@ if [ "$step" = all ] || [ "$step" = checksums ]; then
   tests/checksums.sh --check "$out/sums-old.txt" .gl/bin/glrecon /tmp/cs-new 2>&1 | tail -40 | tee "$out/sums-check.txt"
   grep -c cuda "$out/sums-old.txt"
 fi
-if [ "$step" = all ] || [ "$step" = timing ]; then
+if [ "$step" = all ] || [ "$step" = timing ] || [ "$step" = timing+trace ]; then
   # fdk file to file at 512^3 from 360 x 512^2, before and after, alternating so that neither gets a warmer cache.
   d=/tmp/ft; mkdir -p $d
   .gl/bin/glrecon phantom -o $d/scan --projections 360 --detector 512 --detector-spacing 1 -q --overwrite
   for b in cuda compute auto; do for i in 1 2 3; do for bin in glrecon-old glrecon; do
+    rm -f $d/$bin-$b.mha  # a new output each time, as a first run writes it (replacing one frees its pages first)
     s=$(date +%s.%N)
     line=$(.gl/bin/$bin fdk -g $d/scan/geometry.xml -p $d/scan/projections.mha --size 512 --spacing 0.5 -o $d/$bin-$b.mha \
-           --overwrite --backend $b 2>&1 | grep -E "^file to file|^auto|error")
+           --backend $b 2>&1 | grep -E "^file to file|^auto|error")
     e=$(date +%s.%N)
     echo "$bin $b run $i: process $(awk "BEGIN{printf \"%.3f\", $e - $s}") s; $line"
   done; done; done 2>&1 | tee "$out/timing.txt"
@@ -43,7 +44,7 @@ if [ "$step" = all ] || [ "$step" = bench ]; then
     .gl/bin/$bin bench-iterative --size 256 --projections 360 --detector 256 --backends cuda,compute 2>&1 | tail -12
   done 2>&1 | tee "$out/bench.txt"
 fi
-if [ "$step" = trace ]; then
+if [ "$step" = trace ] || [ "$step" = timing+trace ]; then
   # Where the file-to-file time goes (GLRECON_TRACE), and CUDA's start alone (.gl/probe/cuprobe, if carried).
   nvidia-smi -q | grep -i -E "persistence|driver version" | head -3
   [ -x .gl/probe/cuprobe ] && for i in 1 2; do .gl/probe/cuprobe; done
@@ -51,6 +52,7 @@ if [ "$step" = trace ]; then
   .gl/bin/glrecon phantom -o $d/scan --projections 360 --detector 512 --detector-spacing 1 -q --overwrite
   for b in cuda compute auto; do for i in 1 2 3; do
     echo "== $b run $i"
+    rm -f $d/v.mha
     GLRECON_TRACE=1 .gl/bin/glrecon fdk -g $d/scan/geometry.xml -p $d/scan/projections.mha --size 512 --spacing 0.5 -o $d/v.mha \
       --overwrite --backend $b 2>&1 | grep -E "trace|^file to file|^auto"
   done; done 2>&1 | tee "$out/trace.txt"

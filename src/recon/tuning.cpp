@@ -93,9 +93,8 @@ bool parseCacheValue(const std::string& value, std::vector<BackendMeasurement>& 
 }
 
 BackendMeasurement timeBackend(Backend backend, int side, int device, DeviceSession& session) {
-  // Few and many projections: the difference gives the rate, the rest the fixed cost. The cpu backend's rate per
-  // update does not depend on the pass: fewer projections keep its measurement short.
-  const int few = backend == Backend::Cpu ? 2 : 8, many = backend == Backend::Cpu ? 10 : 136;
+  // Few and more projections: the difference gives the rate, the rest the fixed cost.
+  const int few = backend == Backend::Cpu ? 2 : 8, many = 136;
   CircularScanSpec spec;
   spec.projections = many;
   spec.nu = spec.nv = side;
@@ -129,9 +128,15 @@ BackendMeasurement timeBackend(Backend backend, int side, int device, DeviceSess
     return std::chrono::duration<double>(Clock::now() - start).count();
   };
   pass(4);  // a warm-up (programs, lazy module loading, caches)
-  const double tFew = std::min(pass(few), pass(few)), tMany = std::min(pass(many), pass(many));
   const double voxels = static_cast<double>(grid.voxelCount());
-  m.updatesPerSecond = tMany > tFew ? voxels * (many - few) / (tMany - tFew) : voxels * many / std::max(tMany, 1e-9);
+  const double tFew = std::min(pass(few), pass(few));
+  // Enough projections beyond `few` for about 40 ms more at the rate the few suggest (at most `many`): a slow backend
+  // (the raster path on a datacenter GPU, the cpu) is not kept long, a fast one long enough to time well.
+  const double roughRate = voxels * few / std::max(tFew, 1e-9);
+  const int more = std::clamp(static_cast<int>(0.04 * roughRate / voxels), 8, many - few);
+  const double tMany = std::min(pass(few + more), pass(few + more));
+  const int manyUsed = few + more;
+  m.updatesPerSecond = tMany > tFew ? voxels * more / (tMany - tFew) : voxels * manyUsed / std::max(tMany, 1e-9);
   m.fixedSecondsPerVoxel = std::max(0.0, tFew - voxels * few / m.updatesPerSecond) / voxels;
   return m;
 }
