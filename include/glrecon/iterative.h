@@ -10,6 +10,7 @@
 /// are left out of the update. Tested in tests/test_iterative.cpp.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -62,9 +63,40 @@ struct IterativeReport {
 /// after every subset too, with the volume so far.
 using IterationCallback = std::function<void(const IterationRecord& record, const std::vector<float>& volume)>;
 
-/// Checks everything before work starts (InputError / UsageError naming the option, field, expected and found):
-/// iterations >= 1, 1 <= subsets <= views, lambda in (0, 2), osem data finite and >= 0 with some positive value,
-/// the initial volume on `grid`, the mask's size. Then reconstructs.
+/// An iterative reconstruction, step by step (a viewer draws between steps; reconstructIterative runs it through).
+/// The constructor checks everything before work starts (InputError / UsageError naming the field, expected and
+/// found): iterations >= 1, 1 <= subsets <= views, lambda in (0, 2), osem data finite and >= 0 with some positive value,
+/// the initial volume on `grid`, the mask's size; then computes the normalisations (A 1, B_S 1).
+class IterativeReconstructor {
+ public:
+  /// `op`, `geometry` and `projections` must outlive the reconstructor.
+  IterativeReconstructor(ConeBeamOperator& op, const Geometry& geometry, const Image& projections, const VolumeGrid& grid,
+                         const IterativeOptions& options);
+  ~IterativeReconstructor();
+  IterativeReconstructor(const IterativeReconstructor&) = delete;
+  IterativeReconstructor& operator=(const IterativeReconstructor&) = delete;
+
+  /// One subset's update (SART, OS-EM; SIRT's one subset), or one CGLS iteration. False once the last iteration is done.
+  bool step();
+  /// The record of the last step (iteration, subsets done of how many, residual so far).
+  const IterationRecord& last() const;
+  int subsets() const;
+  ConeBeamOperator& op();
+  /// True where the iterate lives in the operator's volume (the subset methods): a viewer on the operator's device may
+  /// draw it from there; otherwise volume() has it.
+  bool iterateOnOperator() const;
+  /// The iterate on the host (read from the operator where it lives there).
+  const std::vector<float>& volume();
+  /// The result, with the final residual (one more forward projection) in the report.
+  Image finish(IterativeReport* report = nullptr);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+/// IterativeReconstructor run through: the checks, every step, the callback at each iteration's end (and after every
+/// subset with IterativeOptions::everySubset), finish().
 Image reconstructIterative(ConeBeamOperator& op, const Geometry& geometry, const Image& projections, const VolumeGrid& grid,
                            const IterativeOptions& options, IterativeReport* report = nullptr,
                            const IterationCallback& callback = {});

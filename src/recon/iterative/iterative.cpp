@@ -68,11 +68,61 @@ std::vector<std::vector<std::size_t>> orderedSubsets(std::size_t views, int subs
   return out;
 }
 
-Image reconstructIterative(ConeBeamOperator& op, const Geometry& geometry, const Image& projections, const VolumeGrid& grid,
-                           const IterativeOptions& options, IterativeReport* report, const IterationCallback& callback) {
-  const IterativeMethod method = options.method;
-  const std::size_t views = geometry.size(), nu = geometry.detector.nu, nv = geometry.detector.nv, pixels = nu * nv;
-  const std::size_t voxels = grid.voxelCount();
+struct IterativeReconstructor::State {
+  ConeBeamOperator& op;
+  const Geometry& geometry;
+  const Image& projections;
+  VolumeGrid grid;
+  IterativeOptions options;
+  IterativeMethod method;
+  std::size_t views, pixels, voxels;
+  int subsets;
+  double lambda;
+  Clock::time_point start;
+  IterativeReport report;
+  std::vector<std::vector<std::size_t>> order;
+  std::vector<std::size_t> all;
+  std::vector<float> rayLength, zeros, x;
+  float rayFloor = 0;
+  bool cacheWeights = false;
+  std::vector<std::vector<float>> cachedWeights;
+  SubsetRule rule;
+  // Where the run is: iteration `iteration` (1-based), subsets done in it, the squares of its residuals so far.
+  int iteration = 1;
+  std::size_t subsetsDone = 0;
+  double squares = 0;
+  Clock::time_point iterationStart;
+  IterationRecord last;
+  bool finished = false;
+  bool hostCurrent = true;  // x holds the iterate (CGLS always; the subset methods once read back)
+  // CGLS: r = b - A x, s = B r, p, q, gamma = |s|^2.
+  std::vector<float> r, q, s, p;
+  double gamma = 0;
+  // A subset's data, forward projection and correction.
+  std::vector<float> ax, b, correction;
+
+  State(ConeBeamOperator& o, const Geometry& g, const Image& pr, const VolumeGrid& gr, const IterativeOptions& opts)
+      : op(o), geometry(g), projections(pr), grid(gr), options(opts), method(opts.method) {}
+  bool inside(std::size_t i) const { return options.mask.empty() || options.mask[i]; }
+  // B r for host vectors: the operator's volume cleared, back-projected into, read.
+  void backInto(const float* values, const std::vector<std::size_t>& subset, float* out) {
+    op.setVolume(zeros.data());
+    op.back(values, subset.data(), subset.size(), Weighting::Adjoint);
+    op.readVolume(out);
+  }
+  void gather(const std::vector<std::size_t>& subset) {
+    b.resize(subset.size() * pixels);
+    for (std::size_t i = 0; i < subset.size(); ++i)
+      std::copy_n(projections.slice(static_cast<int>(subset[i])), pixels, b.begin() + i * pixels);
+  }
+  void check();
+  void setUp();
+  void cglsIteration();
+  void subsetUpdate();
+};
+
+void IterativeReconstructor::State::check() {
+  const std::size_t nu = geometry.detector.nu, nv = geometry.detector.nv;
   // ---- preconditions, before any work ----
   if (options.iterations < 1)
     throw UsageError(field("iterations") + ": expected at least 1, found " + std::to_string(options.iterations));
@@ -127,73 +177,59 @@ Image reconstructIterative(ConeBeamOperator& op, const Geometry& geometry, const
                         std::to_string(v));
   }
 
-  const auto start = Clock::now();
-  IterativeReport local;
-  IterativeReport& rep = report ? *report : local;
-  rep = {};
-  rep.subsets = subsets;
-  rep.lambda = lambda;
-  rep.dataNorm = std::sqrt(sumSquares(projections.data));
-  const std::vector<std::uint8_t>& mask = options.mask;
-  auto inside = [&](std::size_t i) { return mask.empty() || mask[i]; };
-  const std::vector<std::vector<std::size_t>> order = orderedSubsets(views, subsets);
+  this->subsets = subsets;
+  this->lambda = lambda;
+}
+
+void IterativeReconstructor::State::setUp() {
+  start = Clock::now();
+  report.subsets = subsets;
+  report.lambda = lambda;
+  report.dataNorm = std::sqrt(sumSquares(projections.data));
+  order = orderedSubsets(views, subsets);
 
   // ---- normalisations: A 1 per ray (all views at once), B_S 1 per subset (cached when it fits in 512 MiB) ----
   std::vector<float> ones(voxels, 1.0f);
   for (std::size_t i = 0; i < voxels; ++i) ones[i] = inside(i) ? 1.0f : 0.0f;
-  std::vector<std::size_t> all(views);
+  all.resize(views);
   std::iota(all.begin(), all.end(), std::size_t{0});
-  std::vector<float> rayLength(views * pixels);
+  rayLength.resize(views * pixels);
   op.setVolume(ones.data());
   op.forward(all.data(), views, rayLength.data());
   // A ray shorter than one marching step inside the volume is below what A resolves: its length and its
   // projection each carry an error of up to a step's worth of samples at the box's ends (backends differ there by
   // one sample), so r / length would amplify rounding into a large update at the volume's edge.
-  const float rayFloor = static_cast<float>(
-      std::max(kRelativeFloor * *std::max_element(rayLength.begin(), rayLength.end()), op.step()));
+  rayFloor = static_cast<float>(std::max(kRelativeFloor * *std::max_element(rayLength.begin(), rayLength.end()), op.step()));
   // B_S 1 per subset, kept when it fits in 512 MiB and the iterate is on the host (a device op computes
   // it next to the iterate; otherwise updateIterate computes it each time).
-  const bool cacheWeights = method != IterativeMethod::Cgls && !op.computesSubsetWeights() &&
-                            static_cast<double>(order.size()) * voxels * 4 <= 512.0 * (1 << 20);
-  std::vector<std::vector<float>> cachedWeights;
-  const std::vector<float> zeros(voxels, 0.0f);
-  // B r for host vectors: the operator's volume cleared, back-projected into, read.
-  const auto backInto = [&](const float* r, const std::vector<std::size_t>& subset, float* out) {
-    op.setVolume(zeros.data());
-    op.back(r, subset.data(), subset.size(), Weighting::Adjoint);
-    op.readVolume(out);
-  };
+  cacheWeights = method != IterativeMethod::Cgls && !op.computesSubsetWeights() && static_cast<double>(order.size()) * voxels * 4 <= 512.0 * (1 << 20);
+  zeros.assign(voxels, 0.0f);
   if (cacheWeights) {
     const std::vector<float> onesProjections(views * pixels, 1.0f);
     for (const std::vector<std::size_t>& subset : order) backInto(onesProjections.data(), subset, cachedWeights.emplace_back(voxels).data());
   }
-  rep.setupSeconds = since(start);
+  report.setupSeconds = since(start);
 
   // ---- the starting volume ----
-  std::vector<float> x(voxels, 0.0f);
+  x.assign(voxels, 0.0f);
   if (options.initial) {
     x = options.initial->data;
   } else if (method == IterativeMethod::Osem) {
     // A constant whose projections have the data's total: the usual flat start of MLEM, positive everywhere.
     double sb = 0, sa = 0;
-    for (float b : projections.data) sb += b;
+    for (float v : projections.data) sb += v;
     for (float a : rayLength) sa += a;
     std::fill(x.begin(), x.end(), static_cast<float>(sb / sa));
   }
   for (std::size_t i = 0; i < voxels; ++i)
     if (!inside(i)) x[i] = 0.0f;
 
-  std::vector<float> ax, b, correction;
-  auto gather = [&](const std::vector<std::size_t>& subset) {
-    b.resize(subset.size() * pixels);
-    for (std::size_t i = 0; i < subset.size(); ++i)
-      std::copy_n(projections.slice(static_cast<int>(subset[i])), pixels, b.begin() + i * pixels);
-  };
-
   if (method == IterativeMethod::Cgls) {
     // CGLS (Hestenes & Stiefel on the normal equations): r = b - A x, s = B r, p = s; per iteration
     // q = A p, alpha = |s|^2 / |q|^2, x += alpha p, r -= alpha q, s = B r, beta = |s_new|^2 / |s|^2, p = s + beta p.
-    std::vector<float> r(views * pixels), q(views * pixels), s(voxels), p(voxels);
+    r.resize(views * pixels);
+    q.resize(views * pixels);
+    s.resize(voxels);
     op.setVolume(x.data());
     op.forward(all.data(), views, q.data());
     for (std::size_t i = 0; i < r.size(); ++i) r[i] = projections.data[i] - q[i];
@@ -201,94 +237,146 @@ Image reconstructIterative(ConeBeamOperator& op, const Geometry& geometry, const
     for (std::size_t i = 0; i < voxels; ++i)
       if (!inside(i)) s[i] = 0.0f;
     p = s;
-    double gamma = sumSquares(s);
-    for (int it = 1; it <= options.iterations; ++it) {
-      const auto t0 = Clock::now();
-      const double residual = std::sqrt(sumSquares(r));
-      if (gamma > 0.0) {
-        op.setVolume(p.data());
-        op.forward(all.data(), views, q.data());
-        const double qq = sumSquares(q);
-        const double alpha = qq > 0.0 ? gamma / qq : 0.0;
-        for (std::size_t i = 0; i < voxels; ++i) x[i] += static_cast<float>(alpha * p[i]);
-        for (std::size_t i = 0; i < r.size(); ++i) r[i] -= static_cast<float>(alpha * q[i]);
-        backInto(r.data(), all, s.data());
-        for (std::size_t i = 0; i < voxels; ++i)
-          if (!inside(i)) s[i] = 0.0f;
-        const double next = sumSquares(s);
-        const double beta = next / gamma;
-        gamma = next;
-        for (std::size_t i = 0; i < voxels; ++i) p[i] = static_cast<float>(s[i] + beta * p[i]);
-      }
-      IterationRecord rec{it, 1, 1, residual, since(t0)};
-      rep.iterations.push_back(rec);
-      if (callback) callback(rec, x);
-    }
+    gamma = sumSquares(s);
   } else {
-    SubsetRule rule;
     rule.multiplicative = method == IterativeMethod::Osem;
     rule.lambda = static_cast<float>(lambda);
     rule.positivity = options.positivity;
     op.setVolume(x.data());
-    op.setUpdateMask(mask.empty() ? nullptr : mask.data());
-    for (int it = 1; it <= options.iterations; ++it) {
-      const auto t0 = Clock::now();
-      double squares = 0;
-      for (std::size_t si = 0; si < order.size(); ++si) {
-        const std::vector<std::size_t>& subset = order[si];
-        gather(subset);
-        ax.resize(b.size());
-        op.forward(subset.data(), subset.size(), ax.data());
-        correction.resize(b.size());
-        for (std::size_t i = 0; i < subset.size(); ++i) {
-          const float* length = rayLength.data() + subset[i] * pixels;
-          for (std::size_t k = 0; k < pixels; ++k) {
-            const std::size_t j = i * pixels + k;
-            const float r = b[j] - ax[j];
-            squares += static_cast<double>(r) * r;
-            if (method == IterativeMethod::Osem)
-              // b / (A x): rays that miss the volume carry no information; a ray whose forward projection is 0
-              // while b > 0 (the voxels it crosses are all 0 and stay 0 multiplicatively) gets no update either.
-              correction[j] = (length[k] > rayFloor && ax[j] > 0.0f) ? b[j] / ax[j] : 0.0f;
-            else
-              correction[j] = length[k] > rayFloor ? r / length[k] : 0.0f;
-          }
-        }
-        // A voxel that only grazes a view's detector edge has a weight of rounding size there, and its update
-        // (a ratio of two such numbers) is rounding too: texture units interpolate with 8-bit fractions, so a
-        // bilinear weight under 1/256 of a full one reads 0 on one backend and not on another. Such voxels wait
-        // for the subsets that see them: below 1/256 of one view's largest weight a voxel counts as unseen
-        // (SubsetRule, applySubsetRule).
-        op.updateSubset(correction.data(), subset.data(), subset.size(), rule,
-                                cacheWeights ? cachedWeights[si].data() : nullptr);
-        if (callback && options.everySubset && si + 1 < order.size()) {
-          op.readVolume(x.data());
-          callback({it, static_cast<int>(si + 1), static_cast<int>(order.size()), std::sqrt(squares), since(t0)}, x);
-        }
-      }
-      IterationRecord rec{it, static_cast<int>(order.size()), static_cast<int>(order.size()), std::sqrt(squares), since(t0)};
-      rep.iterations.push_back(rec);
-      if (callback) {
-        op.readVolume(x.data());
-        callback(rec, x);
-      }
-    }
-    op.readVolume(x.data());
+    op.setUpdateMask(options.mask.empty() ? nullptr : options.mask.data());
+    hostCurrent = false;
   }
+  iterationStart = Clock::now();
+}
+
+void IterativeReconstructor::State::cglsIteration() {
+  const double residual = std::sqrt(sumSquares(r));
+  if (gamma > 0.0) {
+    op.setVolume(p.data());
+    op.forward(all.data(), views, q.data());
+    const double qq = sumSquares(q);
+    const double alpha = qq > 0.0 ? gamma / qq : 0.0;
+    for (std::size_t i = 0; i < voxels; ++i) x[i] += static_cast<float>(alpha * p[i]);
+    for (std::size_t i = 0; i < r.size(); ++i) r[i] -= static_cast<float>(alpha * q[i]);
+    backInto(r.data(), all, s.data());
+    for (std::size_t i = 0; i < voxels; ++i)
+      if (!inside(i)) s[i] = 0.0f;
+    const double next = sumSquares(s);
+    const double beta = next / gamma;
+    gamma = next;
+    for (std::size_t i = 0; i < voxels; ++i) p[i] = static_cast<float>(s[i] + beta * p[i]);
+  }
+  last = {iteration, 1, 1, residual, since(iterationStart)};
+}
+
+void IterativeReconstructor::State::subsetUpdate() {
+  const std::vector<std::size_t>& subset = order[subsetsDone];
+  gather(subset);
+  ax.resize(b.size());
+  op.forward(subset.data(), subset.size(), ax.data());
+  correction.resize(b.size());
+  for (std::size_t i = 0; i < subset.size(); ++i) {
+    const float* length = rayLength.data() + subset[i] * pixels;
+    for (std::size_t k = 0; k < pixels; ++k) {
+      const std::size_t j = i * pixels + k;
+      const float residual = b[j] - ax[j];
+      squares += static_cast<double>(residual) * residual;
+      if (method == IterativeMethod::Osem)
+        // b / (A x): rays that miss the volume carry no information; a ray whose forward projection is 0
+        // while b > 0 (the voxels it crosses are all 0 and stay 0 multiplicatively) gets no update either.
+        correction[j] = (length[k] > rayFloor && ax[j] > 0.0f) ? b[j] / ax[j] : 0.0f;
+      else
+        correction[j] = length[k] > rayFloor ? residual / length[k] : 0.0f;
+    }
+  }
+  // A voxel that only grazes a view's detector edge has a weight of rounding size there, and its update
+  // (a ratio of two such numbers) is rounding too: texture units interpolate with 8-bit fractions, so a
+  // bilinear weight under 1/256 of a full one reads 0 on one backend and not on another. Such voxels wait
+  // for the subsets that see them: below 1/256 of one view's largest weight a voxel counts as unseen
+  // (SubsetRule, applySubsetRule).
+  op.updateSubset(correction.data(), subset.data(), subset.size(), rule, cacheWeights ? cachedWeights[subsetsDone].data() : nullptr);
+  hostCurrent = false;
+  ++subsetsDone;
+  last = {iteration, static_cast<int>(subsetsDone), static_cast<int>(order.size()), std::sqrt(squares), since(iterationStart)};
+}
+
+IterativeReconstructor::IterativeReconstructor(ConeBeamOperator& op, const Geometry& geometry, const Image& projections, const VolumeGrid& grid,
+                                               const IterativeOptions& options)
+    : state_(std::make_unique<State>(op, geometry, projections, grid, options)) {
+  State& st = *state_;
+  st.views = geometry.size();
+  st.pixels = static_cast<std::size_t>(geometry.detector.nu) * geometry.detector.nv;
+  st.voxels = grid.voxelCount();
+  st.check();
+  st.setUp();
+}
+
+IterativeReconstructor::~IterativeReconstructor() = default;
+
+bool IterativeReconstructor::step() {
+  State& st = *state_;
+  if (st.iteration > st.options.iterations) return false;
+  if (st.method == IterativeMethod::Cgls) {
+    st.cglsIteration();
+  } else {
+    st.subsetUpdate();
+  }
+  if (st.last.subset == st.last.subsets) {
+    st.report.iterations.push_back(st.last);
+    ++st.iteration;
+    st.subsetsDone = 0;
+    st.squares = 0;
+    st.iterationStart = Clock::now();
+  }
+  return st.iteration <= st.options.iterations;
+}
+
+const IterationRecord& IterativeReconstructor::last() const { return state_->last; }
+
+int IterativeReconstructor::subsets() const { return state_->method == IterativeMethod::Cgls ? 1 : static_cast<int>(state_->order.size()); }
+
+ConeBeamOperator& IterativeReconstructor::op() { return state_->op; }
+
+bool IterativeReconstructor::iterateOnOperator() const { return !state_->hostCurrent; }
+
+const std::vector<float>& IterativeReconstructor::volume() {
+  State& st = *state_;
+  if (!st.hostCurrent) {
+    st.op.readVolume(st.x.data());
+    st.hostCurrent = true;
+  }
+  return st.x;
+}
+
+Image IterativeReconstructor::finish(IterativeReport* report) {
+  State& st = *state_;
+  volume();
   // The final residual: one more forward projection of the result.
-  std::vector<float> final(views * pixels);
-  op.setVolume(x.data());
-  op.forward(all.data(), views, final.data());
+  std::vector<float> final(st.views * st.pixels);
+  st.op.setVolume(st.x.data());
+  st.op.forward(st.all.data(), st.views, final.data());
   double squares = 0;
   for (std::size_t i = 0; i < final.size(); ++i) {
-    const double r = static_cast<double>(projections.data[i]) - final[i];
-    squares += r * r;
+    const double residual = static_cast<double>(st.projections.data[i]) - final[i];
+    squares += residual * residual;
   }
-  rep.finalResidual = std::sqrt(squares);
-  rep.seconds = since(start);
-  Image out(grid);
-  out.data = std::move(x);
+  st.report.finalResidual = std::sqrt(squares);
+  st.report.seconds = since(st.start);
+  if (report) *report = st.report;
+  Image out(st.grid);
+  out.data = std::move(st.x);
   return out;
+}
+
+Image reconstructIterative(ConeBeamOperator& op, const Geometry& geometry, const Image& projections, const VolumeGrid& grid,
+                           const IterativeOptions& options, IterativeReport* report, const IterationCallback& callback) {
+  IterativeReconstructor reconstructor(op, geometry, projections, grid, options);
+  for (bool more = true; more;) {
+    more = reconstructor.step();
+    const IterationRecord& r = reconstructor.last();
+    if (callback && (r.subset == r.subsets || options.everySubset)) callback(r, reconstructor.volume());
+  }
+  return reconstructor.finish(report);
 }
 
 }  // namespace glrecon
