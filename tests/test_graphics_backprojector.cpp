@@ -13,6 +13,7 @@
 #include "device/cuda/device.h"
 #include "operators/gl/gl_operator.h"
 #include "test_support.h"
+#include "viewer/window.h"
 
 namespace glrecon {
 namespace {
@@ -220,13 +221,14 @@ namespace {
 
 TEST(Graphics, WindowContextRunsTheSamePath) {
   if (!std::getenv("DISPLAY")) GTEST_SKIP() << "no X display: run the tests under xvfb-run (./quickstart.sh test does)";
-  std::unique_ptr<gl::Context> window;
+  std::unique_ptr<viewer::ViewWindow> view;
   try {
-    window = gl::Context::window(64, 64, "glrecon test", false);
+    view = std::make_unique<viewer::ViewWindow>(64, 64, "glrecon test", false, false, 0);
   } catch (const gl::GlError& e) {
     GTEST_SKIP() << e.what();
   }
-  EXPECT_NE(window->glfwWindow(), nullptr);
+  EXPECT_FALSE(view->offscreen());
+  gl::Context* window = &view->context();
   CircularScanSpec spec;
   spec.projections = 12;
   spec.nu = spec.nv = 40;
@@ -238,7 +240,7 @@ TEST(Graphics, WindowContextRunsTheSamePath) {
   const Image cpu = run(*cpuOperator, g, q, g.size());
   OperatorOptions o;
   o.window = 5;
-  o.context = window.get();
+  o.context = window;
   auto gpu = makeOperator(Backend::Graphics, g, grid, o);
   EXPECT_NE(gpu->description().find(window->info().renderer), std::string::npos);
   expectAgree(cpu, run(*gpu, g, q, 7), tolerance(g, grid, cpu), "window context");

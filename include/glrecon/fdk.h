@@ -62,6 +62,7 @@ struct FdkOptions {
   int window = 0;                  ///< projections per GPU pass (0: the backend's default, measured on GL)
   bool rememberWindow = false;     ///< see OperatorOptions::rememberWindow
   bool retune = false;             ///< measure again what a cache remembers (the window, auto's backend)
+  bool autoGlOnly = false;         ///< auto chooses among the backends that draw in a GL context (a viewer's) and cpu
   int threads = 0;                 ///< CPU threads for filtering and the cpu backend (0 = all)
   std::size_t batch = 32;          ///< projections handed to an operator together
   bool progress = false;           ///< a progress line on stderr

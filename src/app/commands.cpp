@@ -41,23 +41,6 @@ namespace glrecon::app {
 namespace fs = std::filesystem;
 namespace {
 
-// "256" or "256,256,128": one value for every axis, or one per axis.
-std::vector<double> parseList(const std::string& option, const std::string& text, std::size_t axes) {
-  std::vector<double> values = parseNumberList(option, text);
-  if (values.size() == 1) values.assign(axes, values[0]);
-  if (values.size() != axes)
-    throw UsageError(option + ": expected 1 or " + std::to_string(axes) + " comma-separated values, found '" + text + "'");
-  return values;
-}
-
-std::pair<double, double> parseRange(const std::string& option, const std::string& text) {
-  const auto colon = text.find(':');
-  if (colon == std::string::npos) throw UsageError(option + ": expected LOW:HIGH, found '" + text + "'");
-  const auto lo = parseList(option, text.substr(0, colon), 1)[0], hi = parseList(option, text.substr(colon + 1), 1)[0];
-  if (!(hi > lo)) throw UsageError(option + ": expected LOW < HIGH, found '" + text + "'");
-  return {lo, hi};
-}
-
 // Volume options shared by fdk and demo, with rtkfdk's names and defaults (256 voxels of 1 mm, centred).
 struct VolumeOptions {
   std::string size = "256", spacing = "1", origin;

@@ -19,7 +19,7 @@
 #include "glrecon/validate.h"
 #include "commands.h"
 #include "validation.h"
-#include "viewer.h"
+#include "viewer/viewer.h"
 #include "iterative.h"
 #include "glrecon/fdk.h"
 #include "glrecon/phantom.h"
@@ -270,23 +270,19 @@ struct ViewCommand {
     OperatorOptions po;
     po.device = live.gpu;
     po.threads = live.threads;
+    const Backend backend = live.backend == "auto" ? Backend::Cpu : *parseBackend("--backend", live.backend, false);
+    const std::optional<std::pair<double, double>> range = live.range.empty() ? std::nullopt : std::optional(parseRange("--slice-range", live.range));
     const bool display = std::getenv("DISPLAY") != nullptr || std::getenv("WAYLAND_DISPLAY") != nullptr;
-    IterativeLiveOptions lo;
-    lo.window = display && !headless && live.snapshots.empty();
-    lo.projectorBackend = live.backend == "auto" ? Backend::Cpu : *parseBackend("--backend", live.backend, false);
-    lo.projectorOptions = po;
-    lo.snapshots = live.snapshots;
-    lo.screenshot = screenshot;
-    lo.output = live.output;
-    lo.overwrite = live.overwrite;
-    lo.quiet = live.quiet;
-    if (!live.range.empty()) {
-      const auto colon = live.range.find(':');
-      if (colon == std::string::npos) throw UsageError("--slice-range: expected LOW:HIGH, found '" + live.range + "'");
-      lo.range = std::make_pair(parseNumberList("--slice-range", live.range.substr(0, colon), live.range)[0],
-                                parseNumberList("--slice-range", live.range.substr(colon + 1), live.range)[0]);
+    if (display && !headless && live.snapshots.empty()) {
+      viewer::IterativeView view{backend, po, o, live.output, live.overwrite, live.quiet};
+      viewer::ViewScript script;
+      script.screenshot = screenshot;
+      script.range = range;
+      script.fieldName = optionName;
+      viewer::viewIterative(geometry, projections, grid, view, script);
+      return;
     }
-    runIterativeLive(geometry, projections, grid, o, lo);
+    runIterativeSnapshots(geometry, projections, grid, o, {live.snapshots, live.output, live.overwrite, live.quiet, range, backend, po});
   }
 
   void run() const {
@@ -316,17 +312,18 @@ struct ViewCommand {
       live.runHeadless(source, geometry);
       return;
     }
-    ViewerScript script;
+    viewer::ViewScript script;
     script.screenshot = screenshot;
     script.closeAfter = closeAfter;
     script.screenshotAt = screenshotAt;
-    script.range = live.range;
+    if (!live.range.empty()) script.range = parseRange("--slice-range", live.range);
     script.offscreen = offscreen;
+    script.fieldName = optionName;
     live.checkOutputs();
     if (!screenshot.empty()) checkOutputFile(screenshot, {".png"}, live.overwrite, "--screenshot");
     const VolumeGrid grid = parseVolumeGrid(live.size, live.spacing, live.origin);
     checkVolumeInBeam(geometry, grid, "view");
-    runViewer(source, geometry, grid, live.streamOptions(), live.output, live.overwrite, script);
+    viewer::viewFdk(source, geometry, grid, live.streamOptions(), live.output, live.overwrite, script);
   }
 };
 
@@ -342,10 +339,10 @@ void viewFiles(const std::string& geometryPath, const std::string& projectionsPa
   LiveOptions live;
   live.size = std::to_string(size);
   live.spacing = std::to_string(spacing);
-  live.range = "0.95:1.1";  // the phantom's soft tissue
-  ViewerScript script;
-  script.range = live.range;
-  runViewer(*scan.source, scan.geometry, parseVolumeGrid(live.size, live.spacing, ""), live.streamOptions(), "", false, script);
+  viewer::ViewScript script;
+  script.range = std::make_pair(0.95, 1.1);  // the phantom's soft tissue
+  script.fieldName = optionName;
+  viewer::viewFdk(*scan.source, scan.geometry, parseVolumeGrid(live.size, live.spacing, ""), live.streamOptions(), "", false, script);
 }
 
 void addLiveCommands(CLI::App& app) {

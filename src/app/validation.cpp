@@ -7,6 +7,7 @@
 #include "glrecon/errors.h"
 #include "glrecon/limits.h"
 #include "glrecon/operator.h"
+#include "glrecon/parse.h"
 
 namespace glrecon::app {
 namespace {
@@ -139,6 +140,23 @@ std::optional<Backend> parseBackend(const std::string& option, const std::string
   if (allowAuto) throw UsageError(option + ": expected one of " + known + "auto; found '" + quoted(text) + "'");
   known.resize(known.size() - 2);
   throw UsageError(option + ": expected one of " + known + ", found '" + quoted(text) + "'");
+}
+
+// "256" or "256,256,128": one value for every axis, or one per axis.
+std::vector<double> parseList(const std::string& option, const std::string& text, std::size_t axes) {
+  std::vector<double> values = parseNumberList(option, text);
+  if (values.size() == 1) values.assign(axes, values[0]);
+  if (values.size() != axes)
+    throw UsageError(option + ": expected 1 or " + std::to_string(axes) + " comma-separated values, found '" + text + "'");
+  return values;
+}
+
+std::pair<double, double> parseRange(const std::string& option, const std::string& text) {
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) throw UsageError(option + ": expected LOW:HIGH, found '" + text + "'");
+  const auto lo = parseList(option, text.substr(0, colon), 1)[0], hi = parseList(option, text.substr(colon + 1), 1)[0];
+  if (!(hi > lo)) throw UsageError(option + ": expected LOW < HIGH, found '" + text + "'");
+  return {lo, hi};
 }
 
 }  // namespace glrecon::app

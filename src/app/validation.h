@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "glrecon/operator.h"
@@ -30,5 +31,11 @@ std::vector<int> parseGpuList(const std::string& option, const std::string& text
 /// --backend's value: a backend of this build, or (allowAuto) auto, as an empty optional. Throws UsageError naming
 /// `option` and the backends known.
 std::optional<Backend> parseBackend(const std::string& option, const std::string& text, bool allowAuto = true);
+
+/// "256" or "256,256,128": one value for every axis, or one per axis (UsageError naming `option` otherwise).
+std::vector<double> parseList(const std::string& option, const std::string& text, std::size_t axes);
+
+/// "LOW:HIGH" with LOW < HIGH (UsageError naming `option` otherwise).
+std::pair<double, double> parseRange(const std::string& option, const std::string& text);
 
 }  // namespace glrecon::app

@@ -155,6 +155,7 @@ FdkPlan planFdk(const Geometry& geometry, const VolumeGrid& grid, const FdkOptio
     AutoOptions automatic;
     automatic.device = plan.devices.front();
     automatic.retune = options.retune;
+    automatic.glOnly = options.autoGlOnly;
     const AutoChoice choice = chooseBackend(grid, plan.projections, *plan.session, automatic);
     plan.backend = choice.backend;
     plan.autoNote = choice.note;

@@ -189,7 +189,7 @@ AutoChoice chooseBackend(const VolumeGrid& grid, std::size_t projections, Device
   }
   // CUDA is a candidate wherever it is built: whether a device exists is learned when measuring (a failed measurement
   // leaves it out). The GL version names the driver, CUDA's too on NVIDIA's; asking CUDA would cost its start.
-  if (cuda::built() && !key.empty()) {
+  if (cuda::built() && !key.empty() && !options.glOnly) {
     candidates.push_back(Backend::Cuda);
     key += " | with cuda";
   }

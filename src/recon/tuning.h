@@ -38,6 +38,7 @@ struct AutoOptions {
   bool retune = false;           ///< measure again what the cache remembers
   bool measureSoftware = false;  ///< measure the GL backends on a software renderer too (tests)
   int largestStandIn = 256;      ///< the stand-in cube's side at most
+  bool glOnly = false;           ///< only backends that compute in a GL context (and cpu): a viewer's window draws them
 };
 
 /// The size class of a volume: its side (the cube root of its voxel count) rounded up to a power of two, at least 64.

@@ -3,10 +3,8 @@
 #include <GL/glew.h>
 #include <EGL/egl.h>
 #include <EGL/eglext.h>
-#include <GLFW/glfw3.h>
 
 #include <cstdio>
-#include <mutex>
 
 namespace glrecon::gl {
 
@@ -118,31 +116,10 @@ void Context::initialise(const std::string& where) {
     throw GlError("OpenGL: " + where + " (" + info_.renderer + ") offers OpenGL " + info_.version + "; glrecon needs 4.5");
 }
 
-namespace {
-std::string& glfwLastError() {
-  static std::string message;
-  return message;
-}
-}  // namespace
-
-std::unique_ptr<Context> Context::window(int width, int height, const std::string& title, bool visible) {
-  static std::once_flag once;
-  static bool initialised = false;
-  std::call_once(once, [] {
-    glfwSetErrorCallback([](int, const char* description) { glfwLastError() = description; });
-    initialised = glfwInit() == GLFW_TRUE;
-  });
-  if (!initialised) throw GlError("OpenGL window: GLFW cannot start (" + glfwLastError() + "); is there a display (DISPLAY, or xvfb-run)?");
-  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 4);
-  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 5);
-  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
-  glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
-  glfwWindowHint(GLFW_VISIBLE, visible ? GLFW_TRUE : GLFW_FALSE);
+std::unique_ptr<Context> Context::adopt(std::unique_ptr<Surface> surface, const std::string& where) {
   std::unique_ptr<Context> c(new Context);
-  c->window_ = glfwCreateWindow(width, height, title.c_str(), nullptr, nullptr);
-  if (!c->window_) throw GlError("OpenGL window: no OpenGL 4.5 core window (" + glfwLastError() + ")");
-  glfwMakeContextCurrent(c->window_);
-  c->initialise("the window's context");
+  c->surface_ = std::move(surface);
+  c->initialise(where);
   return c;
 }
 
@@ -160,8 +137,8 @@ std::vector<DeviceInfo> Context::listDevices() {
 }
 
 void Context::makeCurrent() {
-  if (window_) {
-    glfwMakeContextCurrent(window_);
+  if (surface_) {
+    surface_->makeCurrent();
     return;
   }
   if (!eglMakeCurrent(egl_->display, EGL_NO_SURFACE, EGL_NO_SURFACE, egl_->context))
@@ -183,15 +160,14 @@ long long freeDeviceMemory() {
 }
 
 void Context::release() {
-  if (window_) {
-    glfwMakeContextCurrent(nullptr);
+  if (surface_) {
+    surface_->release();
     return;
   }
   eglMakeCurrent(egl_->display, EGL_NO_SURFACE, EGL_NO_SURFACE, EGL_NO_CONTEXT);
 }
 
 Context::~Context() {
-  if (window_) glfwDestroyWindow(window_);
   if (egl_ && egl_->display != EGL_NO_DISPLAY) {
     eglMakeCurrent(egl_->display, EGL_NO_SURFACE, EGL_NO_SURFACE, EGL_NO_CONTEXT);
     if (egl_->context != EGL_NO_CONTEXT) eglDestroyContext(egl_->display, egl_->context);

@@ -1,17 +1,15 @@
 #pragma once
 /// OpenGL 4.5 core contexts. Headless: EGL on the device platform (eglQueryDevicesEXT), so a GPU is used
 /// with no display; on a machine without one, Mesa's software device (llvmpipe) answers the same way.
-/// Window: a GLFW window on the desktop (or under Xvfb), for the live viewer.
-/// After creation every context is used the same way (GLEW-loaded entry points, one thread).
-/// Tested in tests/test_gl.cpp.
+/// A window system's context (the viewer's GLFW window, src/viewer/window.cpp) is adopted: this module knows no
+/// window system. After creation every context is used the same way (GLEW-loaded entry points, one thread).
+/// Tested through the operators' tests (tests/test_graphics_backprojector.cpp and the others labelled gl).
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "glrecon/errors.h"
-
-struct GLFWwindow;
 
 namespace glrecon::gl {
 
@@ -33,9 +31,15 @@ class Context {
   /// A headless 4.5 core context on EGL device `device` (0-based, in eglQueryDevicesEXT's order), made
   /// current on the calling thread. Throws GlError naming the device and what failed.
   static std::unique_ptr<Context> headless(int device = 0);
-  /// A GLFW window of the given size with a 4.5 core context, made current. Throws GlError when there is no
-  /// display or no 4.5 context (the message says which).
-  static std::unique_ptr<Context> window(int width, int height, const std::string& title, bool visible = true);
+  /// How a window system makes its context current and releases it.
+  struct Surface {
+    virtual ~Surface() = default;
+    virtual void makeCurrent() = 0;
+    virtual void release() = 0;
+  };
+  /// A window system's context (current on the calling thread), used as glrecon's: entry points loaded, 4.5 required
+  /// (GlError naming `where` otherwise). The surface goes with the context.
+  static std::unique_ptr<Context> adopt(std::unique_ptr<Surface> surface, const std::string& where);
   /// Every EGL device with its renderer (each probed with a short-lived context).
   static std::vector<DeviceInfo> listDevices();
 
@@ -48,8 +52,6 @@ class Context {
   /// Leaves no context current on the calling thread, so that another thread can make this one current (a context
   /// made beside the reading, then used by the run's thread).
   void release();
-  /// The window of a window context; nullptr for a headless one.
-  GLFWwindow* glfwWindow() const { return window_; }
 
  private:
   Context() = default;
@@ -57,7 +59,7 @@ class Context {
   void initialise(const std::string& where);
   struct Egl;
   std::unique_ptr<Egl> egl_;
-  GLFWwindow* window_ = nullptr;
+  std::unique_ptr<Surface> surface_;
   DeviceInfo info_;
 };
 

@@ -82,6 +82,50 @@ inline Query createQuery(GLenum target) {
   return Query(id);
 }
 
+/// A fence (GLsync): move-only like the objects above; wait() blocks until the GPU has passed it, then drops it.
+class Fence {
+ public:
+  Fence() = default;
+  ~Fence() { reset(); }
+  Fence(const Fence&) = delete;
+  Fence& operator=(const Fence&) = delete;
+  Fence(Fence&& other) noexcept : sync_(std::exchange(other.sync_, nullptr)) {}
+  Fence& operator=(Fence&& other) noexcept {
+    if (this != &other) {
+      reset();
+      sync_ = std::exchange(other.sync_, nullptr);
+    }
+    return *this;
+  }
+  /// A fence after every command issued so far.
+  static Fence insert() {
+    Fence f;
+    f.sync_ = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
+    return f;
+  }
+  explicit operator bool() const { return sync_ != nullptr; }
+  /// Waits (commands flushed) for at most `timeoutNs`, then drops the fence; nothing without one.
+  void wait(GLuint64 timeoutNs = GLuint64{10'000'000'000}) {
+    if (!sync_) return;
+    glClientWaitSync(sync_, GL_SYNC_FLUSH_COMMANDS_BIT, timeoutNs);
+    reset();
+  }
+  /// True once the GPU has passed it (without waiting).
+  bool signalled() const {
+    if (!sync_) return true;
+    GLint status = GL_UNSIGNALED;
+    glGetSynciv(sync_, GL_SYNC_STATUS, 1, nullptr, &status);
+    return status == GL_SIGNALED;
+  }
+  void reset() {
+    if (sync_) glDeleteSync(sync_);
+    sync_ = nullptr;
+  }
+
+ private:
+  GLsync sync_ = nullptr;
+};
+
 /// Throws GlError naming `what` when the GL error flag is set (all pending errors are cleared).
 void checkError(const char* what);
 
