@@ -1,0 +1,54 @@
+// The Shepp-Logan phantom: voxelized on a grid, and projected analytically (a simulated scan).
+#include "bindings.h"
+#include "glrecon/phantom.h"
+
+namespace glrecon::python {
+
+void bindPhantom(py::module_& m) {
+  m.def("_shepp_logan", [](std::array<int, 3> size, std::array<double, 3> spacing, std::optional<std::array<double, 3>> origin,
+                           const std::string& variant, double scale, double densityScale, int supersample, int threads) {
+    const VolumeGrid grid = makeGrid(size, spacing, origin);
+    Phantom phantom = Phantom::sheppLogan(parseSheppLoganVariant(variant), scale);
+    if (densityScale != 1.0) phantom.scaleDensities(densityScale);
+    Image volume;
+    {
+      py::gil_scoped_release release;
+      volume = voxelizePhantom(phantom, grid, supersample, threads);
+    }
+    const auto o = volume.origin;
+    return py::make_tuple(toNumpy(std::move(volume)), triple(o));
+  });
+  m.def("_project_shepp_logan", [](const PyGeometry& pygeometry, const std::string& variant, double scale, double densityScale,
+                                   int supersample, double noiseI0, std::uint64_t seed, int threads) {
+    const Geometry geometry = pygeometry.resolve(std::nullopt);
+    Phantom phantom = Phantom::sheppLogan(parseSheppLoganVariant(variant), scale);
+    if (densityScale != 1.0) phantom.scaleDensities(densityScale);
+    ProjectionOptions options;
+    options.supersample = supersample;
+    options.noiseI0 = noiseI0;
+    options.seed = seed;
+    options.threads = threads;
+    // As `glrecon phantom` does it: batches of 16 views, the noise seed advanced per batch, so a noisy scan
+    // equals the command line's too.
+    Image projections({geometry.detector.nu, geometry.detector.nv, static_cast<int>(geometry.size())},
+                      {geometry.detector.spacingU, geometry.detector.spacingV, 1.0},
+                      {geometry.detector.originU, geometry.detector.originV, 0.0});
+    {
+      py::gil_scoped_release release;
+      constexpr std::size_t kBatch = 16;
+      for (std::size_t first = 0; first < geometry.size(); first += kBatch) {
+        Geometry part;
+        part.detector = geometry.detector;
+        part.views.assign(geometry.views.begin() + first, geometry.views.begin() + std::min(geometry.size(), first + kBatch));
+        ProjectionOptions partOptions = options;
+        partOptions.seed = options.seed + first;
+        const Image simulated = projectPhantom(phantom, part, partOptions);
+        std::copy(simulated.data.begin(), simulated.data.end(), projections.slice(static_cast<int>(first)));
+      }
+    }
+    const auto s = projections.spacing, o = projections.origin;
+    return py::make_tuple(toNumpy(std::move(projections)), triple(s), triple(o));
+  });
+}
+
+}  // namespace glrecon::python
