@@ -57,23 +57,17 @@ ViewWindow::ViewWindow(int width, int height, const std::string& title, bool vis
   window_ = glfwCreateWindow(width, height, title.c_str(), nullptr, nullptr);
   if (!window_) throw gl::GlError("OpenGL window: no OpenGL 4.5 core window (" + lastGlfwError() + ")");
   glfwMakeContextCurrent(window_);
-  try {
-    context_ = gl::Context::adopt(std::make_unique<GlfwSurface>(window_), "the window's context");
-  } catch (...) {
-    glfwDestroyWindow(window_);
-    throw;
-  }
+  context_ = gl::Context::adopt(std::make_unique<GlfwSurface>(window_), "the window's context");
   glfwSwapInterval(0);  // frames are paced by the reconstruction, not the display
   connectInput();
 }
 
+ViewWindow::WindowHandle::~WindowHandle() {
+  if (window) glfwDestroyWindow(window);
+}
+
 ViewWindow::~ViewWindow() {
-  if (context_) context_->makeCurrent();
-  previousFrame_ = {};
-  frameColour_ = {};
-  frame_ = {};
-  context_.reset();
-  if (window_) glfwDestroyWindow(window_);
+  if (context_) context_->makeCurrent();  // the members' GL objects go in this context
 }
 
 std::pair<int, int> ViewWindow::framebufferSize() const {

@@ -54,7 +54,12 @@ class ViewWindow {
 
  private:
   void connectInput();
-  GLFWwindow* window_ = nullptr;
+  // The window first and the context next: every GL object below goes before them, the context before its window.
+  struct WindowHandle {
+    GLFWwindow* window = nullptr;
+    ~WindowHandle();
+  } handle_;
+  GLFWwindow*& window_ = handle_.window;
   std::unique_ptr<gl::Context> context_;
   int width_ = 0, height_ = 0, cell_ = 1;
   gl::Framebuffer frame_;

@@ -82,6 +82,56 @@ inline Query createQuery(GLenum target) {
   return Query(id);
 }
 
+/// A buffer with immutable storage, persistently mapped (uploads and readbacks stream through such buffers): unmapped
+/// and deleted together.
+class MappedBuffer {
+ public:
+  MappedBuffer() = default;
+  /// `bytes` of storage with `flags` (GL_MAP_*_BIT | GL_MAP_PERSISTENT_BIT ...) plus `storageOnly` flags, mapped whole;
+  /// data() is null where the driver refused the mapping (the caller says what for).
+  MappedBuffer(GLsizeiptr bytes, GLbitfield flags, GLbitfield storageOnly = 0) {
+    GLuint id = 0;
+    glCreateBuffers(1, &id);
+    buffer_ = Buffer(id);
+    glNamedBufferStorage(id, bytes, nullptr, flags | storageOnly);
+    memory_ = glMapNamedBufferRange(id, 0, bytes, flags);
+  }
+  ~MappedBuffer() { reset(); }
+  MappedBuffer(const MappedBuffer&) = delete;
+  MappedBuffer& operator=(const MappedBuffer&) = delete;
+  MappedBuffer(MappedBuffer&& other) noexcept : buffer_(std::move(other.buffer_)), memory_(std::exchange(other.memory_, nullptr)) {}
+  MappedBuffer& operator=(MappedBuffer&& other) noexcept {
+    if (this != &other) {
+      reset();
+      buffer_ = std::move(other.buffer_);
+      memory_ = std::exchange(other.memory_, nullptr);
+    }
+    return *this;
+  }
+  GLuint id() const { return buffer_.id(); }
+  explicit operator bool() const { return static_cast<bool>(buffer_); }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(memory_);
+  }
+  void reset() {
+    if (memory_) glUnmapNamedBuffer(buffer_.id());
+    memory_ = nullptr;
+    buffer_.reset();
+  }
+
+ private:
+  Buffer buffer_;
+  void* memory_ = nullptr;
+};
+
+/// An integer state of the current context (a limit: GL_MAX_TEXTURE_SIZE ...).
+inline GLint integer(GLenum name) {
+  GLint value = 0;
+  glGetIntegerv(name, &value);
+  return value;
+}
+
 /// A fence (GLsync): move-only like the objects above; wait() blocks until the GPU has passed it, then drops it.
 class Fence {
  public:

@@ -12,12 +12,6 @@
 namespace glrecon {
 namespace {
 
-GLint glInteger(GLenum name) {
-  GLint value = 0;
-  glGetIntegerv(name, &value);
-  return value;
-}
-
 class GlFdkFilter final : public DeviceFdkFilter {
  public:
   GlFdkFilter(gl::Context& context, const DeviceFilter& tables, std::size_t chunk, std::size_t capacity)
@@ -36,10 +30,7 @@ class GlFdkFilter final : public DeviceFdkFilter {
     gl::checkError("the device filter's buffers");
   }
 
-  ~GlFdkFilter() override {
-    context_.makeCurrent();
-    if (packMemory_) glUnmapNamedBuffer(pack_.id());
-  }
+  ~GlFdkFilter() override { context_.makeCurrent(); }  // the members' GL objects go in this context
 
   void filter(const float* raw, const std::size_t* views, std::size_t count, DeviceProjections& target, std::size_t slot) override {
     auto& window = static_cast<gl::ProjectionWindow&>(target);
@@ -83,10 +74,8 @@ class GlFdkFilter final : public DeviceFdkFilter {
     if (!pack_) {
       const GLsizeiptr size = static_cast<GLsizeiptr>(window.capacity * pixels * sizeof(float));
       const GLbitfield flags = GL_MAP_READ_BIT | GL_MAP_PERSISTENT_BIT | GL_MAP_COHERENT_BIT;
-      pack_ = gl::createBuffer();
-      glNamedBufferStorage(pack_.id(), size, nullptr, flags | GL_CLIENT_STORAGE_BIT);
-      packMemory_ = static_cast<float*>(glMapNamedBufferRange(pack_.id(), 0, size, flags));
-      if (!packMemory_) throw gl::GlError("filtering projections: cannot map the filtered projections' readback buffer");
+      pack_ = gl::MappedBuffer(size, flags, GL_CLIENT_STORAGE_BIT);
+      if (!pack_.as<float>()) throw gl::GlError("filtering projections: cannot map the filtered projections' readback buffer");
     }
     for (std::size_t first = 0; first < count; first += window.capacity) {
       const std::size_t n = std::min(window.capacity, count - first);
@@ -98,11 +87,9 @@ class GlFdkFilter final : public DeviceFdkFilter {
       GLRECON_CHECK_GL(glGetTextureSubImage(window.texture, 0, 0, 0, window.firstLayer, nu_, nv_, static_cast<GLsizei>(n), GL_RED, GL_FLOAT,
                                             static_cast<GLsizei>(n * pixels * sizeof(float)), nullptr));
       glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
-      GLsync done = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
-      glClientWaitSync(done, GL_SYNC_FLUSH_COMMANDS_BIT, GLuint64{60} * 1000000000);
-      glDeleteSync(done);
+      gl::Fence::insert().wait(GLuint64{60} * 1000000000);
       parallelFor(n * pixels, std::size_t{1} << 18, std::min(8, resolveThreadCount(0)),
-                  [&](std::size_t b, std::size_t e) { std::copy(packMemory_ + b, packMemory_ + e, filtered + first * pixels + b); });
+                  [&](std::size_t b, std::size_t e) { std::copy(pack_.as<float>() + b, pack_.as<float>() + e, filtered + first * pixels + b); });
     }
     gl::checkError("filtering projections to the host");
   }
@@ -115,8 +102,7 @@ class GlFdkFilter final : public DeviceFdkFilter {
   std::size_t chunk_;  // projections per dispatch: what one storage block may hold
   gl::Program program_;
   gl::Buffer raw_, cosine_, columns_, taps_, views_;
-  gl::Buffer pack_;  // filterToHost's way back, persistently mapped
-  float* packMemory_ = nullptr;
+  gl::MappedBuffer pack_;  // filterToHost's way back
 };
 
 }  // namespace
@@ -127,7 +113,7 @@ std::unique_ptr<DeviceFdkFilter> makeGlFdkFilter(const DeviceFilter& tables, gl:
   // The raw projections of one dispatch in one storage block, which has a size limit (128 MiB on Mesa): a larger
   // detector filters on the CPU.
   const std::size_t bytes = static_cast<std::size_t>(tables.nu) * tables.nv * sizeof(float);
-  const std::size_t blockLimit = static_cast<std::size_t>(std::max(glInteger(GL_MAX_SHADER_STORAGE_BLOCK_SIZE), 0));
+  const std::size_t blockLimit = static_cast<std::size_t>(std::max(gl::integer(GL_MAX_SHADER_STORAGE_BLOCK_SIZE), 0));
   if (bytes > blockLimit) return nullptr;
   const std::size_t chunk = std::min(window.capacity, blockLimit / bytes);
   // Without room beside the volume the CPU filters.

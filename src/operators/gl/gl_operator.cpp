@@ -15,9 +15,8 @@ GlOperator::GlOperator(Backend backend, const Geometry& geometry, const VolumeGr
     : ConeBeamOperator(backend, geometry, grid, options), volume_(options.context, geometry, grid, options, where) {}
 
 GlOperator::~GlOperator() {
-  // GL objects go while their context is current (GlVolume's destructor handles its own).
+  // The passes' GL objects go (before the volume's, which holds the context) while their context is current.
   volume_.context().makeCurrent();
-  passes_.reset();
 }
 
 const gl::DeviceInfo& GlOperator::device() const { return volume_.contextInfo(); }

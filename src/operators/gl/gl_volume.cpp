@@ -14,17 +14,7 @@
 #include "device/gl/shader.h"
 
 namespace glrecon::detail {
-namespace {
-
-}  // namespace
-
-GLint glInteger(GLenum name) {
-  GLint value = 0;
-  glGetIntegerv(name, &value);
-  return value;
-}
-
-int uniformWindowLimit() { return glInteger(GL_MAX_UNIFORM_BLOCK_SIZE) / (3 * 16); }
+int uniformWindowLimit() { return gl::integer(GL_MAX_UNIFORM_BLOCK_SIZE) / (3 * 16); }
 
 GlVolume::GlVolume(gl::Context* borrowed, const Geometry& g, const VolumeGrid& v, const OperatorOptions& o,
                                  const std::string& name)
@@ -44,7 +34,7 @@ GlVolume::GlVolume(gl::Context* borrowed, const Geometry& g, const VolumeGrid& v
   where_ = name + " on " + context_->info().renderer;
 
   // Limits: the volume lives in one texture array, processed at slice resolution; projections in another.
-  const GLint maxTexture = glInteger(GL_MAX_TEXTURE_SIZE), maxLayers = glInteger(GL_MAX_ARRAY_TEXTURE_LAYERS);
+  const GLint maxTexture = gl::integer(GL_MAX_TEXTURE_SIZE), maxLayers = gl::integer(GL_MAX_ARRAY_TEXTURE_LAYERS);
   GLint viewport[2] = {0, 0};
   glGetIntegerv(GL_MAX_VIEWPORT_DIMS, viewport);
   // Slabs split y only: the suggestion goes with the limits they lift (height, memory), not with width or slices.
@@ -78,20 +68,11 @@ GlVolume::GlVolume(gl::Context* borrowed, const Geometry& g, const VolumeGrid& v
 }
 
 GlVolume::~GlVolume() {
-  context_->makeCurrent();
-  for (GLsync& f : fences_)
-    if (f) glDeleteSync(f);
-  if (stagingMemory_) glUnmapNamedBuffer(staging_.id());
-  if (readbackMemory_) glUnmapNamedBuffer(readback_.id());
-  readback_.reset();
-  staging_.reset();
-  volume.reset();
-  projections.reset();
-  matrices.reset();
+  context_->makeCurrent();  // the members' GL objects go in this context
 }
 
 void GlVolume::setWindowLimit(int limit) {
-  maxWindow = std::max(1, std::min({limit, glInteger(GL_MAX_ARRAY_TEXTURE_LAYERS), static_cast<int>(geometry.size())}));
+  maxWindow = std::max(1, std::min({limit, gl::integer(GL_MAX_ARRAY_TEXTURE_LAYERS), static_cast<int>(geometry.size())}));
   if (options.window < kMaximumWindow || options.window > maxWindow)
     throw UsageError(field("window") + ": expected 1 to " + std::to_string(maxWindow) + " (this device's limit), max or auto, found " +
                      std::to_string(options.window));
@@ -103,11 +84,8 @@ void GlVolume::setWindowLimit(int limit) {
   projections = gl::createTexture(GL_TEXTURE_2D_ARRAY);
   glTextureStorage3D(projections.id(), 1, GL_R32F, geometry.detector.nu, geometry.detector.nv, 2 * maxWindow);
   const GLsizeiptr stagingBytes = static_cast<GLsizeiptr>(2) * maxWindow * geometry.detector.nu * geometry.detector.nv * sizeof(float);
-  staging_ = gl::createBuffer();
-  const GLbitfield flags = GL_MAP_WRITE_BIT | GL_MAP_PERSISTENT_BIT | GL_MAP_COHERENT_BIT;
-  glNamedBufferStorage(staging_.id(), stagingBytes, nullptr, flags);
-  stagingMemory_ = static_cast<float*>(glMapNamedBufferRange(staging_.id(), 0, stagingBytes, flags));
-  if (!stagingMemory_) throw gl::GlError(where_ + ": cannot map the projection staging buffer");
+  staging_ = gl::MappedBuffer(stagingBytes, GL_MAP_WRITE_BIT | GL_MAP_PERSISTENT_BIT | GL_MAP_COHERENT_BIT);
+  if (!staging_.as<float>()) throw gl::GlError(where_ + ": cannot map the projection staging buffer");
   glTextureParameteri(projections.id(), GL_TEXTURE_MIN_FILTER, GL_LINEAR);
   glTextureParameteri(projections.id(), GL_TEXTURE_MAG_FILTER, GL_LINEAR);
   // Outside the detector a sample is 0 (border colour 0): the convention every backend shares.
@@ -166,17 +144,13 @@ void GlVolume::add(const float* data, const std::size_t* views, std::size_t coun
     const int slot = static_cast<int>(pending.size());
     const auto t = std::chrono::steady_clock::now();
     const int half = layerBase == 0 ? 0 : 1;
-    if (slot == 0 && fences_[half]) {
-      // The last pass that read this half must be done before its staging memory and layers are rewritten.
-      glClientWaitSync(fences_[half], GL_SYNC_FLUSH_COMMANDS_BIT, GLuint64{60} * 1000000000);
-      glDeleteSync(fences_[half]);
-      fences_[half] = nullptr;
-    }
+    // The last pass that read this half must be done before its staging memory and layers are rewritten.
+    if (slot == 0) fences_[half].wait(GLuint64{60} * 1000000000);
     // The projections that fill this window, copied by several threads (one core copies about 8 GB/s, and
     // this thread also feeds the GPU), then one upload call for all of them.
     const std::size_t n = std::min(count - p, static_cast<std::size_t>(window - slot));
     const std::size_t layer = static_cast<std::size_t>(layerBase + slot);
-    float* to = stagingMemory_ + layer * pixels;
+    float* to = staging_.as<float>() + layer * pixels;
     const int threads = std::min(8, resolveThreadCount(options.threads));
     glBindBuffer(GL_PIXEL_UNPACK_BUFFER, staging_.id());
     if (blockCapacity > 0) {
@@ -217,12 +191,8 @@ gl::ProjectionWindow* GlVolume::nextWindow(const std::function<void()>& draw) {
   context_->makeCurrent();
   if (!pending.empty()) drawPending(draw);
   const int half = layerBase == 0 ? 0 : 1;
-  if (fences_[half]) {
-    // The last pass that read this half must be done before its staging memory and layers are rewritten.
-    glClientWaitSync(fences_[half], GL_SYNC_FLUSH_COMMANDS_BIT, GLuint64{60} * 1000000000);
-    glDeleteSync(fences_[half]);
-    fences_[half] = nullptr;
-  }
+  // The last pass that read this half must be done before its staging memory and layers are rewritten.
+  fences_[half].wait(GLuint64{60} * 1000000000);
   const std::size_t pixels = static_cast<std::size_t>(geometry.detector.nu) * geometry.detector.nv;
   window_.capacity = static_cast<std::size_t>(maxWindow);
   window_.context = context_;
@@ -232,7 +202,7 @@ gl::ProjectionWindow* GlVolume::nextWindow(const std::function<void()>& draw) {
   window_.height = geometry.detector.nv;
   window_.stagingBuffer = staging_.id();
   window_.stagingOffset = static_cast<std::size_t>(layerBase) * pixels * sizeof(float);
-  window_.staging = stagingMemory_ + static_cast<std::size_t>(layerBase) * pixels;
+  window_.staging = staging_.as<float>() + static_cast<std::size_t>(layerBase) * pixels;
   return &window_;
 }
 
@@ -259,7 +229,7 @@ void GlVolume::flush(const std::function<void()>& draw) {
 
 void GlVolume::finishWindow() {
   const int half = layerBase == 0 ? 0 : 1;
-  fences_[half] = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
+  fences_[half] = gl::Fence::insert();
   layerBase = layerBase == 0 ? maxWindow : 0;
 }
 
@@ -323,14 +293,11 @@ void GlVolume::readVolumeInto(float* destination) {
   if (!readback_) {
     readbackLayers_ = std::clamp<std::size_t>((std::size_t{32} << 20) / (halfSliceFloats * sizeof(float)), 1, static_cast<std::size_t>(nz));
     const GLsizeiptr bytes = static_cast<GLsizeiptr>(2 * readbackLayers_ * halfSliceFloats * sizeof(float));
-    readback_ = gl::createBuffer();
-    const GLbitfield flags = GL_MAP_READ_BIT | GL_MAP_PERSISTENT_BIT | GL_MAP_COHERENT_BIT;
-    glNamedBufferStorage(readback_.id(), bytes, nullptr, flags | GL_CLIENT_STORAGE_BIT);
-    readbackMemory_ = static_cast<float*>(glMapNamedBufferRange(readback_.id(), 0, bytes, flags));
-    if (!readbackMemory_) throw gl::GlError(where_ + ": cannot map the readback buffer");
+    readback_ = gl::MappedBuffer(bytes, GL_MAP_READ_BIT | GL_MAP_PERSISTENT_BIT | GL_MAP_COHERENT_BIT, GL_CLIENT_STORAGE_BIT);
+    if (!readback_.as<float>()) throw gl::GlError(where_ + ": cannot map the readback buffer");
   }
   const std::size_t chunks = (static_cast<std::size_t>(nz) + readbackLayers_ - 1) / readbackLayers_;
-  GLsync done[2] = {nullptr, nullptr};
+  gl::Fence done[2];
   const auto issue = [&](std::size_t c) {
     const int first = static_cast<int>(c * readbackLayers_);
     const int layers = std::min<int>(static_cast<int>(readbackLayers_), nz - first);
@@ -339,17 +306,16 @@ void GlVolume::readVolumeInto(float* destination) {
     glGetTextureSubImage(volume.id(), 0, 0, 0, first, nx, ny, layers, GL_RED, GL_FLOAT,
                          static_cast<GLsizei>(layers * sliceFloats * sizeof(float)), reinterpret_cast<void*>(offset));
     glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
-    done[c % 2] = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
+    done[c % 2] = gl::Fence::insert();
     glFlush();
   };
   issue(0);
   for (std::size_t c = 0; c < chunks; ++c) {
     if (c + 1 < chunks) issue(c + 1);  // its half held chunk c - 1, already copied out
-    glClientWaitSync(done[c % 2], GL_SYNC_FLUSH_COMMANDS_BIT, GLuint64{60} * 1000000000);
-    glDeleteSync(done[c % 2]);
+    done[c % 2].wait(GLuint64{60} * 1000000000);
     const std::size_t first = c * readbackLayers_;
     const std::size_t n = std::min(readbackLayers_, static_cast<std::size_t>(nz) - first) * sliceFloats;
-    const float* from = readbackMemory_ + (c % 2) * readbackLayers_ * halfSliceFloats;
+    const float* from = readback_.as<float>() + (c % 2) * readbackLayers_ * halfSliceFloats;
     float* to = destination + first * sliceFloats;
     parallelFor(n, std::size_t{1} << 18, options.threads,
                 [&](std::size_t b, std::size_t e) { std::copy(from + b, from + e, to + b); });

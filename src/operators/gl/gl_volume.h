@@ -18,11 +18,14 @@
 
 namespace glrecon::detail {
 
-GLint glInteger(GLenum name);
 /// Projections per pass the uniform block holds (3 vec4 rows each).
 int uniformWindowLimit();
 
 class GlVolume {
+  // First, so that every GL object below goes before the context it lives in.
+  std::unique_ptr<gl::Context> ownedContext_;
+  gl::Context* context_ = nullptr;
+
  public:
   /// Uses `borrowed` when given (a viewer's window), else a headless context on options.gpu; makes it current,
   /// checks the volume against the device's limits and allocates it (zeroed).
@@ -89,16 +92,12 @@ class GlVolume {
   void finishWindow();  // fences the half just drawn from and switches to the other
   // Uploads go through a persistently mapped pixel buffer (two halves, like the texture), so the next window's
   // projections travel while the previous window is backprojected; a fence guards each half until its pass ends.
-  gl::Buffer staging_;
-  gl::Buffer readback_;  // created at the first readback
-  float* readbackMemory_ = nullptr;
+  gl::MappedBuffer staging_;
+  gl::MappedBuffer readback_;  // made at the first readback
   std::size_t readbackLayers_ = 0;  // slices per chunk
-  float* stagingMemory_ = nullptr;
-  GLsync fences_[2] = {nullptr, nullptr};
+  gl::Fence fences_[2];
   void drawPending(const std::function<void()>& draw);  // draws, clears the window, times it when profiling
   gl::ProjectionWindow window_;  // what nextWindow() hands out
-  std::unique_ptr<gl::Context> ownedContext_;  // first: destroyed after every GL object below
-  gl::Context* context_ = nullptr;
   std::string where_;
   bool searching_ = false;
   std::vector<int> candidates_;

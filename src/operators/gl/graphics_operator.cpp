@@ -38,7 +38,7 @@ class GraphicsOperator final : public GlOperator {
     quad = gl::createVertexArray();  // the quad's corners come from gl_VertexID: no vertex buffer
     if (slabImages()) {
       // The attachment-less framebuffer spans the whole slice (only its size counts, no memory).
-      const GLint maxWidth = detail::glInteger(GL_MAX_FRAMEBUFFER_WIDTH), maxHeight = detail::glInteger(GL_MAX_FRAMEBUFFER_HEIGHT);
+      const GLint maxWidth = gl::integer(GL_MAX_FRAMEBUFFER_WIDTH), maxHeight = gl::integer(GL_MAX_FRAMEBUFFER_HEIGHT);
       if (grid_.size[0] > maxWidth)
         throwInputError(volume_.where(), "volume size x", "at most " + std::to_string(maxWidth) + " (this GPU's framebuffer limit, slabs)",
                         std::to_string(grid_.size[0]));
@@ -56,8 +56,8 @@ class GraphicsOperator final : public GlOperator {
 
     // Largest window: AG-GPU passes 3 floats per projection as varyings; both read 3 vec4 uniform rows each.
     const int varyingComponents =
-        std::min({detail::glInteger(GL_MAX_VARYING_COMPONENTS), detail::glInteger(GL_MAX_VERTEX_OUTPUT_COMPONENTS),
-                  detail::glInteger(GL_MAX_FRAGMENT_INPUT_COMPONENTS)});
+        std::min({gl::integer(GL_MAX_VARYING_COMPONENTS), gl::integer(GL_MAX_VERTEX_OUTPUT_COMPONENTS),
+                  gl::integer(GL_MAX_FRAGMENT_INPUT_COMPONENTS)});
     int limit = fragmentMapping ? std::min(64, detail::uniformWindowLimit()) : std::min(varyingComponents / 3, detail::uniformWindowLimit());
     limit = std::min(limit, static_cast<int>(volume_.geometry.size()));
     // Some drivers pack varyings less tightly than the component count promises: step down until it links.
