@@ -52,6 +52,7 @@ class ProjectionFiles final : public ProjectionSource {
   }
 
   std::size_t count() const override { return count_; }
+  const Image& firstHeader() const { return first_; }
   DetectorLayout detector() const override {
     return DetectorLayout{first_.size[0], first_.size[1], first_.spacing[0], first_.spacing[1], first_.origin[0], first_.origin[1]};
   }
@@ -119,6 +120,18 @@ class ProjectionFiles final : public ProjectionSource {
 
 std::unique_ptr<ProjectionSource> openProjectionFiles(const std::vector<std::string>& files) {
   return std::make_unique<ProjectionFiles>(files);
+}
+
+Image readProjectionFiles(const std::vector<std::string>& files) {
+  ProjectionFiles source(files);
+  const Image& first = source.firstHeader();
+  const std::uint64_t bytes = static_cast<std::uint64_t>(source.count()) * first.size[0] * first.size[1] * sizeof(float);
+  checkHostMemory(files.front(), "projections (" + std::to_string(source.count()) + " of " + std::to_string(first.size[0]) + " x " +
+                                     std::to_string(first.size[1]) + ")",
+                  bytes);
+  Image stack({first.size[0], first.size[1], static_cast<int>(source.count())}, first.spacing, first.origin);
+  source.read(0, source.count(), stack.data.data());
+  return stack;
 }
 
 }  // namespace glrecon

@@ -98,44 +98,4 @@ std::vector<std::string> listProjectionFiles(const std::string& directory, const
 
 Image readProjectionStack(const std::string& spec) { return readProjectionFiles(listProjectionFiles(spec)); }
 
-Image readProjectionFiles(const std::vector<std::string>& files) {
-  Image stack;
-  // The first value out of range: its index in the stack and its file. MetaImage files are checked chunk by
-  // chunk as they are read (while the values are in cache), TIFF files after reading.
-  std::size_t firstBad = SIZE_MAX, badFile = 0;
-  for (std::size_t f = 0; f < files.size(); ++f) {
-    std::size_t outside = 0;
-    Image part;
-    if (isTiffPath(files[f])) {
-      part = readTiff(files[f]);
-      outside = firstValueOutsideParallel(part.data.data(), part.data.size(), kMaxProjectionValue);
-    } else {
-      part = readMetaImageChecked(files[f], kMaxProjectionValue, &outside);
-    }
-    if (outside < part.data.size() && firstBad == SIZE_MAX) {
-      firstBad = stack.data.size() + outside;
-      badFile = f;
-    }
-    if (f == 0) {
-      stack = std::move(part);
-    } else {
-      const auto same = [](double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(a)); };
-      if (part.size[0] != stack.size[0] || part.size[1] != stack.size[1])
-        throwInputError(files[f], "DimSize",
-                        std::to_string(stack.size[0]) + " x " + std::to_string(stack.size[1]) + " pixels as in " + files[0],
-                        std::to_string(part.size[0]) + " x " + std::to_string(part.size[1]));
-      if (!same(part.spacing[0], stack.spacing[0]) || !same(part.spacing[1], stack.spacing[1]) ||
-          !same(part.origin[0], stack.origin[0]) || !same(part.origin[1], stack.origin[1]))
-        throwInputError(files[f], "ElementSpacing/Offset", "the detector spacing and origin of " + files[0],
-                        "a different detector layout");
-      stack.data.insert(stack.data.end(), part.data.begin(), part.data.end());
-      stack.size[2] += part.size[2];
-    }
-  }
-  // Refused once every file's layout is known good (glrecon/validate.h says why).
-  if (firstBad != SIZE_MAX)
-    throwBadProjectionValue(files[badFile], firstBad / stack.sliceStride(), firstBad % stack.sliceStride(), stack.size[0], stack.data[firstBad]);
-  return stack;
-}
-
 }  // namespace glrecon
