@@ -66,6 +66,11 @@ struct ProjectionOptions {
 /// spacing carry the detector layout (so it writes straight to a MetaImage stack RTK can read).
 Image projectPhantom(const Phantom& phantom, const Geometry& geometry, const ProjectionOptions& options);
 
+/// A simulated scan, as `glrecon phantom` and Python's project_shepp_logan make it: projectPhantom in batches of 16 views,
+/// the noise seed advanced by the batch's first view (so a noisy scan is the same whoever makes it), with a progress line
+/// on stderr where `progress` is set.
+Image simulateScan(const Phantom& phantom, const Geometry& geometry, const ProjectionOptions& options, bool progress = false);
+
 /// Mean density over each voxel of `grid`, estimated on supersample^3 points per voxel.
 Image voxelizePhantom(const Phantom& phantom, const VolumeGrid& grid, int supersample, int threads = 0);
 

@@ -28,23 +28,10 @@ void bindPhantom(py::module_& m) {
     options.noiseI0 = noiseI0;
     options.seed = seed;
     options.threads = threads;
-    // As `glrecon phantom` does it: batches of 16 views, the noise seed advanced per batch, so a noisy scan
-    // equals the command line's too.
-    Image projections({geometry.detector.nu, geometry.detector.nv, static_cast<int>(geometry.size())},
-                      {geometry.detector.spacingU, geometry.detector.spacingV, 1.0},
-                      {geometry.detector.originU, geometry.detector.originV, 0.0});
+    Image projections;
     {
       py::gil_scoped_release release;
-      constexpr std::size_t kBatch = 16;
-      for (std::size_t first = 0; first < geometry.size(); first += kBatch) {
-        Geometry part;
-        part.detector = geometry.detector;
-        part.views.assign(geometry.views.begin() + first, geometry.views.begin() + std::min(geometry.size(), first + kBatch));
-        ProjectionOptions partOptions = options;
-        partOptions.seed = options.seed + first;
-        const Image simulated = projectPhantom(phantom, part, partOptions);
-        std::copy(simulated.data.begin(), simulated.data.end(), projections.slice(static_cast<int>(first)));
-      }
+      projections = simulateScan(phantom, geometry, options);  // as `glrecon phantom` makes it: the same noise
     }
     const auto s = projections.spacing, o = projections.origin;
     return py::make_tuple(toNumpy(std::move(projections)), triple(s), triple(o));

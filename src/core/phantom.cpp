@@ -1,5 +1,6 @@
 #include "glrecon/phantom.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <random>
@@ -8,6 +9,7 @@
 
 #include "glrecon/errors.h"
 #include "glrecon/parallel.h"
+#include "glrecon/progress.h"
 
 namespace glrecon {
 
@@ -142,6 +144,26 @@ Image voxelizePhantom(const Phantom& phantom, const VolumeGrid& grid, int supers
     }
   });
   return volume;
+}
+
+Image simulateScan(const Phantom& phantom, const Geometry& geometry, const ProjectionOptions& options, bool progress) {
+  Image projections({geometry.detector.nu, geometry.detector.nv, static_cast<int>(geometry.size())},
+                    {geometry.detector.spacingU, geometry.detector.spacingV, 1.0}, {geometry.detector.originU, geometry.detector.originV, 0.0});
+  Progress line("phantom", geometry.size(), "proj", progress);
+  constexpr std::size_t kBatch = 16;  // views per batch: long simulations show progress
+  for (std::size_t first = 0; first < geometry.size(); first += kBatch) {
+    const std::size_t last = std::min(geometry.size(), first + kBatch);
+    Geometry part;
+    part.detector = geometry.detector;
+    part.views.assign(geometry.views.begin() + static_cast<std::ptrdiff_t>(first), geometry.views.begin() + static_cast<std::ptrdiff_t>(last));
+    ProjectionOptions partOptions = options;
+    partOptions.seed = options.seed + first;  // distinct noise per batch, reproducible
+    const Image simulated = projectPhantom(phantom, part, partOptions);
+    std::copy(simulated.data.begin(), simulated.data.end(), projections.slice(static_cast<int>(first)));
+    line.update(last);
+  }
+  line.finish();
+  return projections;
 }
 
 }  // namespace glrecon
