@@ -1,4 +1,4 @@
-// Compute-shader backprojection (the modern form of Xu & Mueller's MP-GPU, as DESIGN.md's "compute" path):
+// Compute-shader backprojection (the modern form of Xu & Mueller's MP-GPU; docs/algorithms.md, "The graphics-pipeline backprojector"):
 // one invocation per (x, z) pair and a run of RUN consecutive y voxels (the work group's z index picks the
 // run). RTK's gantry turns about y, so for an untilted detector u and w do not change along y: with
 // Y_INVARIANT (the host checked every matrix of the window) u, 1/w and the weight are computed once per

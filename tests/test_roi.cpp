@@ -201,7 +201,7 @@ Departure densityKillDeparture(const std::string& backend, double after, double 
   return d;
 }
 
-// What the README's table says (64^3 Shepp-Logan, 360 projections, range 0.95:1.10): a characterization of
+// What docs/algorithms.md's table says (64^3 Shepp-Logan, 360 projections, range 0.95:1.10): a characterization of
 // the heuristic, not an accuracy bound, so the check is two-sided (within 10% of the stated figures).
 struct Stated {
   double after, margin;

@@ -1,5 +1,5 @@
 #pragma once
-/// Cone-beam acquisition geometry, one convention everywhere (see README "Geometry conventions").
+/// Cone-beam acquisition geometry, one convention everywhere (docs/algorithms.md, "Geometry conventions").
 ///
 /// World coordinates are millimetres in RTK's frame: the gantry rotates about the y axis, so axial
 /// slices are x-z planes; at gantry angle 0 the source sits on +z and the detector on -z.

@@ -116,7 +116,7 @@ def test_tiff_and_mha_round_trips(tmp_path):
         glrecon.write_image(tmp_path / name, vol, spacing=(0.5, 0.25, 2.0), origin=(1.0, -2.0, 3.0))
         back = glrecon.read_image(tmp_path / name)
         np.testing.assert_array_equal(back, vol)
-        # TIFF's resolution tag comes back through a float (see README): 0.5 and 0.25 are exact in it.
+        # TIFF's resolution tag comes back through a float (docs/formats.md): 0.5 and 0.25 are exact in it.
         assert back.spacing == (0.5, 0.25, 2.0) and back.origin == (1.0, -2.0, 3.0)
     # 2D arrays are one slice; other dtypes are converted.
     glrecon.write_image(tmp_path / "s.tif", np.arange(6, dtype=np.uint16).reshape(2, 3))
