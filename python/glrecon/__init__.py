@@ -260,19 +260,22 @@ def fdk(projections, geometry, size=256, spacing=1.0, origin=None, backend="auto
     geometry: a ``Geometry`` with as many views as projections.
     size, spacing, origin: the volume grid: N or (nx, ny, nz) voxels, mm per voxel (one or three), world
         position of voxel (0, 0, 0) (default: centred on the world origin).
-    backend: cpu, graphics, graphics-mp, compute, cuda (where built) or auto; window: projections per GPU
+    backend: cpu, graphics, graphics-mp, compute, cuda (where built) or auto (the backend measured to finish
+        first on this GPU, as ``glrecon fdk --backend auto``; ``report["auto"]`` says why); window: projections per GPU
         pass, a number, "auto" or "max"; filter: ram-lak, shepp-logan, cosine, hamming, hann, with ``cutoff``.
     progress: None, True (a line on stderr, as the command line prints) or a callable ``progress(done, total)``
-        called after each batch with the GIL held, e.g. with tqdm::
+        called between the reconstruction's steps with the GIL held, e.g. with tqdm::
 
             bar = tqdm(total=len(geo)); fdk(p, geo, progress=lambda done, total: bar.update(done - bar.n))
 
         An exception raised by it (or Ctrl-C) stops the reconstruction and propagates.
-    report: a dict to fill with the backend's description, timings and ``projections_address`` (the address
-        the projections were read from: the input's own when it was not converted).
+    report: a dict to fill with the backend's description, ``auto`` (what auto chose and why), timings and
+        ``projections_address`` (the address the projections were read from: the input's own when it was not
+        converted).
 
-    Runs the streaming pipeline (``glrecon fdk --stream``): its result equals ``glrecon fdk`` without
-    ``--stream`` bit for bit on the cpu backend and on the GPU backends for a fixed window."""
+    Runs the command line's plan and scheduler on the array where it is (the filter on the GPU where the backend
+    has one, slabs where the volume does not fit the device): the result equals ``glrecon fdk`` bit for bit on the
+    cpu backend and on the GPU backends for a fixed window."""
     if not isinstance(geometry, Geometry):
         raise UsageError(f"geometry: expected a glrecon.Geometry, found {type(geometry).__name__}")
     size = tuple(int(n) for n in _triple(size, "size"))
