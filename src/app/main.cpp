@@ -1,4 +1,106 @@
-// glrecon: cone-beam CT reconstruction (FDK). Exit codes: 0 success, 1 failure, 2 usage error.
-#include "commands.h"
+// glrecon's entry point: builds the command line from the command objects (command.h), runs the one asked for, and
+// maps errors to exit codes: 0 success, 1 failure, 2 usage error (130 and 143 interrupted, by the signal handlers).
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "glrecon/errors.h"
+#include "glrecon/io.h"
+#include "glrecon/limits.h"
+#include "option_checks.h"
+#include "options.h"
+
+namespace glrecon::app {
+namespace {
+
+// In --help's order.
+std::vector<std::unique_ptr<Command>> makeCommands() {
+  std::vector<std::unique_ptr<Command>> commands;
+  commands.push_back(makeDevicesCommand());
+  commands.push_back(makeBenchCommand());
+  commands.push_back(makeScanSimCommand());
+  commands.push_back(makeViewCommand());
+  commands.push_back(makeProjectCommand());
+  for (IterativeMethod method : {IterativeMethod::Sart, IterativeMethod::Sirt, IterativeMethod::Cgls, IterativeMethod::Osem})
+    commands.push_back(makeIterativeMethodCommand(method));
+  commands.push_back(makeCompareCommand());
+  commands.push_back(makeBenchIterativeCommand());
+  commands.push_back(makePhantomCommand());
+  commands.push_back(makeFdkCommand());
+  commands.push_back(makeDemoCommand());
+  commands.push_back(makeSliceCommand());
+  return commands;
+}
+
+// GL_OUT_OF_MEMORY from a driver: say what it means.
+std::string explainGlError(const std::string& text) {
+  if (text.find("0x505") == std::string::npos) return "";
+  return " (GL_OUT_OF_MEMORY: the GPU has too little memory for this volume; try a smaller --size or --backend cpu)";
+}
+
+// Parses the command line and runs the command (its callback); every error becomes a message and an exit code.
+int parseAndRun(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  } catch (const UsageError& e) {
+    std::cerr << "glrecon: usage error: " << e.render(optionName) << "\n";
+    return 2;
+  } catch (const Error& e) {
+    std::cerr << "glrecon: error: " << e.render(optionName) << explainGlError(e.what()) << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // What the budget checks did not foresee (they count the main arrays only).
+    std::cerr << "glrecon: error: out of memory: the job needs more than the " << formatBytes(availableHostMemory())
+              << " available; try a smaller --size, --detector or fewer projections\n";
+    return 1;
+  } catch (const std::length_error&) {
+    std::cerr << "glrecon: error: out of memory: a size computed from the input exceeds what can be allocated; check "
+                 "--size, --detector and the input headers\n";
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    std::cerr << "glrecon: error: " << e.path1().string() << ": " << e.code().message() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "glrecon: error: " << e.what() << explainGlError(e.what()) << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"glrecon: cone-beam CT reconstruction (FDK) with a CPU reference backend.\n"
+               "Geometry and projections follow RTK's conventions, so RTK files work as they are."};
+  app.set_version_flag("--version", "glrecon 0.1.0");
+  app.require_subcommand(1);
+  const std::vector<std::unique_ptr<Command>> commands = makeCommands();
+  for (const auto& command : commands) command->add(app);
+  addOptionChecks(app);
+  // Outputs written in this run are staged or temporary until complete: a signal removes them.
+  installCleanupSignalHandlers();
+  if (const std::string unknown = unknownSubcommand(app, argc, argv); !unknown.empty()) {
+    std::cerr << "glrecon: usage error: " << unknown << "\nRun with --help for more information.\n";
+    return 2;
+  }
+  return parseAndRun(app, argc, argv);
+}
+
+}  // namespace
+}  // namespace glrecon::app
 
 int main(int argc, char** argv) { return glrecon::app::run(argc, argv); }

@@ -1,21 +1,20 @@
 #pragma once
-// Iterative reconstruction from the command line: project, sart, sirt, cgls, osem, compare.
+// Reconstructions without a window (scan-sim, view --headless or without a display): the stream run to its end with
+// PNG snapshots of the central slices while the volume fills in, and the iterative methods with a snapshot per iteration.
 #include <optional>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "glrecon/iterative.h"
-
-namespace CLI {
-class App;
-}
+#include "glrecon/operator.h"
+#include "glrecon/source.h"
+#include "live_options.h"
 
 namespace glrecon::app {
-void addIterativeCommands(CLI::App& app);
-/// The residual curve as CSV (iteration, subset, residual, relative, seconds) and as a PNG chart (log scale).
-void writeResidualCsv(const std::string& path, const IterativeReport& report, bool overwrite);
-void writeResidualPng(const std::string& path, const IterativeReport& report, const std::string& title, bool overwrite);
+
+/// Runs the stream, with snapshots when asked (normalised by the projections applied so far, so the grey levels are
+/// stable from the first snapshot on), writes the volume, and prints the stream's report.
+void runStreamHeadless(const LiveOptions& live, ProjectionSource& source, const Geometry& geometry);
 
 /// `view --method` without a window: a line per iteration, PNG snapshots after every iteration.
 struct IterativeSnapshots {
@@ -29,4 +28,5 @@ struct IterativeSnapshots {
 };
 void runIterativeSnapshots(const Geometry& geometry, const Image& projections, const VolumeGrid& grid, const IterativeOptions& options,
                            const IterativeSnapshots& live);
+
 }  // namespace glrecon::app

@@ -1,13 +1,14 @@
-#include "validation.h"
+// The numeric range checks every command's options get before any work (by option name), and the unknown-command message.
+#include "option_checks.h"
+
+#include <CLI/CLI.hpp>
 
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <string>
 
-#include "glrecon/errors.h"
 #include "glrecon/limits.h"
-#include "glrecon/operator.h"
-#include "glrecon/parse.h"
 
 namespace glrecon::app {
 namespace {
@@ -97,66 +98,6 @@ std::string unknownSubcommand(const CLI::App& app, int argc, char** argv) {
     names += (names.empty() ? "" : ", ") + command->get_name();
   }
   return "unknown command '" + glrecon::quoted(given) + "' (expected one of " + names + ")";
-}
-
-void checkJobMemory(const std::string& command, const std::string& what, std::uint64_t bytes) {
-  checkHostMemory(command, what, bytes);
-}
-
-std::vector<int> parseGpuList(const std::string& option, const std::string& text, const std::string& backend) {
-  if (text == "all") {
-    const std::optional<Backend> named = backendNamed(backend == "auto" ? "graphics" : backend);
-    const int count = named ? deviceCount(*named) : 0;
-    if (count < 1) throw UsageError(option + ": expected a device for the " + backend + " backend, found none");
-    std::vector<int> all(count);
-    for (int i = 0; i < count; ++i) all[i] = i;
-    return all;
-  }
-  std::vector<int> list;
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    char* end = nullptr;
-    const long value = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || end != item.c_str() + item.size() || value < 0 || value > 1023 || list.size() >= 64)
-      throw UsageError(option + ": expected a device index from 0 (see glrecon devices), a list such as 0,1, or all, found '" +
-                       quoted(text) + "'");
-    list.push_back(static_cast<int>(value));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return list;
-}
-
-std::optional<Backend> parseBackend(const std::string& option, const std::string& text, bool allowAuto) {
-  if (allowAuto && text == "auto") return std::nullopt;
-  const std::optional<Backend> backend = backendNamed(text);
-  if (backend && backendInfo(*backend).built) return backend;
-  std::string known;
-  for (Backend b : builtBackends()) known += std::string(backendInfo(b).name) + ", ";
-  if (backend)
-    throw UsageError(option + " " + text + ": this build has no " + text + " backend (CMake found no CUDA compiler; build with nvcc on the PATH)");
-  if (allowAuto) throw UsageError(option + ": expected one of " + known + "auto; found '" + quoted(text) + "'");
-  known.resize(known.size() - 2);
-  throw UsageError(option + ": expected one of " + known + ", found '" + quoted(text) + "'");
-}
-
-// "256" or "256,256,128": one value for every axis, or one per axis.
-std::vector<double> parseList(const std::string& option, const std::string& text, std::size_t axes) {
-  std::vector<double> values = parseNumberList(option, text);
-  if (values.size() == 1) values.assign(axes, values[0]);
-  if (values.size() != axes)
-    throw UsageError(option + ": expected 1 or " + std::to_string(axes) + " comma-separated values, found '" + text + "'");
-  return values;
-}
-
-std::pair<double, double> parseRange(const std::string& option, const std::string& text) {
-  const auto colon = text.find(':');
-  if (colon == std::string::npos) throw UsageError(option + ": expected LOW:HIGH, found '" + text + "'");
-  const auto lo = parseList(option, text.substr(0, colon), 1)[0], hi = parseList(option, text.substr(colon + 1), 1)[0];
-  if (!(hi > lo)) throw UsageError(option + ": expected LOW < HIGH, found '" + text + "'");
-  return {lo, hi};
 }
 
 }  // namespace glrecon::app

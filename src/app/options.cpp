@@ -1,0 +1,223 @@
+// The shared option groups and value parsers (options.h): each option's text is parsed and checked here only.
+#include "options.h"
+
+#include <CLI/CLI.hpp>
+
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "glrecon/errors.h"
+#include "glrecon/limits.h"
+#include "glrecon/parse.h"
+
+namespace glrecon::app {
+namespace {
+
+constexpr const char* kWindowExpected = "a whole number from 1 to 4096, max or auto";
+
+// The window `text` stands for, or nothing when it is not N (1 to 4096), max or auto.
+std::optional<int> windowValue(const std::string& text) {
+  if (text == "auto") return 0;
+  if (text == "max") return kMaximumWindow;
+  char* end = nullptr;
+  const double w = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !(w >= 1 && w <= 4096) || w != std::floor(w)) return std::nullopt;
+  return static_cast<int>(w);
+}
+
+}  // namespace
+
+// The library names request fields in its messages (glrecon/errors.h); the command line shows them as its options:
+// camelCase becomes --kebab-case (gpuMemory: --gpu-memory, noiseI0: --noise-i0).
+std::string optionName(const std::string& field) {
+  std::string option = "--";
+  for (char c : field) {
+    if (c >= 'A' && c <= 'Z') {
+      option += '-';
+      option += static_cast<char>(c - 'A' + 'a');
+    } else {
+      option += c;
+    }
+  }
+  return option;
+}
+
+std::vector<double> parseList(const std::string& option, const std::string& text, std::size_t axes) {
+  std::vector<double> values = parseNumberList(option, text);
+  if (values.size() == 1) values.assign(axes, values[0]);
+  if (values.size() != axes)
+    throw UsageError(option + ": expected 1 or " + std::to_string(axes) + " comma-separated values, found '" + text + "'");
+  return values;
+}
+
+std::pair<double, double> parseRange(const std::string& option, const std::string& text) {
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) throw UsageError(option + ": expected LOW:HIGH, found '" + text + "'");
+  const auto lo = parseList(option, text.substr(0, colon), 1)[0], hi = parseList(option, text.substr(colon + 1), 1)[0];
+  if (!(hi > lo)) throw UsageError(option + ": expected LOW < HIGH, found '" + text + "'");
+  return {lo, hi};
+}
+
+int parseWindow(const std::string& option, const std::string& text) {
+  if (const std::optional<int> window = windowValue(text)) return *window;
+  throw UsageError(option + ": expected " + kWindowExpected + ", found '" + glrecon::quoted(text) + "'");
+}
+
+std::optional<Backend> parseBackend(const std::string& option, const std::string& text, bool allowAuto) {
+  if (allowAuto && text == "auto") return std::nullopt;
+  const std::optional<Backend> backend = backendNamed(text);
+  if (backend && backendInfo(*backend).built) return backend;
+  std::string known;
+  for (Backend b : builtBackends()) known += std::string(backendInfo(b).name) + ", ";
+  if (backend)
+    throw UsageError(option + " " + text + ": this build has no " + text + " backend (CMake found no CUDA compiler; build with nvcc on the PATH)");
+  if (allowAuto) throw UsageError(option + ": expected one of " + known + "auto; found '" + glrecon::quoted(text) + "'");
+  known.resize(known.size() - 2);
+  throw UsageError(option + ": expected one of " + known + ", found '" + glrecon::quoted(text) + "'");
+}
+
+std::vector<int> parseGpuList(const std::string& option, const std::string& text, const std::string& backend) {
+  if (text == "all") {
+    const std::optional<Backend> named = backendNamed(backend == "auto" ? "graphics" : backend);
+    const int count = named ? deviceCount(*named) : 0;
+    if (count < 1) throw UsageError(option + ": expected a device for the " + backend + " backend, found none");
+    std::vector<int> all(count);
+    for (int i = 0; i < count; ++i) all[i] = i;
+    return all;
+  }
+  std::vector<int> list;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    char* end = nullptr;
+    const long value = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || end != item.c_str() + item.size() || value < 0 || value > 1023 || list.size() >= 64)
+      throw UsageError(option + ": expected a device index from 0 (see glrecon devices), a list such as 0,1, or all, found '" +
+                       glrecon::quoted(text) + "'");
+    list.push_back(static_cast<int>(value));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return list;
+}
+
+void refuseMissingDirectory(const std::string& output) {
+  const std::filesystem::path p(output);
+  if (p.has_parent_path() && !std::filesystem::is_directory(p.parent_path()))
+    throwInputError(output, "output directory", "an existing directory", p.parent_path().string());
+}
+
+std::vector<std::string> splitList(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) items.push_back(item);
+  return items;
+}
+
+void VolumeGridOptions::add(CLI::App* command) {
+  command->add_option("--size,--dimension", size, "Volume size in voxels: N or NX,NY,NZ")->capture_default_str();
+  command->add_option("--spacing", spacing, "Voxel spacing in mm: S or SX,SY,SZ")->capture_default_str();
+  command->add_option("--origin", origin, "World position (mm) of voxel (0,0,0): X,Y,Z (default: volume centred on the origin)");
+}
+
+VolumeGrid VolumeGridOptions::grid() const {
+  const auto s = parseList("--size", size, 3);
+  std::array<int, 3> n{};
+  for (int a = 0; a < 3; ++a) {
+    if (s[a] < 1 || s[a] != std::floor(s[a]) || s[a] > 65536)
+      throw UsageError("--size: expected positive whole numbers of voxels, found '" + size + "'");
+    n[a] = static_cast<int>(s[a]);
+  }
+  const auto sp = parseList("--spacing", spacing, 3);
+  for (double v : sp)
+    if (!(v > 0)) throw UsageError("--spacing: expected positive lengths in mm, found '" + spacing + "'");
+  VolumeGrid grid = VolumeGrid::centred(n, {sp[0], sp[1], sp[2]});
+  if (!origin.empty()) {
+    const auto o = parseList("--origin", origin, 3);
+    grid.origin = {o[0], o[1], o[2]};
+  }
+  return grid;
+}
+
+void WindowOption::add(CLI::App* command, const std::string& help) {
+  command->add_option("--window", text, help)->capture_default_str();
+}
+
+// Checked as the command line is parsed (a usage error before anything runs), with parseWindow's rule and words.
+void WindowListOption::add(CLI::App* command, const std::string& help) {
+  command->add_option("--window", text, help)
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            std::stringstream in(value);
+            std::string item;
+            while (std::getline(in, item, ','))
+              if (!windowValue(item)) return std::string("expected ") + kWindowExpected + ", found '" + glrecon::quoted(item) + "'";
+            return {};
+          },
+          "", "windows"));
+}
+
+std::vector<std::pair<std::string, int>> WindowListOption::windows() const {
+  std::vector<std::pair<std::string, int>> list;
+  for (const std::string& item : splitList(text)) list.emplace_back(item, parseWindow("--window", item));
+  return list;
+}
+
+void RangeOption::add(CLI::App* command, const std::string& optionName, const std::string& help) {
+  name = optionName;
+  command->add_option(optionName, text, help);
+}
+
+std::optional<std::pair<double, double>> RangeOption::range() const {
+  if (text.empty()) return std::nullopt;
+  return parseRange(name, text);
+}
+
+void BackendOption::add(CLI::App* command, const std::string& help) {
+  command->add_option("--backend", text, help)->capture_default_str();
+}
+
+// The iterative commands' --backend: cpu, graphics, compute or cuda (graphics-mp differs from graphics in Fdk back only).
+Backend BackendOption::projector() const {
+  const std::optional<Backend> backend = text == "graphics-mp" ? std::nullopt : backendNamed(text);
+  if (backend) return *parseBackend("--backend", text, false);
+  std::string known;
+  for (Backend b : builtBackends())
+    if (b != Backend::GraphicsMp) known += (known.empty() ? "" : ", ") + std::string(backendInfo(b).name);
+  throw UsageError("--backend: expected one of " + known + ", found '" + glrecon::quoted(text) + "'");
+}
+
+std::string BackendOption::projectorHelp() {
+  std::string names;
+  for (Backend b : builtBackends())
+    if (b != Backend::GraphicsMp) names += (names.empty() ? "" : ", ") + std::string(backendInfo(b).name);
+  return "Operator backend: " + names;
+}
+
+void GpuListOption::add(CLI::App* command, const std::string& help) {
+  command->add_option("--gpu", text, help)->capture_default_str();
+}
+
+void ProjectorOptions::add(CLI::App* command) {
+  backend.add(command, BackendOption::projectorHelp());
+  command->add_option("--gpu", gpu, "GPU backends: device index")->capture_default_str();
+  command->add_option("--threads", threads, "cpu backend: threads (0: all)")->capture_default_str();
+  command->add_option("--step", step, "Ray-marching step in mm (0: half the smallest voxel spacing)")->capture_default_str();
+}
+
+OperatorOptions ProjectorOptions::operatorOptions() const {
+  OperatorOptions options;
+  options.device = gpu;
+  options.threads = threads;
+  options.step = step;
+  return options;
+}
+
+}  // namespace glrecon::app

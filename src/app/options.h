@@ -1,0 +1,110 @@
+#pragma once
+// Option groups several commands share (volume grid, window, LO:HI range, backend, GPU list): each declares its options
+// (add) and parses and validates them in one accessor, so the same text gives the same value and message everywhere.
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "glrecon/grid.h"
+#include "glrecon/operator.h"
+
+namespace CLI {
+class App;
+}
+
+namespace glrecon::app {
+
+/// A library field name (glrecon/errors.h) as the command line's option: camelCase becomes --kebab-case.
+std::string optionName(const std::string& field);
+
+/// "256" or "256,256,128": one value for every axis, or one per axis (UsageError naming `option` otherwise).
+std::vector<double> parseList(const std::string& option, const std::string& text, std::size_t axes);
+
+/// "LOW:HIGH" with LOW < HIGH (UsageError naming `option` otherwise).
+std::pair<double, double> parseRange(const std::string& option, const std::string& text);
+
+/// "N" (1 to 4096), "max" or "auto": the library's window N, kMaximumWindow or 0. UsageError naming `option` otherwise.
+int parseWindow(const std::string& option, const std::string& text);
+
+/// --backend's value: a backend of this build, or (allowAuto) auto, as an empty optional. Throws UsageError naming
+/// `option` and the backends known.
+std::optional<Backend> parseBackend(const std::string& option, const std::string& text, bool allowAuto = true);
+
+/// --gpu's value: an index, a list of indices ("0,1"; one may repeat, to test the slab queue on one device) or
+/// "all" (every device the backend can use). Throws UsageError naming `option` for anything else.
+std::vector<int> parseGpuList(const std::string& option, const std::string& text, const std::string& backend);
+
+/// An output file's directory must exist (InputError naming the file otherwise).
+void refuseMissingDirectory(const std::string& output);
+
+/// The non-empty items of a comma-separated list ("cpu,,cuda": cpu and cuda).
+std::vector<std::string> splitList(const std::string& text);
+
+/// --size/--dimension, --spacing, --origin (rtkfdk's names): "N" or "NX,NY,NZ" voxels, "S" or "SX,SY,SZ" mm, an
+/// optional "X,Y,Z" origin (default: centred).
+struct VolumeGridOptions {
+  std::string size, spacing, origin;
+  explicit VolumeGridOptions(std::string defaultSize = "256", std::string defaultSpacing = "1")
+      : size(std::move(defaultSize)), spacing(std::move(defaultSpacing)) {}
+  void add(CLI::App* command);
+  VolumeGrid grid() const;
+};
+
+/// --window N|max|auto: GPU backends' projections per pass.
+struct WindowOption {
+  std::string text = "auto";
+  void add(CLI::App* command, const std::string& help);
+  int window() const { return parseWindow("--window", text); }
+};
+
+/// --window as a comma-separated list of N|max|auto (bench): each item checked as the command line is parsed.
+struct WindowListOption {
+  std::string text;
+  explicit WindowListOption(std::string defaults) : text(std::move(defaults)) {}
+  void add(CLI::App* command, const std::string& help);
+  /// Each window as given ("8", "auto") and as the library takes it.
+  std::vector<std::pair<std::string, int>> windows() const;
+};
+
+/// A grey range LOW:HIGH (--range, --slice-range); absent when not given.
+struct RangeOption {
+  std::string name, text;
+  void add(CLI::App* command, const std::string& optionName, const std::string& help);
+  bool given() const { return !text.empty(); }
+  std::optional<std::pair<double, double>> range() const;
+};
+
+/// --backend: the FDK backends with auto, or the projector backends of the iterative methods.
+struct BackendOption {
+  std::string text;
+  explicit BackendOption(std::string defaultName) : text(std::move(defaultName)) {}
+  void add(CLI::App* command, const std::string& help);
+  /// A backend of this build, or auto as an empty optional.
+  std::optional<Backend> choice() const { return parseBackend("--backend", text); }
+  /// A backend of this build, `whenAuto` for auto.
+  Backend orWhenAuto(Backend whenAuto) const { return text == "auto" ? whenAuto : *parseBackend("--backend", text, false); }
+  /// A backend with a projector pair (cpu, graphics, compute, cuda; no auto).
+  Backend projector() const;
+  /// "Operator backend: cpu, graphics, ..." for the iterative commands' --help.
+  static std::string projectorHelp();
+};
+
+/// --gpu as one device, a list or all (fdk, bench).
+struct GpuListOption {
+  std::string text = "0";
+  void add(CLI::App* command, const std::string& help);
+  /// The devices for `backend` (a --backend value; all means the devices of that backend, of graphics for auto).
+  std::vector<int> devices(const std::string& backend) const { return parseGpuList("--gpu", text, backend); }
+};
+
+/// --backend, --gpu, --threads, --step: the projector pair of project and the iterative methods.
+struct ProjectorOptions {
+  BackendOption backend{"cpu"};
+  int gpu = 0, threads = 0;
+  double step = 0.0;
+  void add(CLI::App* command);
+  OperatorOptions operatorOptions() const;
+};
+
+}  // namespace glrecon::app
