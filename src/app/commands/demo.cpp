@@ -99,7 +99,7 @@ class DemoCommand final : public Command {
     writeMetaImage((dir / "phantom.mha").string(), truth, true);
     // The soft-tissue window shows the low-contrast ellipsoids (densities 1.00 to 1.06 inside the skull).
     // Slices through y = -32 mm, the plane of most of the phantom's small ellipsoids.
-    const SliceWriting features{glm::dvec3(0.0, -0.25 * 128.0, 0.0), nullptr, true};
+    const SliceWriting features{glm::dvec3(0.0, -0.25 * 128.0, 0.0), nullptr, !quiet};
     writeOrthogonalSlices(volume, dir, "volume_", {0.95, 1.10}, true, features);
     writeOrthogonalSlices(truth, dir, "phantom_", {0.95, 1.10}, true, features);
     printReport(report, geometry.size());

@@ -323,7 +323,7 @@ class FdkCommand final : public Command {
     if (!fs::exists(slices)) outputs.track(slices);
     fs::create_directories(slices);
     const auto range = fixedRange ? *fixedRange : percentileRange(result, 0.5, 99.5);
-    if (central) writeOrthogonalSlices(result, slices, fs::path(output).stem().string() + "_", range, overwrite, {std::nullopt, &outputs, true});
+    if (central) writeOrthogonalSlices(result, slices, fs::path(output).stem().string() + "_", range, overwrite, {std::nullopt, &outputs, !quiet});
     for (const auto& [png, spec] : pngs) {
       const int index = spec.index.value_or(result.size[axisNumber(spec.axis)] / 2);
       outputs.track(png.string());
