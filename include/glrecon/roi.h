@@ -3,6 +3,7 @@
 /// kill). Outside the region voxels are 0; inside, values are bit for bit those of the unrestricted
 /// reconstruction. Every backend applies the same mask. Tested in tests/test_roi.cpp.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,9 +40,14 @@ RegionOfInterest fieldOfView(const Geometry& geometry, const VolumeGrid& grid);
 ///   box:X0,Y0,Z0,X1,Y1,Z1            an axis-aligned box
 ///   sphere:X,Y,Z,R                   a sphere
 ///   FILE.mha / FILE.mhd              a binary mask (integer element type, 0 and 1) on the output grid
-/// Voxels count as inside when their centre is. Throws UsageError for a malformed spec, InputError for a bad
-/// mask file (naming the file and field).
+/// Voxels count as inside when their centre is. Throws UsageError for a malformed spec or a region holding no voxel,
+/// InputError for a bad mask file (naming the file and field). (In the io component, src/io/region_mask.cpp: a spec
+/// may name a file.)
 RegionOfInterest makeRegionOfInterest(const std::string& spec, const Geometry& geometry, const VolumeGrid& grid);
+/// The region of a shape spec (fov, fov-cylinder, cylinder, box, sphere); nothing for another spec (a file's name).
+std::optional<RegionOfInterest> shapeRegionOfInterest(const std::string& spec, const Geometry& geometry, const VolumeGrid& grid);
+/// Throws UsageError, naming `spec` and the grid's extent, when the region holds no voxel centre.
+void requireVoxelsInside(const RegionOfInterest& region, const std::string& spec, const VolumeGrid& grid);
 
 /// The conservative cylinder of a circular scan: centred on the rotation axis, the radius every projection
 /// sees at the narrowest half of the detector, the height its rows see at the far edge. As a spec for

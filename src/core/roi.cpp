@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include <glm/geometric.hpp>
 
 #include "glrecon/errors.h"
-#include "glrecon/io.h"
 #include "glrecon/limits.h"
 #include "glrecon/parse.h"
 
@@ -117,7 +117,7 @@ std::string conservativeCylinder(const Geometry& geometry) {
 }
 
 namespace {
-RegionOfInterest makeRegion(const std::string& spec, const Geometry& geometry, const VolumeGrid& grid);
+std::optional<RegionOfInterest> makeRegion(const std::string& spec, const Geometry& geometry, const VolumeGrid& grid);
 }
 
 namespace {
@@ -130,20 +130,22 @@ std::string describeExtent(const VolumeGrid& grid) {
 }
 }  // namespace
 
-RegionOfInterest makeRegionOfInterest(const std::string& spec, const Geometry& geometry, const VolumeGrid& grid) {
-  RegionOfInterest region = makeRegion(spec, geometry, grid);
+std::optional<RegionOfInterest> shapeRegionOfInterest(const std::string& spec, const Geometry& geometry, const VolumeGrid& grid) {
+  return makeRegion(spec, geometry, grid);
+}
+
+void requireVoxelsInside(const RegionOfInterest& region, const std::string& spec, const VolumeGrid& grid) {
   // An empty region would reconstruct an all-zero volume: a mistake in the spec or the grid, said early.
   if (region.insideCount() == 0)
     throw UsageError(field("roi") + ": expected a region holding at least one voxel centre of the volume, found '" +
                      quoted(spec) + "' holding none (the volume spans " + describeExtent(grid) + ")");
-  return region;
 }
 
 namespace {
-RegionOfInterest makeRegion(const std::string& spec, const Geometry& geometry, const VolumeGrid& grid) {
+std::optional<RegionOfInterest> makeRegion(const std::string& spec, const Geometry& geometry, const VolumeGrid& grid) {
   if (spec == "fov") return fieldOfView(geometry, grid);
   if (spec == "fov-cylinder") {
-    RegionOfInterest r = makeRegion(conservativeCylinder(geometry), geometry, grid);
+    RegionOfInterest r = *makeRegion(conservativeCylinder(geometry), geometry, grid);
     r.description = "fov-cylinder (" + r.description + ")";
     return r;
   }
@@ -169,33 +171,7 @@ RegionOfInterest makeRegion(const std::string& spec, const Geometry& geometry, c
     if (!(v[3] > 0)) throw UsageError(field("roi") + " sphere: expected a positive radius, found '" + quoted(spec) + "'");
     return shapeRegion(grid, spec, [&](const glm::dvec3& p) { return glm::length(p - glm::dvec3(v[0], v[1], v[2])) <= v[3]; });
   }
-  std::string extension = spec.size() > 4 ? spec.substr(spec.size() - 4) : "";
-  std::transform(extension.begin(), extension.end(), extension.begin(), ::tolower);
-  if (extension != ".mha" && extension != ".mhd")
-    throw UsageError(field("roi") + ": expected fov, cylinder:..., box:..., sphere:... or a mask file (.mha/.mhd), found '" + quoted(spec) + "'");
-
-  std::string type;
-  const Image mask = readMetaImage(spec, &type);
-  if (type == "MET_FLOAT" || type == "MET_DOUBLE")
-    throwInputError(spec, "ElementType", "an integer type for a binary mask (e.g. MET_UCHAR)", type);
-  if (mask.size != grid.size)
-    throwInputError(spec, "DimSize",
-                    std::to_string(grid.size[0]) + " " + std::to_string(grid.size[1]) + " " + std::to_string(grid.size[2]) +
-                        " (the output volume's size)",
-                    std::to_string(mask.size[0]) + " " + std::to_string(mask.size[1]) + " " + std::to_string(mask.size[2]));
-  for (int a = 0; a < 3; ++a) {
-    const auto close = [](double x, double y) { return std::abs(x - y) <= 1e-6 * std::max(1.0, std::abs(y)); };
-    if (!close(mask.spacing[a], grid.spacing[a]) || !close(mask.origin[a], grid.origin[a]))
-      throwInputError(spec, "ElementSpacing/Offset", "the output volume's grid (spacing and origin)", "a different grid");
-  }
-  RegionOfInterest r = emptyRegion(grid, spec);
-  for (std::size_t i = 0; i < mask.data.size(); ++i) {
-    if (mask.data[i] != 0.0f && mask.data[i] != 1.0f)
-      throwInputError(spec, "voxel " + std::to_string(i), "0 or 1 (a binary mask)", std::to_string(mask.data[i]));
-    r.mask[i] = mask.data[i] != 0.0f;
-  }
-  r.updateSpans();
-  return r;
+  return std::nullopt;  // not a shape: a mask file, perhaps (makeRegionOfInterest)
 }
 }  // namespace
 
