@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
@@ -226,8 +225,7 @@ class BenchCommand final : public Command {
       FdkReconstructor reconstructor(plan, *whole);
       repeatRuns(r, p, *profiled, reconstructor, *rawSource);
       r.description = whole->description();
-      const auto w = r.description.find("window ");
-      r.window = w == std::string::npos ? 0 : std::atoi(r.description.c_str() + w + 7);
+      r.window = whole->window();  // the final choice for auto (the window the description names)
       r.summarise();
       if (p.reference.data.empty()) p.reference = p.volume;  // the first run is the CPU reference
       compare(r, p);
