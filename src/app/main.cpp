@@ -84,7 +84,8 @@ int parseAndRun(CLI::App& app, int argc, char** argv) {
 }
 
 int run(int argc, char** argv) {
-  CLI::App app{"glrecon: cone-beam CT reconstruction (FDK) with a CPU reference backend.\n"
+  CLI::App app{"glrecon: cone-beam CT reconstruction: FDK through the OpenGL graphics pipeline, OpenGL compute shaders, CUDA or\n"
+               "the CPU; iterative methods (SART, SIRT, CGLS, OS-EM); a live viewer of the slices as projections arrive.\n"
                "Geometry and projections follow RTK's conventions, so RTK files work as they are."};
   app.set_version_flag("--version", "glrecon 0.1.0");
   app.require_subcommand(1);
