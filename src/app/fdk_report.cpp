@@ -83,7 +83,7 @@ std::string sideNote(const FdkReport& report, const VolumeGrid& grid, std::size_
   if (report.killedVoxels)
     text += "glrecon: density-range kill: " + std::to_string(report.killedVoxels) + " voxels stopped after " +
             std::to_string(report.killedAfter) + " of " + std::to_string(projections) +
-            " projections, their partial sums scaled to the whole scan (a heuristic: see README).\n";
+            " projections, their partial sums scaled to the whole scan (a heuristic: see docs/algorithms.md, Early fragment kill).\n";
   return text;
 }
 

@@ -109,7 +109,7 @@ class FdkCommand final : public Command {
         ->capture_default_str();
     c->add_option("--density-range", densityRange,
                   "Heuristic (off by default): after --density-after of the projections, stop updating voxels whose value "
-                  "(scaled to the whole scan) lies outside LOW:HIGH widened by MARGIN; see README");
+                  "(scaled to the whole scan) lies outside LOW:HIGH widened by MARGIN; a heuristic, see docs/algorithms.md");
     c->add_option("--density-after", densityAfter, "Fraction of the projections applied before --density-range judges")->capture_default_str();
   }
 
