@@ -167,6 +167,7 @@ class VolumeFileSink final : public VolumeSink {
   ~VolumeFileSink() override;
   std::string name() const override { return path_; }
   float* wholeVolume() override;
+  void beginWholeVolume() override;
   void beginRows() override;
   void writeRows(int firstRow, int rows, const float* data) override;
   /// The file under its name, complete; returns the seconds the final write took.

@@ -17,6 +17,9 @@ class VolumeSink {
   /// Memory for the whole grid's voxels (x fastest), asked for once, when a one-block run's readback begins (so that
   /// it may be prepared meanwhile); nullptr: the volume comes by rows.
   virtual float* wholeVolume() { return nullptr; }
+  /// The volume will come whole (a one-block run, whose plan has passed the host-memory check): memory for
+  /// wholeVolume() may be prepared from now on, not earlier (a sink made before planning must not claim it first).
+  virtual void beginWholeVolume() {}
   /// The volume will come by rows (a slab run): memory prepared for a whole volume may go.
   virtual void beginRows() {}
   /// Rows [firstRow, firstRow + rows) of y: nx x rows x nz floats, x fastest, then y, then z. Each row once, in any

@@ -23,8 +23,9 @@ struct VolumeFileSink::Fallback {
 
 VolumeFileSink::VolumeFileSink(const std::string& path, const VolumeGrid& grid, bool overwrite, int threads)
     : path_(path), grid_(grid), threads_(threads), writer_(path, grid, overwrite) {
+  // Mapped pages are bounded by the writeback threshold (preparePages); memory for an unmapped volume is claimed
+  // only once the plan has checked it fits (beginWholeVolume).
   writer_.preparePages();
-  if (!writer_.mapped()) startFallback();
 }
 
 VolumeFileSink::~VolumeFileSink() {
@@ -38,6 +39,10 @@ void VolumeFileSink::startFallback() {
     f.image = Image(grid.size, {grid.spacing.x, grid.spacing.y, grid.spacing.z}, {grid.origin.x, grid.origin.y, grid.origin.z});
     (void)threads;
   });
+}
+
+void VolumeFileSink::beginWholeVolume() {
+  if (!writer_.mapped() && !fallback_) startFallback();
 }
 
 float* VolumeFileSink::wholeVolume() {

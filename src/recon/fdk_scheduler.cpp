@@ -526,7 +526,10 @@ void FdkReconstructor::start(ProjectionSource& source, VolumeSink& sink, const s
 void FdkReconstructor::begin(ProjectionSource& source, VolumeSink& sink) {
   const FdkPlan& plan = plan_;
   Run& run = *run_;
-  if (run.slabs) sink.beginRows();
+  if (run.slabs)
+    sink.beginRows();
+  else
+    sink.beginWholeVolume();
 
   // Storage: none where the source is in memory and the device filters it; every projection for slabs (each slab
   // reads each projection); for one block, the stream's queue, or in read-ahead a ring of 4 batches, and up to 1 GiB
