@@ -1,5 +1,5 @@
-// The graphics-pipeline backprojectors (AG-GPU and MP-GPU) against the CPU reference, headless on whatever
-// OpenGL 4.5 device EGL offers (Mesa's llvmpipe in CI). Skipped, with the reason, where there is none.
+// The GL operators (graphics AG-GPU and MP-GPU, compute) against the CPU one, voxel by voxel within a derived
+// bound; the automatic window; limits, device and shader errors; a window's context. On the GL fixture.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,94 +12,20 @@
 #include "device/gl/shader.h"
 #include "device/cuda/device.h"
 #include "operators/gl/gl_operator.h"
+#include "device_fixtures.h"
 #include "test_support.h"
 #include "viewer/window.h"
+#include "operator_support.h"
 
 namespace glrecon {
 namespace {
 
+using Graphics = test::GlTest;
+using namespace test;  // operator_support.h
 using test::kFloatRoundoff;
-
-constexpr double kMaxQ = test::kTestMaxQ, kSlopeU = test::kTestSlopeU, kSlopeV = test::kTestSlopeV;
 using test::smoothProjections;
 
-// Backprojects in batches, asserting no GL error after each call and after the readback.
-Image run(ConeBeamOperator& b, const Geometry& g, const std::vector<float>& q, std::size_t batch) {
-  return test::backprojectInBatches(b, g, q, batch, [] { EXPECT_EQ(glGetError(), static_cast<GLenum>(GL_NO_ERROR)); });
-}
-
-// How far a GPU result may lie from the CPU one, per voxel, summed over projections:
-//  - bilinear weights: GPUs may quantize the sub-texel fraction to 8 bits (NVIDIA, AMD), an error of up to
-//    2^-8 in each of the two weights; each multiplies a neighbour difference, bounded by the projection's
-//    slope (or by kMaxQ within a pixel of the detector edge, where the border's 0 begins);
-//  - coordinates: both backends form u = U / W in float from float-rounded matrix terms, in different orders
-//    (the GPU interpolates corner values in the rasterizer): 16 roundings of the terms' magnitudes
-//    (|U0| + |i dU| + |u| (|W0| + |i dW|)) / |W| covers both, times the slope;
-//  - the 1/w^2 weight and the interpolation arithmetic: 16 roundings of kMaxQ;
-//  - the accumulation over N projections: N roundings of the running sum in each backend.
-std::vector<double> tolerance(const Geometry& g, const VolumeGrid& grid, const Image& cpu) {
-  std::vector<double> bound(grid.voxelCount(), 0.0);
-  const double eps = kFloatRoundoff;
-  const int nu = g.detector.nu, nv = g.detector.nv;
-  for (std::size_t p = 0; p < g.size(); ++p) {
-    const ProjectionMatrix m = g.matrix(p, grid);
-    for (int k = 0; k < grid.size[2]; ++k)
-      for (int j = 0; j < grid.size[1]; ++j)
-        for (int i = 0; i < grid.size[0]; ++i) {
-          const glm::dvec4 x(i, j, k, 1.0);
-          const glm::dvec3 h = m.apply(x);
-          const double u = h.x / h.z, v = h.y / h.z, w = h.z;
-          if (!(u > -1 && v > -1 && u < nu && v < nv)) continue;
-          auto terms = [&](int r) { return std::abs(m.m[r][0] * i) + std::abs(m.m[r][1] * j) + std::abs(m.m[r][2] * k) + std::abs(m.m[r][3]); };
-          const double du = 16 * eps * (terms(0) + std::abs(u) * terms(2)) / std::abs(w);
-          const double dv = 16 * eps * (terms(1) + std::abs(v) * terms(2)) / std::abs(w);
-          const double slopeU = (u < 0 || u > nu - 1) ? kMaxQ : kSlopeU, slopeV = (v < 0 || v > nv - 1) ? kMaxQ : kSlopeV;
-          const double edge = std::max(slopeU, slopeV);
-          bound[cpu.index(i, j, k)] +=
-              (1 / (w * w)) * (2 * std::pow(2.0, -8) * edge * 2 + slopeU * du + slopeV * dv + 16 * eps * kMaxQ);
-        }
-  }
-  for (std::size_t i = 0; i < bound.size(); ++i) bound[i] += 2 * g.size() * eps * std::abs(cpu.data[i]);
-  return bound;
-}
-
-void expectAgree(const Image& cpu, const Image& gpu, const std::vector<double>& bound, const std::string& what) {
-  ASSERT_EQ(cpu.data.size(), gpu.data.size());
-  std::size_t failures = 0;
-  double worst = 0, worstRatio = 0;
-  for (std::size_t i = 0; i < cpu.data.size(); ++i) {
-    const double d = std::abs(double(cpu.data[i]) - gpu.data[i]);
-    worst = std::max(worst, d);
-    worstRatio = std::max(worstRatio, d / (bound[i] + 1e-300));
-    if (!(d <= bound[i])) ++failures;
-  }
-  EXPECT_EQ(failures, 0u) << what << ": largest |difference| " << worst << ", largest difference / bound " << worstRatio;
-  std::printf("%s: largest |gpu - cpu| %.3g (%.3g of its bound)\n", what.c_str(), worst, worstRatio);
-}
-
-void compareBackends(const Geometry& g, const VolumeGrid& grid, const std::string& label,
-                     const std::vector<std::string>& backends = {"graphics", "graphics-mp", "compute"}) {
-  const std::vector<float> q = smoothProjections(g);
-  auto cpuOperator = makeOperator(Backend::Cpu, g, grid);
-  const Image cpu = run(*cpuOperator, g, q, g.size());
-  const std::vector<double> bound = tolerance(g, grid, cpu);
-  std::size_t nonzero = 0;
-  for (float x : cpu.data) nonzero += x != 0.0f;
-  ASSERT_GT(nonzero, cpu.data.size() / 2);
-  // The same test body for every OpenGL backend; "max" is each device's and backend's own limit.
-  for (const std::string& backend : backends) {
-    for (const int w : {1, 3, 8, kMaximumWindow}) {
-      OperatorOptions o;
-      o.window = w;
-      auto gpu = test::makeNamed(backend, g, grid, o);
-      // Batches of 5 do not divide the windows: partial windows carry over between calls.
-      expectAgree(cpu, run(*gpu, g, q, 5), bound, label + " " + gpu->description());
-    }
-  }
-}
-
-TEST(Graphics, MatchesCpuOnNonCubicAnisotropicVolume) {
-  GLRECON_SKIP_WITHOUT_GL();
+TEST_F(Graphics, MatchesCpuOnNonCubicAnisotropicVolume) {
   CircularScanSpec spec;
   spec.projections = 50;  // more than the largest window (42 on Mesa, 41 on NVIDIA), so W = max is the varyings' limit
   spec.nu = 72;
@@ -112,8 +38,7 @@ TEST(Graphics, MatchesCpuOnNonCubicAnisotropicVolume) {
   compareBackends(makeCircularScan(spec), grid, "anisotropic");
 }
 
-TEST(Graphics, MatchesCpuWithOffsetDetectorTiltAndRoll) {
-  GLRECON_SKIP_WITHOUT_GL();
+TEST_F(Graphics, MatchesCpuWithOffsetDetectorTiltAndRoll) {
   CircularScanSpec spec;
   spec.projections = 17;
   spec.arc = 250;
@@ -128,8 +53,7 @@ TEST(Graphics, MatchesCpuWithOffsetDetectorTiltAndRoll) {
   compareBackends(makeCircularScan(spec), VolumeGrid::centred({30, 26, 22}, glm::dvec3(6.0)), "offset");
 }
 
-TEST(Graphics, MatchesCpuOnANonCircularTrajectory) {
-  GLRECON_SKIP_WITHOUT_GL();
+TEST_F(Graphics, MatchesCpuOnANonCircularTrajectory) {
   // A saddle: the source rises and falls twice per turn; the detector follows, rolled by a varying angle.
   Geometry g;
   g.detector = DetectorLayout::centred(64, 48, 5.0, 5.0);
@@ -152,8 +76,7 @@ TEST(Graphics, MatchesCpuOnANonCircularTrajectory) {
   compareBackends(g, VolumeGrid::centred({32, 24, 28}, glm::dvec3(5.0)), "saddle");
 }
 
-TEST(Graphics, AutomaticWindowMeasuresAndKeepsTheFastest) {
-  GLRECON_SKIP_WITHOUT_GL();
+TEST_F(Graphics, AutomaticWindowMeasuresAndKeepsTheFastest) {
   CircularScanSpec spec;
   spec.projections = 260;  // the search takes 2 x (1 + 2 + 4 + 8 + 16 + 32 + 42) = 210
   spec.nu = spec.nv = 32;
@@ -177,8 +100,7 @@ TEST(Graphics, AutomaticWindowMeasuresAndKeepsTheFastest) {
   expectAgree(cpu, result, tolerance(g, grid, cpu), "auto window");
 }
 
-TEST(Graphics, LimitsAndFailuresAreReportedClearly) {
-  GLRECON_SKIP_WITHOUT_GL();
+TEST_F(Graphics, LimitsAndFailuresAreReportedClearly) {
   CircularScanSpec spec;
   spec.projections = 4;
   const Geometry g = makeCircularScan(spec);
@@ -199,8 +121,7 @@ TEST(Graphics, LimitsAndFailuresAreReportedClearly) {
   test::expectError<UsageError>([&] { makeOperator(Backend::Graphics, g, VolumeGrid::centred({8, 8, 8}, glm::dvec3(8.0)), o); }, {"window"});
 }
 
-TEST(Graphics, ShaderErrorsNameStageFileAndLog) {
-  GLRECON_SKIP_WITHOUT_GL();
+TEST_F(Graphics, ShaderErrorsNameStageFileAndLog) {
   auto context = gl::Context::headless(0);
   test::expectError<gl::ShaderError>(
       [] {
@@ -213,13 +134,7 @@ TEST(Graphics, ShaderErrorsNameStageFileAndLog) {
   EXPECT_EQ(glGetError(), static_cast<GLenum>(GL_NO_ERROR));
 }
 
-}  // namespace
-}  // namespace glrecon
-
-namespace glrecon {
-namespace {
-
-TEST(Graphics, WindowContextRunsTheSamePath) {
+TEST_F(Graphics, WindowContextRunsTheSamePath) {
   if (!std::getenv("DISPLAY")) GTEST_SKIP() << "no X display: run the tests under xvfb-run (./quickstart.sh test does)";
   std::unique_ptr<viewer::ViewWindow> view;
   try {
@@ -244,35 +159,6 @@ TEST(Graphics, WindowContextRunsTheSamePath) {
   auto gpu = makeOperator(Backend::Graphics, g, grid, o);
   EXPECT_NE(gpu->description().find(window->info().renderer), std::string::npos);
   expectAgree(cpu, run(*gpu, g, q, 7), tolerance(g, grid, cpu), "window context");
-}
-
-}  // namespace
-}  // namespace glrecon
-
-namespace glrecon {
-namespace {
-
-// The CUDA backend runs the same test body; it is compiled in CI and runs where a CUDA device exists.
-TEST(Cuda, MatchesCpuOnTheSameGeometries) {
-  if (!cuda::built()) GTEST_SKIP() << "this build has no CUDA backend (no CUDA compiler found)";
-  CircularScanSpec spec;
-  spec.projections = 70;  // more than its largest window (64)
-  spec.nu = 72;
-  spec.nv = 56;
-  spec.spacingU = spec.spacingV = 5.0;
-  spec.projectionOffsetX = 30;
-  spec.outOfPlaneAngle = 6;
-  const Geometry g = makeCircularScan(spec);
-  VolumeGrid grid;
-  grid.size = {36, 28, 20};
-  grid.spacing = {5.0, 6.5, 8.0};
-  grid.origin = {-90, -85, -70};
-  try {
-    makeOperator(Backend::Cuda, g, grid);
-  } catch (const CudaError& e) {
-    GTEST_SKIP() << e.what();
-  }
-  compareBackends(g, grid, "cuda", {"cuda"});
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The scheduler in its streaming configuration: order, back-pressure, cancellation, errors, and equality with the batch
-// result.
+// result on the cpu backend.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -10,36 +10,12 @@
 #include "glrecon/io.h"
 #include "glrecon/fdk.h"
 #include "test_support.h"
+#include "stream_support.h"
 
 namespace glrecon {
 namespace {
 
-Geometry smallScan(int projections = 40) {
-  CircularScanSpec spec;
-  spec.projections = projections;
-  spec.nu = spec.nv = 48;
-  spec.spacingU = spec.spacingV = 512.0 / 48;
-  return makeCircularScan(spec);
-}
-const VolumeGrid kGrid = VolumeGrid::centred({24, 24, 24}, glm::dvec3(256.0 / 24));
-
-FdkOptions streamed(const FdkOptions& fdk = {}) {
-  FdkOptions options = fdk;
-  options.streaming = true;
-  return options;
-}
-
-// planFdk and one run of the scheduler from `source` into memory; on `op` where given (a recording stand-in).
-Image reconstructStreaming(ProjectionSource& source, const Geometry& g, const VolumeGrid& grid, const FdkOptions& options,
-                           FdkReport* report = nullptr, ConeBeamOperator* op = nullptr) {
-  const FdkPlan plan = planFdk(g, grid, options, source);
-  std::unique_ptr<FdkReconstructor> reconstructor =
-      op ? std::make_unique<FdkReconstructor>(plan, *op) : std::make_unique<FdkReconstructor>(plan);
-  ImageSink sink(grid);
-  const FdkReport done = reconstructor->run(source, sink);
-  if (report) *report = done;
-  return sink.take();
-}
+using namespace test;  // stream_support.h
 
 // Records what reaches the operator, and can be slow (a stand-in for a busy GPU).
 class Recorder final : public ConeBeamOperator {
@@ -152,45 +128,6 @@ TEST(Stream, StreamedEqualsBatchOnTheCpu) {
   // Same filter, and every voxel adds the projections in the same order: the same bits.
   EXPECT_EQ(batch.data, stream.data);
   EXPECT_GT(report.latencySeconds, 0.0);
-}
-
-TEST(StreamGl, StreamedEqualsBatchOnTheGpuBackends) {
-  try {
-    gl::Context::headless(0);
-  } catch (const gl::GlError& e) {
-    GTEST_SKIP() << e.what();
-  }
-  const Geometry g = smallScan(50);
-  const Phantom phantom = Phantom::sheppLogan();
-  const Image projections = projectPhantom(phantom, g, {});
-  for (const char* backend : {"graphics", "compute"}) {
-    FdkOptions fdk;
-    fdk.backend = test::backendOf(backend);
-    fdk.window = 8;
-    fdk.filterOn = FilterPlace::Cpu;  // as the stream filters (on a hardware GPU the batch would filter on the device)
-    const Image batch = reconstructFdk(g, projections, kGrid, fdk);
-    auto source = simulatedScanner(phantom, g, 0);
-    FdkOptions options = streamed(fdk);
-    options.batch = 3;
-    const Image stream = reconstructStreaming(*source, g, kGrid, options);
-    // The backends group projections into windows of 8 whatever the batches, so the sums are formed alike;
-    // equality is expected, and at most one float rounding per projection (50 eps of the value) allowed.
-    double worst = 0;
-    for (std::size_t i = 0; i < batch.data.size(); ++i)
-      worst = std::max(worst, std::abs(double(batch.data[i]) - stream.data[i]) / (std::abs(batch.data[i]) + 1e-6));
-    EXPECT_LE(worst, 50 * test::kFloatRoundoff) << backend;
-    // The filter on the GPU (forced: llvmpipe's auto filters on the CPU): the stream hands raw projections to the
-    // same kernels in other groupings; each row is filtered alone and the windows are the same, so the same bits.
-    fdk.filterOn = FilterPlace::Gpu;
-    options.filterOn = FilterPlace::Gpu;
-    FdkReport batchReport;
-    const Image batchGpu = reconstructFdk(g, projections, kGrid, fdk, &batchReport);
-    source = simulatedScanner(phantom, g, 0);
-    FdkReport report;
-    const Image streamedGpu = reconstructStreaming(*source, g, kGrid, options, &report);
-    EXPECT_TRUE(batchReport.filteredOnGpu && report.filteredOnGpu) << backend;
-    EXPECT_EQ(streamedGpu.data, batchGpu.data) << backend;
-  }
 }
 
 }  // namespace

@@ -21,14 +21,17 @@
 namespace glrecon::test {
 
 /// Why no OpenGL 4.5 context can be made here ("" when one can): GL tests skip with it (CI has Mesa; a
-/// machine without EGL devices has none).
-inline std::string glUnavailableReason() {
-  try {
-    gl::Context::headless(0);
-    return "";
-  } catch (const std::exception& e) {
-    return e.what();
-  }
+/// machine without EGL devices has none). Probed once per process.
+inline const std::string& glUnavailableReason() {
+  static const std::string reason = [] {
+    try {
+      gl::Context::headless(0);
+      return std::string();
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+  }();
+  return reason;
 }
 
 /// In a TEST body: skips it, saying why, where no OpenGL 4.5 device exists.
@@ -48,16 +51,19 @@ inline Geometry circularScan(int views, int pixels, double detectorMm = 512.0) {
   return makeCircularScan(spec);
 }
 
-/// Why the cuda operator cannot run here (no device, not built), or "" where it can.
-inline std::string cudaProjectorUnavailableReason() {
-  try {
-    makeOperator(Backend::Cuda, circularScan(2, 8), VolumeGrid::centred({8, 8, 8}, glm::dvec3(4.0)));
-    return "";
-  } catch (const CudaError& e) {
-    return e.what();
-  } catch (const UsageError& e) {
-    return e.what();  // not built
-  }
+/// Why the cuda operator cannot run here (no device, not built), or "" where it can. Probed once per process.
+inline const std::string& cudaProjectorUnavailableReason() {
+  static const std::string reason = [] {
+    try {
+      makeOperator(Backend::Cuda, circularScan(2, 8), VolumeGrid::centred({8, 8, 8}, glm::dvec3(4.0)));
+      return std::string();
+    } catch (const CudaError& e) {
+      return std::string(e.what());
+    } catch (const UsageError& e) {
+      return std::string(e.what());  // not built
+    }
+  }();
+  return reason;
 }
 
 /// In a TEST body: skips it, saying why, where the cuda projector cannot run.

@@ -1,8 +1,7 @@
-// Slab mode of the OpenGL backprojectors (graphics, graphics-mp, compute): a volume reconstructed in slabs of y
-// rows, each slab computed with the whole grid's matrices and global voxel indices, equals the one-block
-// reconstruction bit for bit (with and without a region); each projection uploads only the detector rows its
-// slab can reach (slabRowBand), and those rows cover every row a slab's voxel samples. Headless on whatever
-// OpenGL 4.5 device EGL offers (Mesa's llvmpipe in CI); skipped, with the reason, where there is none.
+// The GL operators on a block of y rows (OperatorOptions::blockRows, moveBlock): a volume reconstructed block by block,
+// each with the whole grid's matrices and global voxel indices, equals the one-block reconstruction bit for bit (with
+// and without a region); each projection uploads only the detector rows its block can reach (slabRowBand), and those
+// rows cover every row a block's voxel samples. On the GL fixture.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,11 +17,13 @@
 #include "operators/gl/gl_operator.h"
 #include "glrecon/roi.h"
 #include "glrecon/slab.h"
+#include "device_fixtures.h"
 #include "test_support.h"
 
 namespace glrecon {
 namespace {
 
+using GraphicsSlab = test::GlTest;
 // An untilted circular scan: u and w do not change along y (the compute shader's Y_INVARIANT path).
 Geometry circularScan(int projections, int nu, int nv) {
   CircularScanSpec spec;
@@ -177,33 +178,28 @@ void checkSlabsAreBitIdentical(const std::string& backend, bool substacks = fals
   }
 }
 
-TEST(GraphicsSlab, AgGpuSlabsAreBitIdenticalToOneBlock) {
-  GLRECON_SKIP_WITHOUT_GL();
+TEST_F(GraphicsSlab, AgGpuSlabsAreBitIdenticalToOneBlock) {
   checkSlabsAreBitIdentical("graphics");
 }
 
 // The paper's sub-stack stencil updates some voxels outside the region (its bits are unions over slices): in
 // slabs the same ones, so even those are equal.
-TEST(GraphicsSlab, SubstackStencilSlabsAreBitIdentical) {
-  GLRECON_SKIP_WITHOUT_GL();
+TEST_F(GraphicsSlab, SubstackStencilSlabsAreBitIdentical) {
   checkSlabsAreBitIdentical("graphics", true);
   checkSlabsAreBitIdentical("graphics-mp", true);
 }
 
-TEST(GraphicsSlab, MpGpuSlabsAreBitIdenticalToOneBlock) {
-  GLRECON_SKIP_WITHOUT_GL();
+TEST_F(GraphicsSlab, MpGpuSlabsAreBitIdenticalToOneBlock) {
   checkSlabsAreBitIdentical("graphics-mp");
 }
 
-TEST(GraphicsSlab, ComputeSlabsAreBitIdenticalToOneBlock) {
-  GLRECON_SKIP_WITHOUT_GL();
+TEST_F(GraphicsSlab, ComputeSlabsAreBitIdenticalToOneBlock) {
   checkSlabsAreBitIdentical("compute");
 }
 
 // Every backend counts whole projections outside slab mode, and exactly the row bands in it: less than the
 // slabs x whole projections a naive slab loop would send, for a circular scan whose slabs see narrow bands.
-TEST(GraphicsSlab, UploadsOnlyTheRowBands) {
-  GLRECON_SKIP_WITHOUT_GL();
+TEST_F(GraphicsSlab, UploadsOnlyTheRowBands) {
   const Problem p = circularProblem(100, 120);
   const int slabRows = 16, ny = p.grid.size[1];
   const double projectionBytes = static_cast<double>(p.geometry.detector.nu) * p.geometry.detector.nv * sizeof(float);
@@ -238,8 +234,7 @@ TEST(GraphicsSlab, UploadsOnlyTheRowBands) {
 }
 
 // The automatic window search goes on across slabs (it does not restart at each), and the window it chose stays.
-TEST(GraphicsSlab, WindowSearchCarriesAcrossSlabs) {
-  GLRECON_SKIP_WITHOUT_GL();
+TEST_F(GraphicsSlab, WindowSearchCarriesAcrossSlabs) {
   const Problem p = circularProblem(37);
   OperatorOptions o;
   o.blockRows = 16;  // window 0: automatic
@@ -257,8 +252,7 @@ TEST(GraphicsSlab, WindowSearchCarriesAcrossSlabs) {
   EXPECT_EQ(std::count_if(timings.begin(), timings.end(), [](auto& t) { return t.first == 1; }), 1) << "the search restarted";
 }
 
-TEST(GraphicsSlab, MisuseIsReported) {
-  GLRECON_SKIP_WITHOUT_GL();
+TEST_F(GraphicsSlab, MisuseIsReported) {
   const Problem p = circularProblem(37);
   for (const std::string backend : {"graphics", "graphics-mp", "compute"}) {
     auto whole = test::makeNamed(backend, p.geometry, p.grid, options(0));

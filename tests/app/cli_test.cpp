@@ -9,19 +9,16 @@
 #include "glrecon/io.h"
 #include "test_support.h"
 
+#include "cli_support.h"
+
 namespace glrecon {
 namespace {
 
+using namespace test;  // cli_support.h
 namespace fs = std::filesystem;
 using test::CliRun;
 using test::contains;
 using test::runCli;
-
-
-
-
-// A small scan every test can reconstruct in well under a second.
-const std::string kSmallScan = "phantom -o scan --projections 60 --detector 64 --detector-spacing 8 -q";
 
 TEST(Cli, PhantomThenFdkReconstructsInWorldCoordinates) {
   const auto dir = test::scratchDir();
@@ -163,12 +160,6 @@ TEST(Cli, DemoRunsAndReplacesOnlyItsOwnOutput) {
   EXPECT_EQ(test::readText(dir / "mine" / "notes.txt"), "mine");
 }
 
-}  // namespace
-}  // namespace glrecon
-
-namespace glrecon {
-namespace {
-
 TEST(Cli, RtkStylePathAndRegexpEqualTheStack) {
   const auto dir = test::scratchDir();
   ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
@@ -220,42 +211,6 @@ TEST(Cli, ChosenSlicesAndTheSliceCommand) {
   EXPECT_EQ(runCli(dir, "fdk -g scan/geometry.xml -p scan/projections.mha -o w.mha --slices png --slice w:3").exitCode, 2);
 }
 
-}  // namespace
-}  // namespace glrecon
-
-namespace glrecon {
-namespace {
-
-TEST(Cli, GpuBackendsAndDevices) {
-  const auto dir = test::scratchDir();
-  const CliRun devices = runCli(dir, "devices");
-  if (devices.exitCode != 0 || devices.output.find("0: ") == std::string::npos) GTEST_SKIP() << "no OpenGL device: " << devices.output;
-  ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
-  const std::string fdk = "fdk -g scan/geometry.xml -p scan/projections.mha --size 16 --spacing 16 ";
-  CliRun r = runCli(dir, fdk + "-o g.mha --backend graphics --window 4");
-  ASSERT_EQ(r.exitCode, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "backend graphics on ") && contains(r.output, "window 4")) << r.output;
-  r = runCli(dir, fdk + "-o m.mha --backend graphics-mp --window max");
-  ASSERT_EQ(r.exitCode, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "backend graphics-mp on ") && contains(r.output, "(max)")) << r.output;
-  r = runCli(dir, fdk + "-o a.mha --backend auto");
-  ASSERT_EQ(r.exitCode, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "auto: ")) << r.output;  // says what it chose and why
-  r = runCli(dir, fdk + "-o x.mha --backend graphics --gpu 7");
-  EXPECT_EQ(r.exitCode, 1);
-  EXPECT_TRUE(contains(r.output, "--gpu 7")) << r.output;
-  EXPECT_FALSE(fs::exists(dir / "x.mha"));
-  r = runCli(dir, fdk + "-o y.mha --backend graphics --window 0");
-  EXPECT_EQ(r.exitCode, 2);
-  EXPECT_TRUE(contains(r.output, "--window")) << r.output;
-}
-
-}  // namespace
-}  // namespace glrecon
-
-namespace glrecon {
-namespace {
-
 TEST(Cli, RegionOfInterestWritesASideNoteAndChecksItsMask) {
   const auto dir = test::scratchDir();
   ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
@@ -283,134 +238,6 @@ TEST(Cli, RegionOfInterestWritesASideNoteAndChecksItsMask) {
   EXPECT_TRUE(contains(test::readText(dir / "d.mha.txt"), "density-range kill")) << r.output;
 }
 
-}  // namespace
-}  // namespace glrecon
-
-namespace glrecon {
-namespace {
-
-// A strict JSON syntax check (RFC 8259 grammar, no extensions): enough to call the bench output well-formed.
-class JsonChecker {
- public:
-  explicit JsonChecker(const std::string& text) : s_(text) {}
-  bool valid() {
-    skip();
-    if (!value()) return false;
-    skip();
-    return i_ == s_.size();
-  }
-
- private:
-  void skip() {
-    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
-  }
-  bool literal(const char* word) {
-    const std::string w = word;
-    if (s_.compare(i_, w.size(), w) != 0) return false;
-    i_ += w.size();
-    return true;
-  }
-  bool string() {
-    if (s_[i_] != '"') return false;
-    for (++i_; i_ < s_.size(); ++i_) {
-      if (s_[i_] == '\\') {
-        ++i_;
-        continue;
-      }
-      if (static_cast<unsigned char>(s_[i_]) < 0x20) return false;
-      if (s_[i_] == '"') {
-        ++i_;
-        return true;
-      }
-    }
-    return false;
-  }
-  bool number() {
-    const std::size_t start = i_;
-    if (s_[i_] == '-') ++i_;
-    while (i_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[i_])) || s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E' ||
-                              s_[i_] == '+' || s_[i_] == '-'))
-      ++i_;
-    return i_ > start && std::isdigit(static_cast<unsigned char>(s_[i_ - 1]));
-  }
-  bool value() {
-    if (i_ >= s_.size()) return false;
-    const char c = s_[i_];
-    if (c == '{' || c == '[') {
-      const char close = c == '{' ? '}' : ']';
-      ++i_;
-      skip();
-      if (s_[i_] == close) return ++i_, true;
-      for (;;) {
-        skip();
-        if (c == '{') {
-          if (!string()) return false;
-          skip();
-          if (s_[i_++] != ':') return false;
-          skip();
-        }
-        if (!value()) return false;
-        skip();
-        if (s_[i_] == ',') {
-          ++i_;
-          continue;
-        }
-        return s_[i_++] == close;
-      }
-    }
-    if (c == '"') return string();
-    if (c == 't') return literal("true");
-    if (c == 'f') return literal("false");
-    if (c == 'n') return literal("null");
-    return number();
-  }
-  const std::string& s_;
-  std::size_t i_ = 0;
-};
-
-TEST(Cli, BenchWritesJsonAndChartAndSurvivesBadBackends) {
-  const auto dir = test::scratchDir();
-  // An unknown backend name is refused before anything runs (issue #10: it used to be run, fail and exit 0).
-  const CliRun unknown = runCli(dir, "bench --size 16 --projections 24 --detector 32 --backends cpu,nosuch -o out -q");
-  EXPECT_EQ(unknown.exitCode, 2) << unknown.output;
-  EXPECT_TRUE(contains(unknown.output, "--backends") && contains(unknown.output, "nosuch")) << unknown.output;
-  EXPECT_FALSE(fs::exists(dir / "out"));
-  // A known backend that cannot run here (cuda without a device or without the backend built) is reported
-  // and the others still run.
-  const CliRun r = runCli(dir, "bench --size 16 --projections 24 --detector 32 --backends cpu,compute,graphics,cuda "
-                                "--window 1,4 -o out -q");
-  ASSERT_EQ(r.exitCode, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "G upd/s")) << r.output;
-  const std::string json = test::readText(dir / "out" / "bench.json");
-  EXPECT_TRUE(JsonChecker(json).valid()) << json;
-  for (const char* field : {"\"problem\"", "\"machine\"", "\"gpu\"", "\"driver\"", "\"cpu_threads\"", "\"filter_seconds\"", "\"runs\"",
-                            "\"backend\"", "\"window_asked\"", "\"setup\"", "\"upload\"", "\"backprojection\"", "\"readback\"",
-                            "\"gvoxel_updates_per_second\"", "\"projections_per_second\"", "\"whole_fdk\"", "\"vs_cpu\"", "\"max_abs\"",
-                            "\"rms\"", "\"vs_phantom\"", "\"rmse\"", "\"psnr_db\"", "\"error\""})
-    EXPECT_TRUE(contains(json, field)) << field;
-  EXPECT_TRUE(contains(json, "\"backend\": \"cpu\""));
-  EXPECT_TRUE(contains(json, "\"backend\": \"cuda\""));  // recorded, with its error where it cannot run
-  // cuda: without a device (or without the backend built) the reason is printed, exit status stays 0.
-  EXPECT_TRUE(contains(r.output, "cuda")) << r.output;
-  const std::string png = test::readText(dir / "out" / "bench.png");
-  ASSERT_GT(png.size(), 8u);
-  EXPECT_EQ(png.substr(1, 3), "PNG");
-  EXPECT_FALSE(JsonChecker(std::string("{\"a\": [1, 2,]}")).valid());  // the checker can fail
-  // The second run refuses to replace them without --overwrite, before benchmarking.
-  const CliRun again = runCli(dir, "bench --size 16 --projections 24 --detector 32 --backends cpu -o out -q");
-  EXPECT_EQ(again.exitCode, 1) << again.output;
-  EXPECT_TRUE(contains(again.output, "bench.json") && contains(again.output, "--overwrite")) << again.output;
-  EXPECT_EQ(test::readText(dir / "out" / "bench.json"), json);
-}
-
-}  // namespace
-}  // namespace glrecon
-
-#include <png.h>
-
-namespace glrecon {
-namespace {
-
 TEST(Cli, StreamAndScanSim) {
   const auto dir = test::scratchDir();
   ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
@@ -427,75 +254,6 @@ TEST(Cli, StreamAndScanSim) {
   for (const char* f : {"shots/snapshot_00015_axial.png", "shots/snapshot_00030_coronal.png", "shots/snapshot_00040_sagittal.png"})
     EXPECT_TRUE(fs::exists(dir / f)) << f;
   EXPECT_TRUE(fs::exists(dir / "sim.mha"));
-}
-
-// The viewer under Xvfb: its axial panel shows the final volume's central axial slice through the same
-// window/level, pixel for pixel (within one grey level for rounding), and closing mid-scan ends cleanly.
-// How many of the axial panel's 32 x 32 voxels (y = 16) the screenshot shows other than the written volume in the
-// grey range 0.9..1.2, beyond 8-bit rounding. Layout (viewer.cpp): panels of 360 px side by side above a 12 px
-// progress bar; the axial panel first, x across and z up, each voxel a zoom x zoom block, zoom = 360 / 32 = 11.
-std::size_t voxelsShownWrongly(const fs::path& screenshot, const Image& v) {
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  if (!png_image_begin_read_from_file(&image, screenshot.c_str())) return SIZE_MAX;
-  image.format = PNG_FORMAT_RGB;
-  std::vector<unsigned char> rgb(PNG_IMAGE_SIZE(image));
-  if (!png_image_finish_read(&image, nullptr, rgb.data(), 0, nullptr)) return SIZE_MAX;
-  const int zoom = 11, bar = 12, height = static_cast<int>(image.height), j = 16;
-  std::size_t off = 0;
-  for (int k = 0; k < 32; ++k)
-    for (int i = 0; i < 32; ++i) {
-      const int px = i * zoom + zoom / 2, glY = bar + k * zoom + zoom / 2, row = height - 1 - glY;
-      const int shown = rgb[(static_cast<std::size_t>(row) * image.width + px) * 3];
-      const double t = std::clamp((v.at(i, j, k) - 0.9) / (1.2 - 0.9), 0.0, 1.0);
-      off += std::abs(shown - static_cast<int>(std::lround(t * 255))) > 1;
-    }
-  return off;
-}
-
-TEST(GraphicsView, ScreenshotShowsTheReconstructedSliceAndClosingCancels) {
-  if (!std::getenv("DISPLAY")) GTEST_SKIP() << "no X display: run under xvfb-run (./quickstart.sh test does)";
-  const auto dir = test::scratchDir();
-  CliRun r = runCli(dir, "view --simulate 0 --size 32 --spacing 8 --backend graphics --window 8 --slice-range 0.9:1.2 "
-                          "--screenshot shot.png -o v.mha");
-  ASSERT_EQ(r.exitCode, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "frames/s")) << r.output;
-  EXPECT_EQ(voxelsShownWrongly(dir / "shot.png", readMetaImage((dir / "v.mha").string())), 0u) << "of 1024 voxels";
-  // Closing the window mid-scan (as a user would, after 50 of 360): a clean stop, nothing written.
-  const auto start = std::chrono::steady_clock::now();
-  r = runCli(dir, "view --simulate 100 --size 32 --spacing 8 --backend graphics --close-after 50 -o w.mha");
-  EXPECT_EQ(r.exitCode, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "cancelled")) << r.output;
-  EXPECT_FALSE(fs::exists(dir / "w.mha"));
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3.0);  // 360 at 100/s would take 3.6 s
-}
-
-// --offscreen draws the window's frames on a headless context (no display needed): the same pixels as a window
-// for every backend the viewer takes, the frame rate reported, and the same clean stop mid-scan.
-TEST(GraphicsView, OffscreenFramesShowTheReconstructedSliceOnEveryBackend) {
-  GLRECON_SKIP_WITHOUT_GL();
-  const auto dir = test::scratchDir() / "offscreen";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  for (const std::string backend : {"graphics", "graphics-mp", "compute", "cpu"}) {
-    const CliRun r = runCli(dir, "view --simulate 0 --size 32 --spacing 8 --backend " + backend +
-                                     " --window 8 --slice-range 0.9:1.2 --offscreen --screenshot " + backend + ".png -o " + backend + ".mha");
-    ASSERT_EQ(r.exitCode, 0) << r.output;
-    EXPECT_TRUE(contains(r.output, "frames/s")) << r.output;
-    EXPECT_EQ(voxelsShownWrongly(dir / (backend + ".png"), readMetaImage((dir / (backend + ".mha")).string())), 0u)
-        << backend << ": of 1024 voxels";
-  }
-  CliRun r = runCli(dir, "view --simulate 0 --size 32 --spacing 8 --backend compute --offscreen --close-after 50 -o w.mha");
-  EXPECT_EQ(r.exitCode, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "offscreen frames closed after")) << r.output;
-  EXPECT_FALSE(fs::exists(dir / "w.mha"));
-  r = runCli(dir, "view --simulate 0 --size 32 --spacing 8 --offscreen --headless -o x.mha");
-  EXPECT_EQ(r.exitCode, 2) << r.output;
-  EXPECT_TRUE(contains(r.output, "--offscreen: expected without --headless")) << r.output;
-  r = runCli(dir, "view --simulate 0 --size 32 --spacing 8 --offscreen --method sart -o x.mha");
-  EXPECT_EQ(r.exitCode, 2) << r.output;
-  EXPECT_TRUE(contains(r.output, "--offscreen: expected with --method fdk, found 'sart'")) << r.output;
-  EXPECT_FALSE(fs::exists(dir / "x.mha"));
 }
 
 }  // namespace

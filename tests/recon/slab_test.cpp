@@ -1,6 +1,5 @@
-// Slabs (glrecon/slab.h, reconstructFdkSlabs): the row band each slab uploads, the plan from a memory budget,
-// slab results against the one-block reconstruction bit for bit (cpu here, cuda where a device exists; the GL
-// backends in test_slab_gl.cpp), several workers, the slab-wise file writer and the command line.
+// Slabs (glrecon/slab.h): the row band each slab uploads, the plan from a memory budget, cpu slabs against the
+// one-block reconstruction bit for bit, the scratch file, the slab-wise file writer and the command line.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,58 +15,16 @@
 #include "glrecon/phantom.h"
 #include "glrecon/slab.h"
 #include "test_support.h"
+#include "slab_support.h"
 
 namespace glrecon {
 namespace {
 
+using namespace test;  // slab_support.h
 namespace fs = std::filesystem;
-
-// A scan whose slabs see narrow bands (circular) and one that exercises every term of the matrices: detector
-// and source offsets, out-of-plane and in-plane tilt.
-Geometry circularScan() {
-  CircularScanSpec spec;
-  spec.projections = 24;
-  spec.nu = 48;
-  spec.nv = 40;
-  spec.spacingU = spec.spacingV = 8.0;
-  return makeCircularScan(spec);
-}
-
-Geometry tiltedScan() {
-  CircularScanSpec spec;
-  spec.projections = 24;
-  spec.arc = 360;
-  spec.nu = 48;
-  spec.nv = 40;
-  spec.spacingU = spec.spacingV = 8.0;
-  spec.projectionOffsetX = 13.0;
-  spec.projectionOffsetY = -9.0;
-  spec.sourceOffsetX = 5.0;
-  spec.sourceOffsetY = 7.0;
-  spec.outOfPlaneAngle = 6.0;
-  spec.inPlaneAngle = 4.0;
-  return makeCircularScan(spec);
-}
-
-VolumeGrid smallGrid(int ny) { return VolumeGrid::centred({40, ny, 24}, glm::dvec3(5.0, 2.5, 5.0)); }
-
-Image phantomScan(const Geometry& g) { return projectPhantom(Phantom::sheppLogan(SheppLoganVariant::Rtk, 100.0), g, {}); }
 
 // The cost of one row of the grid on the cpu backend (no window): what --gpu-memory needs per row.
 std::uint64_t rowBytes(const VolumeGrid& grid) { return std::uint64_t{4} * grid.size[0] * grid.size[2]; }
-
-void expectBitIdentical(const Image& a, const Image& b, const std::string& what) {
-  ASSERT_EQ(a.size, b.size) << what;
-  ASSERT_EQ(a.data.size(), b.data.size()) << what;
-  std::size_t differ = 0, first = a.data.size();
-  for (std::size_t i = 0; i < a.data.size(); ++i)
-    if (std::memcmp(&a.data[i], &b.data[i], sizeof(float)) != 0) {
-      if (!differ) first = i;
-      ++differ;
-    }
-  EXPECT_EQ(differ, 0u) << what << ": first at " << first << " (" << a.data[first] << " vs " << b.data[first] << ")";
-  EXPECT_EQ(a.origin, b.origin) << what;
-}
 
 TEST(Slab, RowBandCoversEveryRowAVoxelTouches) {
   for (const Geometry& g : {circularScan(), tiltedScan()})
@@ -134,57 +91,7 @@ TEST(Slab, PlanSplitsIntoGranulesWithinTheBudget) {
     test::expectError<UsageError>([&] { parseByteSize("--gpu-memory", bad); }, {"--gpu-memory", "expected a memory size"});
 }
 
-// reconstructFdk through slabs (options.gpuMemory) against the one-block run: 2, 3 and 7 slabs (the last one
-// uneven), the whole volume and a region, the circular and the tilted scan.
-void slabsEqualOneBlock(const std::string& backend, int window) {
-  for (const Geometry& g : {circularScan(), tiltedScan()}) {
-    const Image projections = phantomScan(g);
-    for (const auto& [ny, slabRows, expectedSlabs] : {std::tuple{37, 32, 2}, std::tuple{37, 16, 3}, std::tuple{100, 16, 7}}) {
-      const VolumeGrid grid = smallGrid(ny);
-      for (const std::string roi : {"", "sphere:3,-4,2,40"}) {
-        FdkOptions options;
-        options.backend = test::backendOf(backend);
-        options.window = window;
-        options.threads = 2;
-        options.roi = roi;
-        // Both filter on the CPU (FFTW), whatever the device: the bits of the backprojection alone are compared here.
-        // With the filter on the GPU, slabs against one block: test_device_filter.cpp.
-        options.filterOn = FilterPlace::Cpu;
-        const Image whole = reconstructFdk(g, projections, grid, options);
-        const SlabCost cost = operatorCost(test::backendOf(backend), g, grid, window, !roi.empty());
-        options.gpuMemory = cost.fixedBytes + cost.bytesPerRow * slabRows;
-        FdkReport report;
-        const Image slabbed = reconstructFdk(g, projections, grid, options, &report);
-        EXPECT_EQ(report.slabs, expectedSlabs);
-        EXPECT_EQ(report.rowsPerSlab, slabRows);
-        const std::string what = backend + " ny " + std::to_string(ny) + ", " + std::to_string(expectedSlabs) + " slabs, roi '" + roi +
-                                 "', " + (g.circular.front().outOfPlaneAngle != 0 ? "tilted" : "circular");
-        expectBitIdentical(slabbed, whole, what);
-        if (backend != "cpu") {
-          // Row bands: less than every slab sending whole projections.
-          EXPECT_GT(report.uploadedBytes, 0.0) << what;
-          EXPECT_LT(report.uploadedBytes, report.wholeUploadBytes) << what;
-        }
-        // Several workers on one device take slabs from the queue: the same bits.
-        options.gpus = {0, 0};
-        expectBitIdentical(reconstructFdk(g, projections, grid, options), whole, what + ", --gpu 0,0");
-      }
-    }
-  }
-}
-
 TEST(Slab, CpuSlabsEqualOneBlockBitForBit) { slabsEqualOneBlock("cpu", 0); }
-
-TEST(CudaSlab, SlabsEqualOneBlockBitForBit) {
-  if (cuda::deviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  slabsEqualOneBlock("cuda", 8);
-}
-
-// The whole pipeline (filter store, queue, workers, assembly) on the GL backends: Mesa here, the GPU there.
-TEST(GraphicsSlab, FdkThroughSlabsEqualsOneBlockOnEveryGlBackend) {
-  GLRECON_SKIP_WITHOUT_GL();
-  for (const char* backend : {"graphics", "graphics-mp", "compute"}) slabsEqualOneBlock(backend, 8);
-}
 
 TEST(Slab, ScratchFileHoldsTheFilteredProjections) {
   const Geometry g = circularScan();
@@ -321,23 +228,6 @@ TEST(Cli, FdkInSlabsWritesTheOneBlockFile) {
     EXPECT_EQ(r.exitCode, 2) << bad << ": " << r.output;
     EXPECT_FALSE(fs::exists(dir / "bad.mha"));
   }
-}
-
-// Streaming needs the whole volume on one GPU: where it cannot be, the error names the limit and suggests the slab
-// path. A volume taller than the device's largest texture (16384 rows on llvmpipe and most GPUs) shows it on any
-// device; a GPU's free memory takes the same path where the driver reports it (NVX/ATI, CUDA).
-TEST(Cli, GpuBackendsSuggestSlabsWhenStreamingCannotHoldTheVolume) {
-  GLRECON_SKIP_WITHOUT_GL();
-  const fs::path dir = test::scratchDir() / "cli-stream-tall";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  ASSERT_EQ(test::runCli(dir, "phantom -o scan --projections 12 --detector 48 --detector-spacing 6 -q").exitCode, 0);
-  const test::CliRun r = test::runCli(
-      dir, "fdk -g scan/geometry.xml -p scan/projections.mha -o v.mha --backend compute --stream --size 2,40000,2 --spacing 1,0.005,1 -q");
-  EXPECT_NE(r.exitCode, 0) << r.output;
-  EXPECT_TRUE(test::contains(r.output, "volume size y")) << r.output;
-  EXPECT_TRUE(test::contains(r.output, "glrecon fdk without --stream reconstructs a larger volume in slabs")) << r.output;
-  EXPECT_FALSE(fs::exists(dir / "v.mha"));
 }
 
 }  // namespace

@@ -1,0 +1,29 @@
+// The cuda operator's forward and back projections against the cpu backend's. On the CUDA fixture.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "glrecon/errors.h"
+#include "device/gl/context.h"
+#include "glrecon/phantom.h"
+#include "glrecon/operator.h"
+#include "device_fixtures.h"
+#include "test_support.h"
+#include "projector_support.h"
+
+namespace glrecon {
+namespace {
+
+using CudaProjector = test::CudaTest;
+using namespace test;  // projector_support.h
+using test::circularScan;
+
+TEST_F(CudaProjector, MatchesCpu) {
+  backendMatchesCpu("cuda");
+}
+
+}  // namespace
+}  // namespace glrecon

@@ -1,0 +1,65 @@
+#pragma once
+// The comparison of a GPU backend's forward and back projections with the cpu backend's (projector_gl_test.cpp,
+// projector_cuda_test.cpp).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "glrecon/errors.h"
+#include "device/gl/context.h"
+#include "glrecon/phantom.h"
+#include "glrecon/operator.h"
+#include "test_support.h"
+
+namespace glrecon::test {
+
+// ---- GPU backends against the cpu reference ----
+// Relative RMS and max differences of GPU results against cpu: the GPU computes the same float expressions, but
+// positions round differently (fused multiply-adds, reciprocal division), texture units interpolate with their own
+// weight precision (llvmpipe: float; NVIDIA: 8-bit fractions, an error up to 1/512 of a neighbour difference per
+// sample), and a ray's sample count can differ by one at the clip box's end (where the interpolant is 0). The
+// bounds: RMS 1e-3 and max 1e-2 of the largest cpu value, an order above 8-bit interpolation's worst average.
+inline void expectClose(const std::vector<float>& gpu, const std::vector<float>& cpu, const char* what, bool software) {
+  double sq = 0, worst = 0, scale = 0;
+  for (std::size_t i = 0; i < cpu.size(); ++i) {
+    const double d = std::abs(static_cast<double>(gpu[i]) - cpu[i]);
+    sq += d * d;
+    worst = std::max(worst, d);
+    scale = std::max(scale, static_cast<double>(std::abs(cpu[i])));
+  }
+  const double rms = std::sqrt(sq / cpu.size());
+  std::printf("%s: relative RMS %.3e, relative max %.3e\n", what, rms / scale, worst / scale);
+  EXPECT_LT(rms, 1e-3 * scale) << what;
+  EXPECT_LT(worst, 1e-2 * scale) << what;
+  // llvmpipe interpolates in float: only position rounding remains (a few ulp of positions ~100 voxels from the
+  // origin, 1e-5 of a voxel, times the largest neighbour difference), so it is held two orders tighter.
+  if (software) {
+    EXPECT_LT(rms, 1e-5 * scale) << what << " (software renderer)";
+    EXPECT_LT(worst, 1e-4 * scale) << what << " (software renderer)";
+  }
+}
+
+inline void backendMatchesCpu(const std::string& backend) {
+  const Geometry g = circularScan(12, 40);
+  const VolumeGrid grid = VolumeGrid::centred({32, 28, 24}, {7.0, 8.0, 9.0});  // anisotropic, non-cubic: axes kept apart
+  const Image truth = voxelizePhantom(Phantom::sheppLogan(SheppLoganVariant::Modified, 90.0), grid, 2);
+  auto cpu = makeOperator(Backend::Cpu, g, grid);
+  auto gpu = test::makeNamed(backend, g, grid);
+  // A subset of views in a scrambled order: the view index must follow the batch, not the position.
+  const std::vector<std::size_t> views = {5, 0, 11, 3};
+  const std::size_t pixels = static_cast<std::size_t>(g.detector.nu) * g.detector.nv;
+  std::vector<float> a(views.size() * pixels), b(views.size() * pixels);
+  test::forwardOf(*cpu, truth.data.data(), views.data(), views.size(), a.data());
+  test::forwardOf(*gpu, truth.data.data(), views.data(), views.size(), b.data());
+  const bool software = gpu->description().find("llvmpipe") != std::string::npos;
+  expectClose(b, a, (backend + " forward").c_str(), software);
+  std::vector<float> va(grid.voxelCount()), vb(grid.voxelCount());
+  test::backOf(*cpu, a.data(), views.data(), views.size(), va.data());
+  test::backOf(*gpu, a.data(), views.data(), views.size(), vb.data());
+  expectClose(vb, va, (backend + " back").c_str(), software);
+}
+
+}  // namespace glrecon::test

@@ -1,0 +1,36 @@
+// The iterative methods on the GL backends against cpu, and the iterate kept on the device against the host path.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include <glm/geometric.hpp>
+
+#include "glrecon/errors.h"
+#include "glrecon/fdk.h"
+#include "device/gl/context.h"
+#include "glrecon/iterative.h"
+#include "glrecon/phantom.h"
+#include "glrecon/operator.h"
+#include "device_fixtures.h"
+#include "test_support.h"
+#include "iterative_support.h"
+
+namespace glrecon {
+namespace {
+
+using GraphicsIterative = test::GlTest;
+using namespace test;  // iterative_support.h
+
+TEST_F(GraphicsIterative, GraphicsAndComputeMatchCpu) {
+  for (const char* backend : {"graphics", "compute"})
+    for (IterativeMethod m : {IterativeMethod::Sart, IterativeMethod::Osem}) iterativeBackendMatchesCpu(backend, m);
+}
+
+TEST_F(GraphicsIterative, IterateOnTheDeviceMatchesTheHostPath) {
+  for (const char* backend : {"graphics", "compute"}) iterateOnDeviceMatchesHostPath(backend, 64);
+}
+
+}  // namespace
+}  // namespace glrecon

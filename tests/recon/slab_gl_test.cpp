@@ -1,0 +1,51 @@
+// FDK through slabs on the GL backends equals one block; the command line suggests slabs where streaming cannot hold
+// the volume. On the GL fixture.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "glrecon/operator.h"
+#include "device/cuda/device.h"
+#include "glrecon/errors.h"
+#include "glrecon/fdk.h"
+#include "device/gl/context.h"
+#include "glrecon/io.h"
+#include "glrecon/phantom.h"
+#include "glrecon/slab.h"
+#include "device_fixtures.h"
+#include "test_support.h"
+#include "slab_support.h"
+
+namespace glrecon {
+namespace {
+
+using GraphicsSlab = test::GlTest;
+using Cli = test::GlTest;
+using namespace test;  // slab_support.h
+namespace fs = std::filesystem;
+
+// The whole pipeline (filter store, queue, workers, assembly) on the GL backends: Mesa here, the GPU there.
+TEST_F(GraphicsSlab, FdkThroughSlabsEqualsOneBlockOnEveryGlBackend) {
+  for (const char* backend : {"graphics", "graphics-mp", "compute"}) slabsEqualOneBlock(backend, 8);
+}
+
+// Streaming needs the whole volume on one GPU: where it cannot be, the error names the limit and suggests the slab
+// path. A volume taller than the device's largest texture (16384 rows on llvmpipe and most GPUs) shows it on any
+// device; a GPU's free memory takes the same path where the driver reports it (NVX/ATI, CUDA).
+TEST_F(Cli, GpuBackendsSuggestSlabsWhenStreamingCannotHoldTheVolume) {
+  const fs::path dir = test::scratchDir() / "cli-stream-tall";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  ASSERT_EQ(test::runCli(dir, "phantom -o scan --projections 12 --detector 48 --detector-spacing 6 -q").exitCode, 0);
+  const test::CliRun r = test::runCli(
+      dir, "fdk -g scan/geometry.xml -p scan/projections.mha -o v.mha --backend compute --stream --size 2,40000,2 --spacing 1,0.005,1 -q");
+  EXPECT_NE(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(test::contains(r.output, "volume size y")) << r.output;
+  EXPECT_TRUE(test::contains(r.output, "glrecon fdk without --stream reconstructs a larger volume in slabs")) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "v.mha"));
+}
+
+}  // namespace
+}  // namespace glrecon

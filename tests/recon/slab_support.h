@@ -1,0 +1,104 @@
+#pragma once
+// The slab tests' scans and the slabs-equal-one-block comparison shared by the host, GL and CUDA files.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "glrecon/operator.h"
+#include "device/cuda/device.h"
+#include "glrecon/errors.h"
+#include "glrecon/fdk.h"
+#include "device/gl/context.h"
+#include "glrecon/io.h"
+#include "glrecon/phantom.h"
+#include "glrecon/slab.h"
+#include "test_support.h"
+
+namespace glrecon::test {
+
+// A scan whose slabs see narrow bands (circular) and one that exercises every term of the matrices: detector
+// and source offsets, out-of-plane and in-plane tilt.
+inline Geometry circularScan() {
+  CircularScanSpec spec;
+  spec.projections = 24;
+  spec.nu = 48;
+  spec.nv = 40;
+  spec.spacingU = spec.spacingV = 8.0;
+  return makeCircularScan(spec);
+}
+
+inline Geometry tiltedScan() {
+  CircularScanSpec spec;
+  spec.projections = 24;
+  spec.arc = 360;
+  spec.nu = 48;
+  spec.nv = 40;
+  spec.spacingU = spec.spacingV = 8.0;
+  spec.projectionOffsetX = 13.0;
+  spec.projectionOffsetY = -9.0;
+  spec.sourceOffsetX = 5.0;
+  spec.sourceOffsetY = 7.0;
+  spec.outOfPlaneAngle = 6.0;
+  spec.inPlaneAngle = 4.0;
+  return makeCircularScan(spec);
+}
+
+inline VolumeGrid smallGrid(int ny) { return VolumeGrid::centred({40, ny, 24}, glm::dvec3(5.0, 2.5, 5.0)); }
+
+inline Image phantomScan(const Geometry& g) { return projectPhantom(Phantom::sheppLogan(SheppLoganVariant::Rtk, 100.0), g, {}); }
+
+inline void expectBitIdentical(const Image& a, const Image& b, const std::string& what) {
+  ASSERT_EQ(a.size, b.size) << what;
+  ASSERT_EQ(a.data.size(), b.data.size()) << what;
+  std::size_t differ = 0, first = a.data.size();
+  for (std::size_t i = 0; i < a.data.size(); ++i)
+    if (std::memcmp(&a.data[i], &b.data[i], sizeof(float)) != 0) {
+      if (!differ) first = i;
+      ++differ;
+    }
+  EXPECT_EQ(differ, 0u) << what << ": first at " << first << " (" << a.data[first] << " vs " << b.data[first] << ")";
+  EXPECT_EQ(a.origin, b.origin) << what;
+}
+
+// reconstructFdk through slabs (options.gpuMemory) against the one-block run: 2, 3 and 7 slabs (the last one
+// uneven), the whole volume and a region, the circular and the tilted scan.
+inline void slabsEqualOneBlock(const std::string& backend, int window) {
+  for (const Geometry& g : {circularScan(), tiltedScan()}) {
+    const Image projections = phantomScan(g);
+    for (const auto& [ny, slabRows, expectedSlabs] : {std::tuple{37, 32, 2}, std::tuple{37, 16, 3}, std::tuple{100, 16, 7}}) {
+      const VolumeGrid grid = smallGrid(ny);
+      for (const std::string roi : {"", "sphere:3,-4,2,40"}) {
+        FdkOptions options;
+        options.backend = test::backendOf(backend);
+        options.window = window;
+        options.threads = 2;
+        options.roi = roi;
+        // Both filter on the CPU (FFTW), whatever the device: the bits of the backprojection alone are compared here.
+        // With the filter on the GPU, slabs against one block: test_device_filter.cpp.
+        options.filterOn = FilterPlace::Cpu;
+        const Image whole = reconstructFdk(g, projections, grid, options);
+        const SlabCost cost = operatorCost(test::backendOf(backend), g, grid, window, !roi.empty());
+        options.gpuMemory = cost.fixedBytes + cost.bytesPerRow * slabRows;
+        FdkReport report;
+        const Image slabbed = reconstructFdk(g, projections, grid, options, &report);
+        EXPECT_EQ(report.slabs, expectedSlabs);
+        EXPECT_EQ(report.rowsPerSlab, slabRows);
+        const std::string what = backend + " ny " + std::to_string(ny) + ", " + std::to_string(expectedSlabs) + " slabs, roi '" + roi +
+                                 "', " + (g.circular.front().outOfPlaneAngle != 0 ? "tilted" : "circular");
+        expectBitIdentical(slabbed, whole, what);
+        if (backend != "cpu") {
+          // Row bands: less than every slab sending whole projections.
+          EXPECT_GT(report.uploadedBytes, 0.0) << what;
+          EXPECT_LT(report.uploadedBytes, report.wholeUploadBytes) << what;
+        }
+        // Several workers on one device take slabs from the queue: the same bits.
+        options.gpus = {0, 0};
+        expectBitIdentical(reconstructFdk(g, projections, grid, options), whole, what + ", --gpu 0,0");
+      }
+    }
+  }
+}
+
+}  // namespace glrecon::test
