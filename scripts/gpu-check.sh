@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device run of the trunk's restructuring (docs/gpu-measurement.md has the carried libraries): the test binary,
+# One device run of the trunk's restructuring (docs/gpu-measurement.md has the carried libraries): the test binaries,
 # then tests/checksums.sh with the binary before the restructuring (.gl/bin/glrecon-old) and after it, compared.
 #   scripts/gpu-check.sh [tests|checksums|timing|all]
 set -uo pipefail
@@ -13,8 +13,12 @@ root=$PWD
 mkdir -p /work/main/build/tests/scratch && cp .gl/bin/glrecon /work/main/build/glrecon
 step=${1:-all}
 if [ "$step" = all ] || [ "$step" = tests ]; then
-  (cd /tmp && timeout 400 "$root/.gl/bin/glrecon-tests" > "$out/tests.txt" 2>&1; echo "exit $?" >> "$out/tests.txt")
-  grep -E "^\[  FAILED|^\[  PASSED|^\[  SKIPPED|tests from .* ran|Failure|^exit" "$out/tests.txt" | tail -30
+  # Every test executable there is (glrecon-tests, -gl, -cuda, -slow; before the tests' split, one).
+  for t in "$root"/.gl/bin/glrecon-tests*; do
+    case $t in *-old) continue ;; esac
+    (cd /tmp && echo "== $(basename $t)" && timeout 400 "$t"; echo "exit $?") >> "$out/tests.txt" 2>&1
+  done
+  grep -E "^== |^\[  FAILED|^\[  PASSED|^\[  SKIPPED|tests from .* ran|Failure|^exit" "$out/tests.txt" | tail -40
 fi
 if [ "$step" = all ] || [ "$step" = checksums ]; then
   tests/checksums.sh .gl/bin/glrecon-old /tmp/cs-old > "$out/sums-old.txt" 2> "$out/sums-old.log"

@@ -1,4 +1,4 @@
-// The projector pair's arithmetic (include/glrecon/projector.h), shared by the graphics and compute projectors and
+// The projector pair's arithmetic (include/glrecon/operator.h), shared by the graphics and compute projectors and
 // written operation for operation as src/project/cpu_projector.cpp computes it. Prepended to each stage's file.
 struct View {
   vec4 sourceIndex;  // xyz: the source in voxel-index coordinates

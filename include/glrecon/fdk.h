@@ -1,14 +1,14 @@
 #pragma once
 /// FDK as a straight chain, request -> plan -> run (RTK's FDKConeBeamReconstructionFilter in spirit):
 ///   planFdk()         every check once, before any projection is read: the geometry against the grid and the source,
-///                     the backend (auto: glrecon/tuning.h), the devices, the window, one block or slabs of y rows and
+///                     the backend (auto: src/recon/tuning.h), the devices, the window, one block or slabs of y rows and
 ///                     the memory each needs, where the filter runs, the region;
 ///   FdkReconstructor  the one scheduler: reads the source on a thread of its own (in chunks), filters (the FFTW pool, or
 ///                     the filter's device twin just before the backprojection), backprojects in order on each device's
 ///                     operator, reads the volume back into the sink. One block or slabs, read-ahead (batch) or bounded
 ///                     (streaming), one device or several: configurations of the same loop.
-/// Tested end to end against the analytic phantom in tests/test_fdk.cpp; slabs in tests/test_slab*.cpp; the streaming
-/// configuration in tests/test_stream.cpp.
+/// Tested end to end against the analytic phantom in tests/recon/fdk*_test.cpp; slabs in tests/recon/slab*_test.cpp and tests/operators/block_gl_test.cpp; the streaming
+/// configuration in tests/recon/stream*_test.cpp.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -54,7 +54,7 @@ UsageError filterOnGpuRefused(Backend backend, bool trajectoryAllows);
 struct FdkOptions {
   FilterOptions filter;
   FilterPlace filterOn = FilterPlace::Auto;
-  std::optional<Backend> backend;  ///< empty: auto (see glrecon/tuning.h)
+  std::optional<Backend> backend;  ///< empty: auto (see src/recon/tuning.h)
   int gpu = 0;                     ///< EGL or CUDA device of the GPU backends
   /// Several devices (CUDA or EGL indices; the same one may repeat): slabs are handed out from a queue, one worker per
   /// entry. Empty: `gpu` alone.

@@ -7,7 +7,7 @@
 ///   3. ramp filter along detector rows from the discrete spatial Ram-Lak kernel (no DC bias), zero-padded
 ///      to at least twice the row, optionally windowed, with the detector spacing scaled to the isocentre.
 /// After it the backprojector only sums (1/w^2) Q(u,v) over projections: the reconstruction comes out in
-/// the phantom's density units. Tested in tests/test_filter.cpp (kernel, windows) and tests/test_fdk.cpp.
+/// the phantom's density units. Tested in tests/filter/filter_test.cpp (kernel, windows) and tests/recon/fdk*_test.cpp.
 #include <array>
 #include <memory>
 #include <mutex>
@@ -146,7 +146,7 @@ class FdkFilter {
 /// The FDK filter's device twins (GL: shaders/filter_rows.comp; CUDA: a tiled Toeplitz product): the weights and ramp
 /// of DeviceFilter applied on an operator's device, equal to FdkFilter::apply within float rounding, written into a
 /// window of device projections that the operator then backprojects (ConeBeamOperator::back(DeviceProjections&)).
-/// Tested against the host in tests/test_device_filter.cpp.
+/// Tested against the host in tests/filter/device_filter*_test.cpp.
 class DeviceFdkFilter {
  public:
   virtual ~DeviceFdkFilter() = default;

@@ -7,7 +7,7 @@
 /// Ordered subsets: subset s holds the views v with v mod S == s (each subset spans the whole arc); the subsets are
 /// visited in bit-reversed order of s (0, S/2, S/4, 3S/4, ... for a power of two), so consecutive subsets are far
 /// apart in angle. Rays with A 1 = 0 (missing the volume) and voxels with B 1 = 0 (seen by no view of the subset)
-/// are left out of the update. Tested in tests/test_iterative.cpp.
+/// are left out of the update. Tested in tests/recon/iterative*_test.cpp.
 #include <cstdint>
 #include <functional>
 #include <memory>

@@ -1,6 +1,6 @@
 #pragma once
 /// Limits checked before work starts: host memory, input files that can be read without blocking, and the
-/// quoting of untrusted text in messages. Tested in tests/test_limits.cpp and tests/test_bad_input.cpp.
+/// quoting of untrusted text in messages. Tested in tests/core/limits_test.cpp and tests/app/bad_input_test.cpp.
 #include <cstddef>
 #include <cstdint>
 #include <string>

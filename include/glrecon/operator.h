@@ -9,7 +9,7 @@
 ///                       backprojection of filtered projections, whose sum is the reconstruction in density units;
 ///              Adjoint  the sample times V_voxel SDD^2 |r - s| / (|du x dv| depth^3): the ray density the transpose
 ///                       of `forward` integrates, so that <A x, y> ~ <x, B y> (not matched exactly: B interpolates on
-///                       the detector where A^T would splat ray samples; tests/test_projector.cpp bounds the gap).
+///                       the detector where A^T would splat ray samples; tests/operators/projector_test.cpp bounds the gap).
 ///   forward  projection_i = A(view_i) volume: ray-driven, trilinear samples at the midpoints of steps of `step` mm
 ///            along the ray from the source to each pixel centre, clipped to where the interpolant can be non-zero.
 /// Conventions every backend shares (Geometry's vectors and 3x4 matrices): pixel centres at integer (u, v), a sample
@@ -18,7 +18,7 @@
 ///
 /// Fdk back projections are batched into windows of W projections per pass on the GPU backends (Xu & Mueller's
 /// projection buffer): a window is drawn when full, and the last partial one by readVolume() or any other call.
-/// Tested against the CPU operator in tests/test_operator_*.cpp, against the analytic phantom in tests/test_fdk.cpp.
+/// Tested against the CPU operator in tests/operators/, against the analytic phantom in tests/recon/fdk*_test.cpp.
 #include <cstdint>
 #include <memory>
 #include <optional>

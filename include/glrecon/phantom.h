@@ -1,6 +1,6 @@
 #pragma once
 /// Analytic ellipsoid phantoms: exact line-integral projections for any geometry, and voxelization of the
-/// same phantom onto any grid as ground truth. Tested in tests/test_phantom.cpp.
+/// same phantom onto any grid as ground truth. Tested in tests/core/phantom_test.cpp.
 #include <cstdint>
 #include <string>
 #include <vector>

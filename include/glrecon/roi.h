@@ -1,7 +1,7 @@
 #pragma once
 /// Regions of interest: the voxels a reconstruction computes (Xu & Mueller 2007, section 3.3, early fragment
 /// kill). Outside the region voxels are 0; inside, values are bit for bit those of the unrestricted
-/// reconstruction. Every backend applies the same mask. Tested in tests/test_roi.cpp.
+/// reconstruction. Every backend applies the same mask. Tested in tests/core/roi*_test.cpp.
 #include <cstdint>
 #include <optional>
 #include <string>

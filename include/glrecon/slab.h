@@ -4,7 +4,7 @@
 /// backprojector in slab mode (BackprojectorOptions::slabRows) holds rows [first, first + rows) of the grid,
 /// computes every voxel with the whole grid's matrices and global indices (so the result equals the one-block
 /// reconstruction bit for bit), and uploads of each projection only the detector rows its slab can reach.
-/// Tested in tests/test_slab.cpp.
+/// Tested in tests/recon/slab*_test.cpp.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -2,7 +2,7 @@
 /// Sanity checks every command runs before any work (RTK's VerifyPreconditions): physical bounds on the
 /// volume grid and the scan, a volume that some projection sees, and values that cannot overflow float.
 /// Each throws GeometryError or InputError naming where, the field, what was expected and what was found.
-/// Tested in tests/test_bad_input.cpp (through the command line) and tests/test_limits.cpp.
+/// Tested in tests/app/bad_input_test.cpp (through the command line) and tests/core/limits_test.cpp.
 #include <array>
 #include <string>
 

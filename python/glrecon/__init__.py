@@ -316,7 +316,7 @@ def project(volume, geometry, backend="cpu", step=None, gpu=0, threads=0, spacin
     backend: a name of ``projectors()`` (cpu, graphics, compute, cuda where built); step: ray-marching step in
         mm (None: half the smallest voxel spacing); threads: cpu threads (0: all); gpu: device index.
 
-    The ray-driven projector of include/glrecon/projector.h (trilinear samples every ``step`` along each ray)."""
+    The ray-driven projector of include/glrecon/operator.h (trilinear samples every ``step`` along each ray)."""
     if not isinstance(geometry, Geometry):
         raise UsageError(f"geometry: expected a glrecon.Geometry, found {type(geometry).__name__}")
     spacing, origin = _volume_grid(volume, spacing, origin)

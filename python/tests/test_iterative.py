@@ -157,7 +157,7 @@ def test_errors_carry_the_cli_messages(scan, tmp_path):
 
 @pytest.mark.parametrize("backend", ["graphics", "compute"])
 def test_gpu_projector_agrees_with_cpu(scan, backend):
-    """The GPU projectors through Python: within tests/test_projector.cpp's bound of the cpu projector (RMS 1e-3 and
+    """The GPU projectors through Python: within tests/operators/projector_support.h's bound of the cpu projector (RMS 1e-3 and
     max 1e-2 of the largest value: hardware trilinear weights carry 8 fractional bits). Skipped where no OpenGL
     4.5 device exists."""
     vol = glrecon.read_image(scan / "fdk.mha")

@@ -3,7 +3,7 @@
 /// with no display; on a machine without one, Mesa's software device (llvmpipe) answers the same way.
 /// A window system's context (the viewer's GLFW window, src/viewer/window.cpp) is adopted: this module knows no
 /// window system. After creation every context is used the same way (GLEW-loaded entry points, one thread).
-/// Tested through the operators' tests (tests/test_graphics_backprojector.cpp and the others labelled gl).
+/// Tested through the operators' tests (tests/operators/operator_gl_test.cpp and the other *_gl_test.cpp files).
 #include <memory>
 #include <stdexcept>
 #include <string>

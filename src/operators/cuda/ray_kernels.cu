@@ -2,7 +2,7 @@
 // sampled through a texture object (hardware trilinear, border 0, unnormalised coordinates at texel centres + 0.5),
 // projections in a layered 2D cudaArray (bilinear, border 0). The same arithmetic as shaders/project_common.glsl.
 // NVIDIA texture units interpolate with 8-bit fractional weights (1/256 steps), so samples differ from the CPU's float
-// interpolation by up to 1/512 of the neighbouring voxels' difference (see tests/test_operator_cuda.cpp).
+// interpolation by up to 1/512 of the neighbouring voxels' difference (see tests/operators/operator_support.h).
 #include "device/cuda/cuda.h"
 #include "operators/cuda/kernels.h"
 

@@ -3,7 +3,7 @@
 // the same projection texture array the graphics path samples, accumulating into the same R32F volume texture array
 // by image load/store (which, unlike one SSBO, holds a 512^3 volume on Mesa as on NVIDIA). A region of interest
 // limits each column to the slices its region spans; no density-range kill. Forward and Adjoint back: the compute
-// passes of gl_ray_passes.cpp. Tested against the CPU operator in tests/test_operator_gl.cpp.
+// passes of gl_ray_passes.cpp. Tested against the CPU operator in tests/operators/operator_gl_test.cpp.
 #include <algorithm>
 #include <map>
 

@@ -8,7 +8,7 @@
 // W runs from 1 to the largest the varyings allow (floor(GL_MAX_VARYING_COMPONENTS / 3)); W = 0 searches over a few
 // sizes during the first passes and keeps the fastest, as the paper proposes. Regions go into the stencil (early
 // fragment kill): per slice, or the paper's 8 sub-stacks sharing one 8-bit stencil. Forward and Adjoint back: the
-// raster passes of gl_ray_passes.cpp. Tested against the CPU operator in tests/test_operator_gl.cpp.
+// raster passes of gl_ray_passes.cpp. Tested against the CPU operator in tests/operators/operator_gl_test.cpp.
 #include <algorithm>
 #include <map>
 
