@@ -46,13 +46,16 @@ std::string comparison(const std::vector<BackendMeasurement>& leastFirst) {
   return text.empty() ? "the only backend that ran" : text;
 }
 
-bool startCounts(const BackendMeasurement& m, int device) { return m.backend == Backend::Cuda && !cuda::isOpen(device); }
+// CUDA's start always counts (the GL context is open for auto anyway: it names the device), also where this process
+// has opened CUDA already (the measurement, an earlier run in Python): the choice depends on the problem and the
+// remembered figures only, so the same command gets the same backend and the same bits, first run or later.
+bool startCounts(const BackendMeasurement& m) { return m.backend == Backend::Cuda; }
 
 std::string noteFor(const std::vector<BackendMeasurement>& leastFirst, const VolumeGrid& grid, std::size_t projections,
-                    const std::string& deviceName, const std::string& date, int side, int device) {
+                    const std::string& deviceName, const std::string& date, int side) {
   std::string starts;
   for (const BackendMeasurement& m : leastFirst)
-    if (startCounts(m, device)) starts = ", cuda's start of " + significant(m.startSeconds, 2) + " s included";
+    if (startCounts(m)) starts = ", cuda's start of " + significant(m.startSeconds, 2) + " s included";
   return "auto: " + std::string(backendInfo(leastFirst.front().backend).name) + " backend, " + comparison(leastFirst) + " on " + deviceName +
          " for " + std::to_string(grid.size[0]) + "x" + std::to_string(grid.size[1]) + "x" + std::to_string(grid.size[2]) + " from " +
          std::to_string(projections) + " projections (estimated from rates measured " + date + " at " + std::to_string(side) + "^3" + starts +
@@ -141,11 +144,11 @@ BackendMeasurement timeBackend(Backend backend, int side, int device, DeviceSess
   return m;
 }
 
-// Least estimated time first, for `projections` into `grid`; CUDA's start counts where its context is not open yet.
-void estimate(std::vector<BackendMeasurement>& measured, const VolumeGrid& grid, std::size_t projections, int device) {
+// Least estimated time first, for `projections` into `grid`, CUDA's start included.
+void estimate(std::vector<BackendMeasurement>& measured, const VolumeGrid& grid, std::size_t projections) {
   const double voxels = static_cast<double>(grid.voxelCount());
   for (BackendMeasurement& m : measured) {
-    m.estimatedSeconds = (startCounts(m, device) ? m.startSeconds : 0.0) + m.fixedSecondsPerVoxel * voxels + voxels * static_cast<double>(projections) / m.updatesPerSecond;
+    m.estimatedSeconds = (startCounts(m) ? m.startSeconds : 0.0) + m.fixedSecondsPerVoxel * voxels + voxels * static_cast<double>(projections) / m.updatesPerSecond;
   }
   std::stable_sort(measured.begin(), measured.end(), [](const auto& a, const auto& b) { return a.estimatedSeconds < b.estimatedSeconds; });
 }
@@ -217,9 +220,9 @@ AutoChoice chooseBackend(const VolumeGrid& grid, std::size_t projections, Device
     choice.measurements.clear();
     parseCacheValue(value, choice.measurements, date, side);
   }
-  estimate(choice.measurements, grid, projections, options.device);
+  estimate(choice.measurements, grid, projections);
   choice.backend = choice.measurements.front().backend;
-  choice.note = noteFor(choice.measurements, grid, projections, deviceName, date, side, options.device);
+  choice.note = noteFor(choice.measurements, grid, projections, deviceName, date, side);
   return choice;
 }
 

@@ -51,9 +51,4 @@ double open(int device) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-bool isOpen(int device) {
-  std::lock_guard lock(openMutex);
-  return opened.count(device) > 0;
-}
-
 }  // namespace glrecon::cuda

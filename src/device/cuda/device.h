@@ -21,7 +21,5 @@ double bilinearPeak(int device);
 /// much for the context), so that a later operator does not wait for it; returns the seconds it took (0 where it was
 /// open already). Errors are left for the operator to report. Does nothing without CUDA.
 double open(int device);
-/// True once open() made the context on `device` in this process.
-bool isOpen(int device);
 
 }  // namespace glrecon::cuda

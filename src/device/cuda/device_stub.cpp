@@ -9,5 +9,4 @@ std::uint64_t freeMemory(int) { return 0; }
 std::string deviceName(int) { return ""; }
 double bilinearPeak(int) { return 0.0; }
 double open(int) { return 0.0; }
-bool isOpen(int) { return false; }
 }  // namespace glrecon::cuda

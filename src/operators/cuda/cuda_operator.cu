@@ -143,7 +143,6 @@ CudaOperator::CudaOperator(const Geometry& geometry, const VolumeGrid& grid, con
     throw CudaError(std::string("CUDA: no device (") + (status != cudaSuccess ? cudaGetErrorString(status) : "none found") + ")");
   if (device_ < 0 || device_ >= devices)
     throw CudaError(field("gpu") + " " + std::to_string(device_) + ": expected a CUDA device from 0 to " + std::to_string(devices - 1));
-  cuda::open(device_);  // marks the context open for auto's estimates (src/recon/tuning.h); errors are the next call's
   GLRECON_CUDA(cudaSetDevice(device_));
   cudaDeviceProp properties{};
   GLRECON_CUDA(cudaGetDeviceProperties(&properties, device_));
