@@ -220,4 +220,15 @@ OperatorOptions ProjectorOptions::operatorOptions() const {
   return options;
 }
 
+IterativeOptions IterativeParameters::options(IterativeMethod method) const {
+  IterativeOptions options;
+  options.method = method;
+  options.iterations = iterations;
+  options.subsets = subsets;
+  options.lambda = lambda;
+  options.positivity = positivity;
+  if (iterations < 1) throw UsageError("--iterations: expected at least 1, found " + std::to_string(iterations));
+  return options;
+}
+
 }  // namespace glrecon::app

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "glrecon/grid.h"
+#include "glrecon/iterative.h"
 #include "glrecon/operator.h"
 
 namespace CLI {
@@ -105,6 +106,15 @@ struct ProjectorOptions {
   double step = 0.0;
   void add(CLI::App* command);
   OperatorOptions operatorOptions() const;
+};
+
+/// --iterations, --subsets, --lambda, --positivity: the iterative methods' parameters (sart, sirt, cgls, osem and view).
+/// Each command declares those it takes, with its own help; they become IterativeOptions here, checked before any work.
+struct IterativeParameters {
+  int iterations = 10, subsets = 0;
+  double lambda = 0.0;
+  bool positivity = false;
+  IterativeOptions options(IterativeMethod method) const;
 };
 
 }  // namespace glrecon::app

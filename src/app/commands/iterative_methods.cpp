@@ -33,14 +33,14 @@ class IterativeMethodCommand final : public Command {
     c->add_option("--projections,-p", projectionsPath, "Projections (line integrals): a stack, a directory or a glob")->required();
     c->add_option("--output,-o", output, "Output volume (.mha or .mhd)")->required();
     volume.add(c);
-    c->add_option("--iterations,-n", iterations, "Iterations (passes over all projections)")->capture_default_str();
+    c->add_option("--iterations,-n", parameters.iterations, "Iterations (passes over all projections)")->capture_default_str();
     if (method == IterativeMethod::Sart || method == IterativeMethod::Osem)
-      c->add_option("--subsets", subsets,
+      c->add_option("--subsets", parameters.subsets,
                     method == IterativeMethod::Sart ? "Ordered subsets (1 to the number of projections; default: one projection per subset)"
                                                     : "Ordered subsets (1 to the number of projections; 1 is MLEM; default: 8)");
     if (method == IterativeMethod::Sart || method == IterativeMethod::Sirt)
-      c->add_option("--lambda", lambda, "Relaxation in (0, 2) (default: 0.8 with one projection per subset, else 1)");
-    if (method != IterativeMethod::Cgls) c->add_flag("--positivity", positivity, "Clamp negative voxels to 0 after every update");
+      c->add_option("--lambda", parameters.lambda, "Relaxation in (0, 2) (default: 0.8 with one projection per subset, else 1)");
+    if (method != IterativeMethod::Cgls) c->add_flag("--positivity", parameters.positivity, "Clamp negative voxels to 0 after every update");
     c->add_option("--initial", initial, "Starting volume on the output grid (e.g. an FDK result; default: 0, osem: a positive constant)");
     c->add_option("--roi", roi, "Reconstruct only a region (voxels outside stay 0): fov, fov-cylinder, cylinder:..., box:..., sphere:..., MASK.mha");
     projector.add(c);
@@ -56,12 +56,11 @@ class IterativeMethodCommand final : public Command {
   std::string geometryPath, projectionsPath, output, roi, initial, residualCsv, residualPng;
   VolumeGridOptions volume;
   ProjectorOptions projector;
-  int iterations = 10, subsets = 0;
-  double lambda = 0.0;
-  bool positivity = false, overwrite = false, quiet = false;
+  IterativeParameters parameters;
+  bool overwrite = false, quiet = false;
 
   void run() const {
-    IterativeOptions options = iterativeOptions();
+    IterativeOptions options = parameters.options(method);
     const Backend chosen = projector.backend.projector();  // before any reading: a bad name costs nothing
     const VolumeGrid grid = volume.grid();
     for (const std::string& path : {output, residualCsv, residualPng}) {
@@ -89,22 +88,11 @@ class IterativeMethodCommand final : public Command {
                                               [&](const IterationRecord& r, const std::vector<float>&) {
                                                 if (quiet || r.subset != r.subsets) return;
                                                 std::fprintf(stderr, "%s iteration %d/%d: residual %.6g (%.4g of ||b||), %.3f s\n",
-                                                             methodName(method), r.iteration, iterations, r.residual,
+                                                             methodName(method), r.iteration, parameters.iterations, r.residual,
                                                              norm > 0 ? r.residual / norm : 0.0, r.seconds);
                                               });
     writeOutputs(result, report, backendInfo(op->backend()).name);
     if (!quiet) printSummary(report, op->timings(), norm);
-  }
-
-  IterativeOptions iterativeOptions() const {
-    IterativeOptions options;
-    options.method = method;
-    options.iterations = iterations;
-    options.subsets = subsets;
-    options.lambda = lambda;
-    options.positivity = positivity;
-    if (iterations < 1) throw UsageError("--iterations: expected at least 1, found " + std::to_string(iterations));
-    return options;
   }
 
   void writeOutputs(const Image& result, const IterativeReport& report, const std::string& backend) const {
@@ -119,7 +107,7 @@ class IterativeMethodCommand final : public Command {
     std::fprintf(stderr,
                  "%s: %d iterations, %d subset(s), lambda %.3g: final residual %.6g (%.4g of ||b||); %.2f s (setup %.2f s; forward %.2f s, "
                  "back %.2f s)\n",
-                 methodName(method), iterations, report.subsets, report.lambda, report.finalResidual,
+                 methodName(method), parameters.iterations, report.subsets, report.lambda, report.finalResidual,
                  norm > 0 ? report.finalResidual / norm : 0.0, report.seconds, report.setupSeconds, timings.forward, timings.back);
     std::fprintf(stderr, "wrote %s\n", output.c_str());
   }

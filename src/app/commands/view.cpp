@@ -37,10 +37,10 @@ class ViewCommand final : public Command {
                   "fdk (streaming), or an iterative method shown after every subset: sart, sirt, cgls, osem (--backend auto means cpu "
                   "for these; --simulate then scans 90 projections of 128^2)")
         ->capture_default_str();
-    c->add_option("--iterations,-n", iterations, "Iterative methods: iterations")->capture_default_str();
-    c->add_option("--subsets", subsets, "sart, osem: ordered subsets (default: sart one projection each, osem 8)");
-    c->add_option("--lambda", lambda, "sart, sirt: relaxation in (0, 2) (default: sart 0.8 with one projection per subset, else 1)");
-    c->add_flag("--positivity", positivity, "sart, sirt, osem: clamp negative voxels to 0 after every update");
+    c->add_option("--iterations,-n", parameters.iterations, "Iterative methods: iterations")->capture_default_str();
+    c->add_option("--subsets", parameters.subsets, "sart, osem: ordered subsets (default: sart one projection each, osem 8)");
+    c->add_option("--lambda", parameters.lambda, "sart, sirt: relaxation in (0, 2) (default: sart 0.8 with one projection per subset, else 1)");
+    c->add_flag("--positivity", parameters.positivity, "sart, sirt, osem: clamp negative voxels to 0 after every update");
     live.add(c);
     c->callback([this] { run(); });
   }
@@ -48,10 +48,10 @@ class ViewCommand final : public Command {
  private:
   LiveOptions live{"view"};
   std::string geometryPath, projectionsPath, screenshot, method = "fdk";
-  double simulate = -1, lambda = 0.0;
-  bool headless = false, offscreen = false, positivity = false;
+  double simulate = -1;
+  bool headless = false, offscreen = false;
   std::size_t closeAfter = 0, screenshotAt = 0;
-  int iterations = 10, subsets = 0;
+  IterativeParameters parameters;
 
   void requireFiles() const {
     if (geometryPath.empty() || projectionsPath.empty()) throw UsageError("view: expected --geometry and --projections, or --simulate RATE");
@@ -96,17 +96,6 @@ class ViewCommand final : public Command {
     viewer::viewFdk(source, geometry, grid, live.streamOptions(), live.output, live.overwrite, script);
   }
 
-  IterativeOptions iterativeOptions() const {
-    IterativeOptions o;
-    o.method = parseIterativeMethod(method);
-    o.iterations = iterations;
-    o.subsets = subsets;
-    o.lambda = lambda;
-    o.positivity = positivity;
-    if (iterations < 1) throw UsageError("--iterations: expected at least 1, found " + std::to_string(iterations));
-    return o;
-  }
-
   // The iterative methods' scan: a simulated one (90 projections of 128^2) or the files.
   void loadScan(Geometry& geometry, Image& projections) const {
     if (simulate >= 0) {
@@ -121,7 +110,7 @@ class ViewCommand final : public Command {
   }
 
   void runIterative() const {
-    const IterativeOptions o = iterativeOptions();
+    const IterativeOptions o = parameters.options(parseIterativeMethod(method));
     const VolumeGrid grid = live.volume.grid();
     Geometry geometry;
     Image projections;
