@@ -96,6 +96,8 @@ std::pair<double, double> percentileRange(const Image& volume, double lowPercent
 // ---- atomic output ----
 /// A file written under a temporary name in the target's directory and renamed onto the target by
 /// commit(); destroyed without commit(), it removes the temporary file, so a failed run leaves no output.
+/// Without `overwrite` commit() never replaces a file: one that appeared at the target while the run worked (another
+/// run given the same output, say) is kept and commit() throws InputError naming it.
 class AtomicOutput {
  public:
   AtomicOutput(std::string target, bool overwrite);
@@ -106,8 +108,12 @@ class AtomicOutput {
   const std::string& temporaryPath() const { return temporary_; }
   const std::string& target() const { return target_; }
   void commit();
+  /// Undoes commit() where a partner file could not be committed (.mhd's header after its .raw): removes the file it
+  /// published, or, where it replaced one, puts that one back.
+  void retract();
 
  private:
+  bool overwrite_;
   std::string target_;
   std::string temporary_;
   bool committed_ = false;
@@ -204,7 +210,8 @@ void writeFileBytes(const std::string& target, const std::string& file, const vo
 
 /// The files one run of a multi-file command writes (phantom's three, fdk's volume, note and slices, view's
 /// snapshots): each is registered before it is written, and unless keep() is called (the run completed),
-/// the destructor removes those that did not exist before the run; so does SIGINT/SIGTERM meanwhile.
+/// the destructor removes those that did not exist before the run, except a file that an AtomicOutput found at its
+/// target when it came to publish (another process's, kept); so does SIGINT/SIGTERM meanwhile (without that check).
 /// Files that existed before (replaced with --overwrite) are left as they are then.
 class RunOutputs {
  public:

@@ -9,7 +9,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <random>
+#include <set>
+#include <utility>
 
 #include "glrecon/errors.h"
 #include "glrecon/io.h"
@@ -153,6 +156,29 @@ void writeFileBytes(const std::string& target, const std::string& file, const vo
   if (::close(fd) != 0) throwInputError(target, "output", "a writable file with enough space", std::strerror(errno));
 }
 
+namespace {
+
+// The files an AtomicOutput found at its target when it came to publish (device and inode): another process put them
+// there while the run worked, so a run that then fails removes its outputs but not these.
+std::mutex foreignMutex;
+std::set<std::pair<dev_t, ino_t>> foreign;
+
+void noteForeign(const std::string& path) {
+  struct stat s {};
+  if (::lstat(path.c_str(), &s) != 0) return;
+  std::lock_guard lock(foreignMutex);
+  foreign.insert({s.st_dev, s.st_ino});
+}
+
+bool isForeign(const std::string& path) {
+  struct stat s {};
+  if (::lstat(path.c_str(), &s) != 0) return false;
+  std::lock_guard lock(foreignMutex);
+  return foreign.count({s.st_dev, s.st_ino}) > 0;
+}
+
+}  // namespace
+
 void RunOutputs::track(const std::string& path) {
   std::error_code error;
   if (fs::exists(fs::symlink_status(path, error))) return;
@@ -172,12 +198,12 @@ RunOutputs::~RunOutputs() {
   for (auto it = created_.rbegin(); it != created_.rend(); ++it) {
     const Created& c = *it;
     std::error_code ignored;
-    fs::remove(c.path, ignored);
+    if (!isForeign(c.path)) fs::remove(c.path, ignored);
     unregisterCleanupPath(c.slot);
   }
 }
 
-AtomicOutput::AtomicOutput(std::string target, bool overwrite) : target_(std::move(target)) {
+AtomicOutput::AtomicOutput(std::string target, bool overwrite) : overwrite_(overwrite), target_(std::move(target)) {
   refuseToOverwrite(target_, overwrite);
   const fs::path t(target_);
   const fs::path dir = t.has_parent_path() ? t.parent_path() : fs::path(".");
@@ -196,7 +222,37 @@ AtomicOutput::~AtomicOutput() {
   unregisterCleanupPath(slot_);
 }
 
+namespace {
+
+// Publishes `from` as `to` unless `to` exists, atomically: renameat2's RENAME_NOREPLACE, or where the file system lacks
+// it, a hard link (which fails on an existing name too) and an unlink. False where `to` exists.
+bool renameWithoutReplacing(const std::string& from, const std::string& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return true;
+  if (errno == EEXIST) return false;
+  if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+    throwInputError(to, "output", "a writable location", std::strerror(errno));
+  if (::link(from.c_str(), to.c_str()) == 0) {
+    ::unlink(from.c_str());
+    return true;
+  }
+  if (errno == EEXIST) return false;
+  throwInputError(to, "output", "a writable location (a file system with RENAME_NOREPLACE or hard links)", std::strerror(errno));
+}
+
+}  // namespace
+
 void AtomicOutput::commit() {
+  if (!overwrite_) {
+    if (!renameWithoutReplacing(temporary_, target_)) {
+      noteForeign(target_);
+      throwInputError(target_, "output", "a path that does not exist yet (pass " + field("overwrite") + " to replace it)",
+                      "a file that appeared there while the run worked (kept as it is)");
+    }
+    committed_ = true;
+    unregisterCleanupPath(slot_);
+    slot_ = -1;
+    return;
+  }
   // Over an existing file, an atomic exchange: the new file takes the name at once and the old one, now under the
   // temporary name, is deleted with this object (freeing half a gigabyte of page cache takes tens of milliseconds the
   // output need not wait for). Where there is no file to exchange with, or the file system cannot, a rename.
@@ -210,6 +266,17 @@ void AtomicOutput::commit() {
   committed_ = true;
   unregisterCleanupPath(slot_);
   slot_ = -1;
+}
+
+void AtomicOutput::retract() {
+  if (!committed_) return;
+  std::error_code ignored;
+  if (replacedKept_ && ::renameat2(AT_FDCWD, temporary_.c_str(), AT_FDCWD, target_.c_str(), RENAME_EXCHANGE) == 0) {
+    fs::remove(temporary_, ignored);  // now the retracted file; the replaced one is back under its name
+    replacedKept_ = false;
+  } else {
+    fs::remove(target_, ignored);
+  }
 }
 
 }  // namespace glrecon

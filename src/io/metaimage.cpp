@@ -475,7 +475,12 @@ void writeMetaImage(const std::string& path, const Image& image, bool overwrite)
     writeBytes(raw.temporaryPath(), false, true);
     writeBytes(mhd.temporaryPath(), true, false);
     raw.commit();
-    mhd.commit();
+    try {
+      mhd.commit();
+    } catch (...) {
+      raw.retract();  // no .raw without its .mhd
+      throw;
+    }
   } else {
     AtomicOutput mha(path, overwrite);
     writeBytes(mha.temporaryPath(), true, true);

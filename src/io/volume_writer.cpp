@@ -176,7 +176,13 @@ void VolumeFileWriter::commit() {
   }
   fd_ = -1;
   data_->commit();
-  if (header_) header_->commit();
+  if (!header_) return;
+  try {
+    header_->commit();
+  } catch (...) {
+    data_->retract();  // no .raw without its .mhd
+    throw;
+  }
 }
 
 }  // namespace glrecon

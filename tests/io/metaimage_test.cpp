@@ -138,6 +138,40 @@ TEST(MetaImage, WritesAreAtomicAndNeverOverwriteUnasked) {
   EXPECT_EQ(filesIn(dir), (std::vector<fs::path>{"v.mha"}));
 }
 
+// A file that appears at the output path while a run works (another run given the same output finished first) is never
+// replaced without overwrite, nor removed by the failing run's cleanup: the commit refuses naming it, the file stays
+// byte for byte, no temporary is left, and a .mhd pair publishes neither half. With overwrite the run replaces it.
+TEST(MetaImage, AFileThatAppearsWhileTheRunWorksIsKept) {
+  const auto dir = test::scratchDir();
+  const std::string target = (dir / "v.mha").string();
+  {
+    RunOutputs outputs;  // as a command tracks its outputs: removed unless kept
+    outputs.track(target);
+    AtomicOutput out(target, false);
+    test::writeText(out.temporaryPath(), "mine");
+    test::writeText(target, "theirs");
+    expectError<InputError>([&] { out.commit(); }, {"v.mha", "appeared", "overwrite"});
+  }
+  EXPECT_EQ(test::readText(target), "theirs");
+  EXPECT_EQ(filesIn(dir), (std::vector<fs::path>{"v.mha"}));
+
+  const VolumeGrid grid{{2, 2, 2}, glm::dvec3(1.0), glm::dvec3(0.0)};
+  const std::vector<float> rows(8, 1.0f);
+  {
+    VolumeFileWriter writer((dir / "w.mhd").string(), grid, false);
+    writer.writeRows(0, 2, rows.data());
+    test::writeText(dir / "w.mhd", "theirs");
+    expectError<InputError>([&] { writer.commit(); }, {"w.mhd", "appeared"});
+  }
+  EXPECT_EQ(test::readText(dir / "w.mhd"), "theirs");
+  EXPECT_EQ(filesIn(dir), (std::vector<fs::path>{"v.mha", "w.mhd"}));  // no w.raw without its header
+
+  AtomicOutput replacing(target, true);
+  test::writeText(replacing.temporaryPath(), "mine");
+  replacing.commit();
+  EXPECT_EQ(test::readText(target), "mine");
+}
+
 TEST(ProjectionStack, DirectoryAndGlobInNaturalOrder) {
   const auto dir = test::scratchDir();
   fs::create_directories(dir / "scan");
