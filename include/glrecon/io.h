@@ -108,11 +108,12 @@ class AtomicOutput {
   const std::string& temporaryPath() const { return temporary_; }
   const std::string& target() const { return target_; }
   void commit();
-  /// Undoes commit() where a partner file could not be committed (.mhd's header after its .raw): removes the file it
-  /// published, or, where it replaced one, puts that one back.
-  void retract();
+  /// commit() of `data`, then of `header`: a .mhd and its .raw both published, or neither (where the header cannot be,
+  /// the data file is retracted: removed, or the file it replaced put back).
+  static void commitPair(AtomicOutput& data, AtomicOutput& header);
 
  private:
+  void retract();
   bool overwrite_;
   std::string target_;
   std::string temporary_;

@@ -268,6 +268,16 @@ void AtomicOutput::commit() {
   slot_ = -1;
 }
 
+void AtomicOutput::commitPair(AtomicOutput& data, AtomicOutput& header) {
+  data.commit();
+  try {
+    header.commit();
+  } catch (...) {
+    data.retract();  // no .raw without its .mhd
+    throw;
+  }
+}
+
 void AtomicOutput::retract() {
   if (!committed_) return;
   std::error_code ignored;

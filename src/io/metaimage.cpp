@@ -474,13 +474,7 @@ void writeMetaImage(const std::string& path, const Image& image, bool overwrite)
     AtomicOutput mhd(path, overwrite);
     writeBytes(raw.temporaryPath(), false, true);
     writeBytes(mhd.temporaryPath(), true, false);
-    raw.commit();
-    try {
-      mhd.commit();
-    } catch (...) {
-      raw.retract();  // no .raw without its .mhd
-      throw;
-    }
+    AtomicOutput::commitPair(raw, mhd);
   } else {
     AtomicOutput mha(path, overwrite);
     writeBytes(mha.temporaryPath(), true, true);

@@ -175,14 +175,10 @@ void VolumeFileWriter::commit() {
     throwInputError(path_, "output", "a writable file with enough space", std::strerror(errno));
   }
   fd_ = -1;
-  data_->commit();
-  if (!header_) return;
-  try {
-    header_->commit();
-  } catch (...) {
-    data_->retract();  // no .raw without its .mhd
-    throw;
-  }
+  if (header_)
+    AtomicOutput::commitPair(*data_, *header_);
+  else
+    data_->commit();
 }
 
 }  // namespace glrecon
