@@ -7,8 +7,8 @@
 ///                     the filter's device twin just before the backprojection), backprojects in order on each device's
 ///                     operator, reads the volume back into the sink. One block or slabs, read-ahead (batch) or bounded
 ///                     (streaming), one device or several: configurations of the same loop.
-/// Tested end to end against the analytic phantom in tests/recon/fdk*_test.cpp; slabs in tests/recon/slab*_test.cpp and tests/operators/block_gl_test.cpp; the streaming
-/// configuration in tests/recon/stream*_test.cpp.
+/// Tested end to end against the analytic phantom in tests/recon/fdk*_test.cpp; slabs in tests/recon/slab*_test.cpp and
+/// tests/operators/block_gl_test.cpp; the streaming configuration in tests/recon/stream*_test.cpp.
 #include <atomic>
 #include <chrono>
 #include <cstdint>

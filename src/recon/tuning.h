@@ -5,8 +5,9 @@
 // included), which gives its rate (voxel updates per second) and its fixed cost per voxel (readback, per-pass
 // overhead); the device APIs' start (CUDA's context: a fifth of a second on an H200) is measured as they open. All is
 // remembered in the per-user cache beside the GL windows ($XDG_CACHE_HOME/glrecon/backends.txt) until asked to retune.
-// For a run, each backend's time is estimated as start (CUDA's, counted every time: the same problem gets the same backend) + fixed x voxels + updates /
-// rate, and the least wins: a small volume may go to the backend that starts first rather than the fastest kernel.
+// For a run, each backend's time is estimated as start + fixed x voxels + updates / rate, and the least wins: a small
+// volume may go to the backend that starts first rather than the fastest kernel. CUDA's start counts every time, also
+// where the process has opened CUDA already, so the same problem always gets the same backend.
 // A software renderer runs the GL backends on the CPU's cores behind a rasterizer: auto takes the cpu backend there
 // without measuring.
 #include <string>

@@ -66,13 +66,6 @@ inline const std::string& cudaProjectorUnavailableReason() {
   return reason;
 }
 
-/// In a TEST body: skips it, saying why, where the cuda projector cannot run.
-#define GLRECON_SKIP_WITHOUT_CUDA_PROJECTOR()                                                                \
-  do {                                                                                                     \
-    if (const std::string reason = ::glrecon::test::cudaProjectorUnavailableReason(); !reason.empty())    \
-      GTEST_SKIP() << reason;                                                                              \
-  } while (0)
-
 /// float's unit roundoff (2^-24): the relative error of one correctly rounded float operation.
 inline constexpr double kFloatRoundoff = std::numeric_limits<float>::epsilon() / 2;
 
