@@ -229,6 +229,20 @@ class ConeBeamOperator {
 std::unique_ptr<ConeBeamOperator> makeOperator(Backend backend, const Geometry& geometry, const VolumeGrid& grid,
                                                const OperatorOptions& options = {});
 
+/// A forward projection of every view with what made it (for `glrecon project` and Python's project()).
+struct VolumeProjection {
+  Image projections;         ///< nu x nv x views, the detector's spacing and origin
+  std::string description;   ///< the operator's description()
+  double step = 0.0;         ///< its ray-marching step in mm
+  double seconds = 0.0;      ///< setVolume and forward
+};
+
+/// The volume's line integrals for every view of `geometry`, after the checks every reconstruction runs on its scan and
+/// grid (glrecon/validate.h: in the beam, in front of every source, within bounds), on the volume's values (finite, no
+/// line integral beyond kMaxProjectionValue) and on host memory; the result is checked finite before it is returned.
+VolumeProjection projectVolume(Backend backend, const Geometry& geometry, const VolumeGrid& grid, const float* volume,
+                               const OperatorOptions& options = {});
+
 /// The trilinear samples forward() takes over every ray of every view (for rates in G ray-samples/s).
 double countRaySamples(const Geometry& geometry, const VolumeGrid& grid, double step);
 

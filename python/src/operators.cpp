@@ -29,17 +29,12 @@ py::tuple project(const py::array& input, const std::array<double, 3>& spacing, 
   grid.spacing = {spacing[0], spacing[1], spacing[2]};
   grid.origin = {origin[0], origin[1], origin[2]};
   grid.validate("volume");
-  const DetectorLayout& layout = geometry.detector;
-  Image out({layout.nu, layout.nv, static_cast<int>(geometry.size())}, {layout.spacingU, layout.spacingV, 1.0},
-            {layout.originU, layout.originV, 0.0});
+  VolumeProjection made;
   {
     py::gil_scoped_release release;
-    auto projector = makeOperator(*backendOf(backend, false), geometry, grid, projectorOptions(gpu, threads, step));
-    std::vector<std::size_t> views(geometry.size());
-    std::iota(views.begin(), views.end(), std::size_t{0});
-    projector->setVolume(volume.data());
-    projector->forward(views.data(), views.size(), out.data.data());
+    made = projectVolume(*backendOf(backend, false), geometry, grid, volume.data(), projectorOptions(gpu, threads, step));
   }
+  Image& out = made.projections;
   const auto s = out.spacing, o = out.origin;
   return py::make_tuple(toNumpy(std::move(out)), triple(s), triple(o));
 }

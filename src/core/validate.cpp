@@ -107,6 +107,37 @@ void checkFiniteValues(const float* data, const std::array<int, 3>& size, const 
                   "finite values within " + str(limit) + " in magnitude", str(data[n]));
 }
 
+void checkScanAndGrid(const Geometry& geometry, const VolumeGrid& grid, const std::string& where) {
+  geometry.validate(where);
+  grid.validate(where.c_str());
+  checkGridBounds(grid, field("size") + "/" + field("spacing") + "/" + field("origin"));
+  checkScanBounds(geometry, where);
+  geometry.checkVolumeInFront(grid, where);
+  checkVolumeInBeam(geometry, grid, where);
+}
+
+void checkProjectionData(const Geometry& geometry, const Image& projections, const std::string& name) {
+  const DetectorLayout& d = geometry.detector;
+  if (projections.size[0] != d.nu || projections.size[1] != d.nv)
+    throwInputError(name, "DimSize", std::to_string(d.nu) + " x " + std::to_string(d.nv) + " detector pixels (the geometry's)",
+                    std::to_string(projections.size[0]) + " x " + std::to_string(projections.size[1]));
+  if (static_cast<std::size_t>(projections.size[2]) != geometry.size())
+    throwInputError(name, "number of projections", std::to_string(geometry.size()) + " (one per projection of the geometry)",
+                    std::to_string(projections.size[2]));
+  const std::size_t pixels = static_cast<std::size_t>(d.nu) * d.nv, count = pixels * geometry.size();
+  if (projections.data.size() != count) throw std::logic_error("checkProjectionData: image data does not match its size");
+  const std::size_t bad = firstValueOutside(projections.data.data(), count, kMaxProjectionValue, std::size_t{1} << 20, 0);
+  if (bad < count) throwBadProjectionValue(name, bad / pixels, bad % pixels, d.nu, projections.data[bad]);
+}
+
+void checkVolumeToProject(const float* volume, const VolumeGrid& grid, const std::string& name) {
+  // No ray crosses more of the grid than its diagonal (voxel edges included), so values within the limit over that
+  // length keep every line integral within kMaxProjectionValue, where the reconstructions' checks expect them.
+  const glm::dvec3 extent = glm::dvec3(grid.size[0], grid.size[1], grid.size[2]) * grid.spacing;
+  const double diagonal = std::max(glm::length(extent), 1e-300);
+  checkFiniteValues(volume, grid.size, name, "voxel", kMaxProjectionValue / diagonal);
+}
+
 void throwBadProjectionValue(const std::string& where, std::size_t projection, std::size_t pixel, int nu, float value) {
   // A NaN or infinity would spread through the ramp filter over a whole detector row, and values near float's limit
   // (3e38) overflow the filter's and the backprojection's sums into NaN.

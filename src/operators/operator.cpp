@@ -1,6 +1,7 @@
 // What every operator shares: the base class (the block of rows held, the step), the subset rule on the host, the
 // per-view constants of forward and Adjoint back, and the checks every operator needs before it is made.
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 
 #include <glm/geometric.hpp>
@@ -8,6 +9,7 @@
 #include "glrecon/errors.h"
 #include "glrecon/operator.h"
 #include "glrecon/slab.h"
+#include "glrecon/validate.h"
 #include "operators/projector_views.h"
 
 namespace glrecon {
@@ -86,13 +88,28 @@ std::vector<ProjectorView> projectorViews(const Geometry& geometry, const Volume
 
 double projectorStep(double step, const VolumeGrid& grid) {
   if (step == 0.0) return 0.5 * std::min({grid.spacing.x, grid.spacing.y, grid.spacing.z});
-  if (!(step > 0.0) || !std::isfinite(step))
-    throwGeometryError("projector", "step", "a positive length in mm", std::to_string(step));
+  // Bounded by the grid: below a hundredth of the smallest spacing trilinear samples gain nothing and the rays' sample
+  // counts grow past what float sums and int counters hold (--step 1e-300 gave NaN); above twice the largest spacing
+  // a ray skips whole voxels and one step can pass the whole volume (--step 1e10 gave all-zero projections).
+  const double smallest = std::min({grid.spacing.x, grid.spacing.y, grid.spacing.z});
+  const double largest = std::max({grid.spacing.x, grid.spacing.y, grid.spacing.z});
+  if (!(step >= 0.01 * smallest && step <= 2.0 * largest)) {
+    char expected[160];
+    std::snprintf(expected, sizeof expected, "a ray-marching step from %.4g to %.4g mm (a hundredth of the smallest voxel spacing to twice the largest)",
+                  0.01 * smallest, 2.0 * largest);
+    char found[64];
+    std::snprintf(found, sizeof found, "%g mm", step);
+    throwGeometryError("projector", field("step"), expected, found);
+  }
   return step;
 }
 
 void checkProjectorGeometry(const Geometry& geometry, const VolumeGrid& grid, const std::string& context) {
   grid.validate(context.c_str());
+  // The physical bounds of glrecon/validate.h (a block of a valid grid meets them too): a detector spacing of 1e-37
+  // from Python reached the operators and crashed them.
+  checkGridBounds(grid, context);
+  checkScanBounds(geometry, context);
   if (geometry.size() == 0) throwGeometryError(context, "projections", "at least one view", "none");
   // A ray from the source to a pixel centre of zero length has no direction: nothing to integrate along. Checked
   // at the four corners and wherever the detector plane passes through the source (the nearest pixel).

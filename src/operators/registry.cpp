@@ -1,11 +1,15 @@
 // The backend registry: what each backend is and can do, what it costs on its device, and the one factory. Backends
 // appear here as Backend values; their names serve descriptions and messages only (front ends parse names).
 #include <algorithm>
+#include <chrono>
+#include <numeric>
 
 #include "device/cuda/device.h"
 #include "device/gl/context.h"
 #include "glrecon/errors.h"
+#include "glrecon/limits.h"
 #include "glrecon/operator.h"
+#include "glrecon/validate.h"
 #include "operators/cpu/cpu_operator.h"
 #include "operators/projector_views.h"
 
@@ -108,6 +112,33 @@ std::unique_ptr<ConeBeamOperator> makeOperator(Backend backend, const Geometry& 
 #endif
   }
   throw std::logic_error("makeOperator: a backend the registry does not know");
+}
+
+VolumeProjection projectVolume(Backend backend, const Geometry& geometry, const VolumeGrid& grid, const float* volume,
+                               const OperatorOptions& options) {
+  checkScanAndGrid(geometry, grid, "project");
+  checkVolumeToProject(volume, grid, "volume");
+  const DetectorLayout& layout = geometry.detector;
+  const std::uint64_t pixels = static_cast<std::uint64_t>(layout.nu) * layout.nv * geometry.size();
+  // The projections, and the cpu operator's copy of the volume (the GPU operators keep theirs on the device).
+  checkHostMemory("project", std::to_string(geometry.size()) + " projections of " + std::to_string(layout.nu) + " x " + std::to_string(layout.nv),
+                  4 * pixels + (backend == Backend::Cpu ? 4 * static_cast<std::uint64_t>(grid.voxelCount()) : 0));
+  auto op = makeOperator(backend, geometry, grid, options);
+  VolumeProjection out;
+  out.projections = Image({layout.nu, layout.nv, static_cast<int>(geometry.size())}, {layout.spacingU, layout.spacingV, 1.0},
+                          {layout.originU, layout.originV, 0.0});
+  std::vector<std::size_t> views(geometry.size());
+  std::iota(views.begin(), views.end(), std::size_t{0});
+  const auto start = std::chrono::steady_clock::now();
+  op->setVolume(volume);
+  op->forward(views.data(), views.size(), out.projections.data.data());
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.description = op->description();
+  out.step = op->step();
+  // Guaranteed finite by the checks above; checked anyway, since a projection file of garbage would pass silently into
+  // every later reconstruction.
+  checkFiniteValues(out.projections, "project", "projection", kMaxProjectionValue);
+  return out;
 }
 
 }  // namespace glrecon

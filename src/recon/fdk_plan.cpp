@@ -137,13 +137,8 @@ FdkPlan planFdk(const Geometry& geometry, const VolumeGrid& grid, const FdkOptio
   plan.session = session ? std::move(session) : std::make_shared<DeviceSession>();
   // The scan and the grid: values a float reconstruction can hold, the projections the geometry describes, a volume
   // in front of every source and seen by some projection.
-  geometry.validate("FDK");
-  grid.validate("FDK");
-  checkGridBounds(grid, field("size") + "/" + field("spacing") + "/" + field("origin"));
   checkProjectionsMatch(geometry, source.count(), source.detector(), source.count() ? source.origin(0) : "projections");
-  checkScanBounds(geometry, source.count() ? source.origin(0) : "projections");
-  geometry.checkVolumeInFront(grid, "FDK");
-  checkVolumeInBeam(geometry, grid, "fdk");
+  checkScanAndGrid(geometry, grid, "fdk");
   if (options.streaming && (options.gpuMemory > 0 || options.gpus.size() > 1))
     throw UsageError(field("stream") + ": expected the whole volume on one GPU (the live pipeline adds each projection to every voxel as "
                      "it arrives); " + field("gpuMemory") + " and several " + field("gpu") + " reconstruct in slabs, which needs every "

@@ -157,8 +157,17 @@ TEST(Projector, RejectsZeroLengthRayAndBadStep) {
   test::expectError<GeometryError>([&] { makeOperator(Backend::Cpu, bad, grid); },
                                    {"cpu operator", "projection 1 ray length", "expected a positive length", "found 0"});
   OperatorOptions o;
-  o.step = -1.0;
-  test::expectError<GeometryError>([&] { makeOperator(Backend::Cpu, g, grid, o); }, {"step", "a positive length in mm", "-1"});
+  // The step's bounds follow from the 4 mm voxels: a hundredth of the smallest spacing (0.04 mm) to twice the largest
+  // (8 mm). Below, sample counts overflow (1e-300 gave NaN); above, rays skip voxels (1e10 gave all-zero projections).
+  for (const auto& [step, found] : {std::pair{-1.0, "-1 mm"}, std::pair{1e-300, "1e-300 mm"}, std::pair{0.039, "0.039 mm"},
+                                     std::pair{8.1, "8.1 mm"}, std::pair{1e10, "1e+10 mm"}}) {
+    o.step = step;
+    test::expectError<GeometryError>([&] { makeOperator(Backend::Cpu, g, grid, o); }, {"step", "from 0.04 to 8 mm", found});
+  }
+  for (double step : {0.04, 8.0}) {
+    o.step = step;
+    EXPECT_NO_THROW(makeOperator(Backend::Cpu, g, grid, o)) << step;
+  }
   // Names are the front ends' to parse: the command line refuses an unknown one naming the option and the backends.
   EXPECT_FALSE(backendNamed("gpu").has_value());
   const test::CliRun r = test::runCli(test::scratchDir(), "sart -g g.xml -p p.mha -o v.mha --backend gpu");

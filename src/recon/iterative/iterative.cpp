@@ -10,6 +10,8 @@
 #include <numeric>
 
 #include "glrecon/errors.h"
+#include "glrecon/limits.h"
+#include "glrecon/validate.h"
 
 namespace glrecon {
 namespace {
@@ -116,21 +118,21 @@ struct IterativeReconstructor::State {
       std::copy_n(projections.slice(static_cast<int>(subset[i])), pixels, b.begin() + i * pixels);
   }
   void check();
+  std::uint64_t hostBytes(int subsetCount) const;
   void setUp();
   void cglsIteration();
   void subsetUpdate();
 };
 
 void IterativeReconstructor::State::check() {
-  const std::size_t nu = geometry.detector.nu, nv = geometry.detector.nv;
+  const std::size_t nu = geometry.detector.nu;
   // ---- preconditions, before any work ----
   if (options.iterations < 1)
     throw UsageError(field("iterations") + ": expected at least 1, found " + std::to_string(options.iterations));
-  if (projections.size[0] != static_cast<int>(nu) || projections.size[1] != static_cast<int>(nv) ||
-      projections.size[2] != static_cast<int>(views))
-    throwInputError("projections", "size", std::to_string(nu) + " x " + std::to_string(nv) + " x " + std::to_string(views) + " (the geometry's)",
-                    std::to_string(projections.size[0]) + " x " + std::to_string(projections.size[1]) + " x " +
-                        std::to_string(projections.size[2]));
+  // The scan, the grid and the data as every reconstruction checks them (glrecon/validate.h): a volume outside the beam,
+  // a spacing of 1e-300 or projections near float's limit would otherwise end in an all-zero, NaN or infinite volume.
+  checkScanAndGrid(geometry, grid, methodName(method));
+  checkProjectionData(geometry, projections, "projections");
   int subsets = options.subsets;
   if (subsets == 0)
     subsets = method == IterativeMethod::Sart ? static_cast<int>(views)
@@ -147,15 +149,13 @@ void IterativeReconstructor::State::check() {
     throw UsageError(field("positivity") + ": cgls cannot clamp (it would break the conjugate directions); use sart, sirt or osem");
   if (!options.mask.empty() && options.mask.size() != voxels)
     throwInputError(field("roi"), "mask size", std::to_string(voxels) + " voxels", std::to_string(options.mask.size()));
-  for (std::size_t i = 0; i < projections.data.size(); ++i) {
-    const float b = projections.data[i];
-    if (!std::isfinite(b) || (method == IterativeMethod::Osem && b < 0.0f)) {
-      const std::size_t p = i / pixels, v = (i % pixels) / nu, u = i % nu;
-      throwInputError("projections", "pixel (" + std::to_string(u) + ", " + std::to_string(v) + ") of projection " + std::to_string(p),
-                      method == IterativeMethod::Osem ? "finite non-negative line integrals (osem is multiplicative)" : "a finite value",
-                      std::to_string(b));
-    }
-  }
+  if (method == IterativeMethod::Osem)
+    for (std::size_t i = 0; i < projections.data.size(); ++i)
+      if (projections.data[i] < 0.0f) {
+        const std::size_t p = i / pixels, v = (i % pixels) / nu, u = i % nu;
+        throwInputError("projections", "pixel (" + std::to_string(u) + ", " + std::to_string(v) + ") of projection " + std::to_string(p),
+                        "finite non-negative line integrals (osem is multiplicative)", std::to_string(projections.data[i]));
+      }
   if (method == IterativeMethod::Osem &&
       std::none_of(projections.data.begin(), projections.data.end(), [](float b) { return b > 0.0f; }))
     throwInputError("projections", "values", "some positive line integral (osem)", "all zero");
@@ -171,14 +171,26 @@ void IterativeReconstructor::State::check() {
       if (!same(g.origin[a], grid.origin[a]))
         throwInputError(field("initial"), "Offset", vec(grid.origin) + " (the output grid)", vec(g.origin));
     }
-    for (float v : options.initial->data)
-      if (!std::isfinite(v) || (method == IterativeMethod::Osem && v < 0.0f))
-        throwInputError(field("initial"), "voxel values", method == IterativeMethod::Osem ? "finite non-negative values (osem)" : "finite values",
-                        std::to_string(v));
+    checkVolumeToProject(options.initial->data.data(), grid, field("initial"));
+    if (method == IterativeMethod::Osem)
+      for (float v : options.initial->data)
+        if (v < 0.0f) throwInputError(field("initial"), "voxel values", "finite non-negative values (osem)", std::to_string(v));
   }
+  checkHostMemory(methodName(method), "the iterate and its work vectors for " + std::to_string(voxels) + " voxels and " +
+                                          std::to_string(views) + " projections",
+                  hostBytes(subsets));
 
   this->subsets = subsets;
   this->lambda = lambda;
+}
+
+std::uint64_t IterativeReconstructor::State::hostBytes(int subsetCount) const {
+  // What setUp and the steps allocate on the host, at most at once: volume-sized x, zeros, ones (setUp only), the
+  // correction, CGLS's s and p, the operator's own copy on cpu; projection-sized A 1, the forward projections, the
+  // subset's data and CGLS's r and q; B_S 1 per subset where it is cached (up to 512 MiB). Four bytes each.
+  const std::uint64_t volume = std::uint64_t{4} * voxels, data = std::uint64_t{4} * views * pixels;
+  const std::uint64_t cache = std::min<std::uint64_t>(volume * static_cast<std::uint64_t>(subsetCount), std::uint64_t{512} << 20);
+  return 6 * volume + 5 * data + (method == IterativeMethod::Cgls ? 0 : cache);
 }
 
 void IterativeReconstructor::State::setUp() {
@@ -362,6 +374,9 @@ Image IterativeReconstructor::finish(IterativeReport* report) {
   }
   st.report.finalResidual = std::sqrt(squares);
   st.report.seconds = since(st.start);
+  // The checks above keep every input sound; should the iteration still diverge into NaN or infinity (a step the
+  // operator cannot resolve, say), the result is refused rather than written as garbage.
+  checkFiniteValues(st.x.data(), st.grid.size, methodName(st.method), "reconstructed volume", 3.0e38);
   if (report) *report = st.report;
   Image out(st.grid);
   out.data = std::move(st.x);
