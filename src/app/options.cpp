@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "glrecon/errors.h"
+#include "glrecon/io.h"
 #include "glrecon/limits.h"
 #include "glrecon/parse.h"
 
@@ -109,6 +110,39 @@ void refuseMissingDirectory(const std::string& output) {
   const std::filesystem::path p(output);
   if (p.has_parent_path() && !std::filesystem::is_directory(p.parent_path()))
     throwInputError(output, "output directory", "an existing directory", p.parent_path().string());
+}
+
+std::string mhdDataPath(const std::string& path) {
+  std::string extension = std::filesystem::path(path).extension().string();
+  for (char& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return extension == ".mhd" ? std::filesystem::path(path).replace_extension(".raw").string() : std::string();
+}
+
+void CommandOutputs::add(const std::string& path, const std::vector<std::string>& extensions, const std::string& field) {
+  if (path.empty()) return;
+  checkOutputFile(path, extensions, overwrite_, field);
+  addChecked(path, field);
+  const std::string data = mhdDataPath(path);
+  if (!data.empty()) {
+    refuseToOverwrite(data, overwrite_);
+    addChecked(data, field + " (its data file)");
+  }
+}
+
+void CommandOutputs::addChecked(const std::string& path, const std::string& field) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  // The name as the file system resolves it: relative parts and symbolic links of existing folders followed.
+  fs::path key = fs::weakly_canonical(fs::absolute(path), error);
+  if (error) key = fs::absolute(path).lexically_normal();
+  for (const Planned& other : planned_) {
+    bool same = key.string() == other.key;
+    if (!same && fs::exists(path, error) && fs::exists(other.path, error)) same = fs::equivalent(path, other.path, error);
+    if (same)
+      throwInputError(path, field, "a file no other output of this command writes",
+                      "the same file as " + other.field + " (" + other.path + ")");
+  }
+  planned_.push_back({path, field, key.string()});
 }
 
 std::vector<std::string> splitList(const std::string& text) {

@@ -39,6 +39,28 @@ std::vector<int> parseGpuList(const std::string& option, const std::string& text
 /// An output file's directory must exist (InputError naming the file otherwise).
 void refuseMissingDirectory(const std::string& output);
 
+/// Every file one command will write, checked together before any work: each one's extension, directory and existing
+/// file (checkOutputFile: replaced only with --overwrite), and no two of them the same file, by name or, where it
+/// exists, through a link (`-o out.mha --residual-csv out.mha` would write the CSV over the volume). A .mhd brings its
+/// .raw along.
+class CommandOutputs {
+ public:
+  explicit CommandOutputs(bool overwrite) : overwrite_(overwrite) {}
+  /// Checks `path` (given by option `field`; empty: nothing) and adds it.
+  void add(const std::string& path, const std::vector<std::string>& extensions, const std::string& field);
+
+ private:
+  struct Planned {
+    std::string path, field, key;
+  };
+  void addChecked(const std::string& path, const std::string& field);
+  bool overwrite_;
+  std::vector<Planned> planned_;
+};
+
+/// A .mhd's data file beside it ("" for the other formats).
+std::string mhdDataPath(const std::string& path);
+
 /// The non-empty items of a comma-separated list ("cpu,,cuda": cpu and cuda).
 std::vector<std::string> splitList(const std::string& text);
 

@@ -6,7 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <optional>
+#include <sstream>
 #include <vector>
 
 #include "glrecon/errors.h"
@@ -20,22 +21,21 @@ double dataNorm(const Image& projections) {
   return std::sqrt(sum);
 }
 
-void writeResidualCsv(const std::string& path, const IterativeReport& report, bool overwrite) {
-  AtomicOutput out(path, overwrite);
-  {
-    std::ofstream f(out.temporaryPath());
-    f << "iteration,subsets,residual,relative_residual,seconds\n";
-    for (const IterationRecord& r : report.iterations)
-      f << r.iteration << ',' << r.subsets << ',' << r.residual << ',' << (report.dataNorm > 0 ? r.residual / report.dataNorm : 0.0) << ','
-        << r.seconds << '\n';
-    f << "final,," << report.finalResidual << ',' << (report.dataNorm > 0 ? report.finalResidual / report.dataNorm : 0.0) << ','
-      << report.seconds << '\n';
-    if (!f) throwInputError(path, "output", "a writable file", "a write error");
-  }
-  out.commit();
+namespace {
+
+std::string residualCsvText(const IterativeReport& report) {
+  std::ostringstream f;
+  f << "iteration,subsets,residual,relative_residual,seconds\n";
+  for (const IterationRecord& r : report.iterations)
+    f << r.iteration << ',' << r.subsets << ',' << r.residual << ',' << (report.dataNorm > 0 ? r.residual / report.dataNorm : 0.0) << ','
+      << r.seconds << '\n';
+  f << "final,," << report.finalResidual << ',' << (report.dataNorm > 0 ? report.finalResidual / report.dataNorm : 0.0) << ','
+    << report.seconds << '\n';
+  return f.str();
 }
 
-void writeResidualPng(const std::string& path, const IterativeReport& report, const std::string& title, bool overwrite) {
+// Draws the chart into `file` (a temporary), errors naming `target`.
+void drawResidualPng(const std::string& target, const std::string& file, const IterativeReport& report, const std::string& title) {
   const int width = 640, height = 400, left = 80, right = 20, top = 40, bottom = 50;
   std::vector<double> values;
   for (const IterationRecord& r : report.iterations) values.push_back(r.residual);
@@ -80,11 +80,42 @@ void writeResidualPng(const std::string& path, const IterativeReport& report, co
   }
   cairo_stroke(cr);
   cairo_destroy(cr);
-  AtomicOutput out(path, overwrite);
-  const cairo_status_t status = cairo_surface_write_to_png(surface, out.temporaryPath().c_str());
+  const cairo_status_t status = cairo_surface_write_to_png(surface, file.c_str());
   cairo_surface_destroy(surface);
-  if (status != CAIRO_STATUS_SUCCESS) throwInputError(path, "output", "a writable PNG", cairo_status_to_string(status));
-  out.commit();
+  if (status != CAIRO_STATUS_SUCCESS) throwInputError(target, "output", "a writable PNG", cairo_status_to_string(status));
+}
+
+}  // namespace
+
+void writeResidualFiles(const std::string& csvPath, const std::string& pngPath, const IterativeReport& report, const std::string& title,
+                        bool overwrite) {
+  // Both written under temporary names first and published together: a full disk while drawing the chart leaves
+  // neither (the CSV was published empty before, its stream's late write error unseen).
+  std::optional<AtomicOutput> csv, png;
+  if (!csvPath.empty()) {
+    csv.emplace(csvPath, overwrite);
+    const std::string text = residualCsvText(report);
+    writeFileBytes(csvPath, csv->temporaryPath(), text.data(), text.size());
+  }
+  if (!pngPath.empty()) {
+    png.emplace(pngPath, overwrite);
+    drawResidualPng(pngPath, png->temporaryPath(), report, title);
+  }
+  if (csv && png) {
+    AtomicOutput::commitPair(*csv, *png);
+  } else if (csv) {
+    csv->commit();
+  } else if (png) {
+    png->commit();
+  }
+}
+
+void writeResidualCsv(const std::string& path, const IterativeReport& report, bool overwrite) {
+  writeResidualFiles(path, "", report, "", overwrite);
+}
+
+void writeResidualPng(const std::string& path, const IterativeReport& report, const std::string& title, bool overwrite) {
+  writeResidualFiles("", path, report, title, overwrite);
 }
 
 }  // namespace glrecon::app

@@ -6,7 +6,11 @@
 
 namespace glrecon::app {
 
-/// The residual curve as CSV (iteration, subset, residual, relative, seconds) and as a PNG chart (log scale).
+/// The residual curve as CSV (iteration, subset, residual, relative, seconds) and as a PNG chart (log scale), either
+/// path empty for none: both staged and published together (both, or neither where one cannot be written).
+void writeResidualFiles(const std::string& csvPath, const std::string& pngPath, const IterativeReport& report, const std::string& title,
+                        bool overwrite);
+/// One of them alone.
 void writeResidualCsv(const std::string& path, const IterativeReport& report, bool overwrite);
 void writeResidualPng(const std::string& path, const IterativeReport& report, const std::string& title, bool overwrite);
 

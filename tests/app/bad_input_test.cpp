@@ -182,6 +182,66 @@ TEST(BadInput, ImpossibleGeometries) {
                 {"volume", "projects onto the detector"});
 }
 
+// The iterative commands, project and view --method run fdk's checks (the one validation point, glrecon/validate.h):
+// before, each of these wrote an all-zero, NaN or infinite volume or projection stack and exited 0.
+TEST(BadInput, IterativeCommandsAndProjectCheckAsFdkDoes) {
+  const auto dir = scanDir();
+  const std::string grid = " -g scan/geometry.xml -p scan/projections.mha -q --iterations 2 ";
+  for (const std::string method : {"sart", "sirt", "cgls", "osem"}) {
+    expectRefused(dir, method + grid + "-o v.mha --size 16 --spacing 16 --origin 0,5000,0", 1, {"volume", "projects onto the detector"});
+    expectRefused(dir, method + grid + "-o v.mha --size 16 --spacing 1e-300", 1, {"volume spacing", "1e-6"});
+    expectRefused(dir, method + grid + "-o v.mha --size 16 --spacing 16 --step 1e-300", 1, {"--step", "from 0.16 to 32 mm", "1e-300"});
+    expectRefused(dir, method + grid + "-o v.mha --size 16 --spacing 16 --step 1e10", 1, {"--step", "1e+10"});
+  }
+  expectRefused(dir, "view --method sart --headless -q -g scan/geometry.xml -p scan/projections.mha --size 16 --spacing 16 --origin 0,5000,0", 1,
+                {"volume", "projects onto the detector"});
+  ASSERT_EQ(runCli(dir, "phantom -o high --projections 8 --detector 16 --detector-spacing 8 --source-offset 0,5000 -q").exitCode, 0);
+  expectRefused(dir, "osem -g high/geometry.xml -p high/projections.mha --size 16 --spacing 4 -o v.mha", 1, {"volume", "projects onto the detector"});
+  writeProjections(dir, "huge.mha", "16 16 1", 3e38f);
+  expectRefused(dir, "cgls -g scan/geometry.xml -p huge.mha --size 16 --spacing 16 -o v.mha", 1, {"huge.mha", "projection 0 pixel (0, 0)", "overflow"});
+  // project: the volume's values, the step, the detector, the volume in the beam.
+  Image volume(VolumeGrid::centred({16, 16, 16}, glm::dvec3(16.0)));
+  std::fill(volume.data.begin(), volume.data.end(), 1.0f);
+  volume.at(3, 4, 5) = std::nanf("");
+  writeMetaImage((dir / "nan.mha").string(), volume, true);
+  volume.at(3, 4, 5) = 3e38f;
+  writeMetaImage((dir / "big.mha").string(), volume, true);
+  volume.at(3, 4, 5) = 1.0f;
+  writeMetaImage((dir / "ok.mha").string(), volume, true);
+  const std::string project = "project -g scan/geometry.xml --detector 32 --detector-spacing 16 -q -o p.mha -i ";
+  expectRefused(dir, project + "nan.mha", 1, {"volume", "voxel value at (3, 4, 5)", "nan"});
+  // 443 mm of diagonal: values beyond 1e20 / 443 could sum past the projections' limit.
+  expectRefused(dir, project + "big.mha", 1, {"voxel value at (3, 4, 5)", "2.25527e+17", "3e+38"});
+  expectRefused(dir, project + "ok.mha --step 1e-300", 1, {"--step", "1e-300"});
+  expectRefused(dir, project + "ok.mha --step 1e10", 1, {"--step", "1e+10"});
+  expectRefused(dir, "project -g scan/geometry.xml --detector 32 --detector-spacing 1e7 -q -o p.mha -i ok.mha", 1,
+                {"detector spacing", "1e6"});
+  expectRefused(dir, "project -g high/geometry.xml --detector 16 --detector-spacing 8 -q -o p.mha -i ok.mha", 1, {"projects onto the detector"});
+}
+
+// Every output of a command is checked before any work, against existing files and against the command's other outputs.
+TEST(BadInput, EveryOutputCheckedUpFrontAgainstTheOthers) {
+  const auto dir = scanDir();
+  const std::string sart = "sart -g scan/geometry.xml -p scan/projections.mha -q --iterations 1 --size 16 --spacing 16 ";
+  test::writeText(dir / "out.mha", "the user's file");
+  // Before: with --overwrite the CSV replaced the volume just written, and the run reported "wrote out.mha".
+  expectRefused(dir, sart + "-o out.mha --residual-csv out.mha --overwrite", 1, {"out.mha", "--residual-csv", "ending in .csv"});
+  expectRefused(dir, sart + "-o v.mhd --residual-png v.raw", 1, {"v.raw", "ending in .png"});
+  expectRefused(dir, sart + "-o v.mhd --residual-csv v.raw", 1, {"v.raw", "ending in .csv"});
+  expectRefused(dir, sart + "-o v.mha --residual-csv r.csv --residual-png r.csv", 1, {"--residual-png", "ending in .png"});
+  // The same file through a link.
+  ASSERT_EQ(::symlink("out.mha", (dir / "link.csv").c_str()), 0);
+  expectRefused(dir, sart + "-o out.mha --overwrite --residual-csv link.csv", 1, {"link.csv", "the same file as --output"});
+  // Names and folders refused before the run (they were refused after it).
+  expectRefused(dir, sart + "-o v.nii", 1, {"v.nii", "--output", ".mha"});
+  expectRefused(dir, sart + "-o missing/v.mha", 1, {"missing", "no such directory"});
+  expectRefused(dir, sart + "-o v.mha --residual-csv missing/r.csv", 1, {"missing", "no such directory"});
+  expectRefused(dir, "project -g scan/geometry.xml --detector 32 --detector-spacing 16 -q -i scan/projections.mha -o p.nii", 1,
+                {"p.nii", "--output"});
+  expectRefused(dir, "compare scan/projections.mha scan/projections.mha --png d.mha", 1, {"d.mha", "--png", ".png"});
+  EXPECT_EQ(test::readText(dir / "out.mha"), "the user's file");
+}
+
 TEST(BadInput, MemoryBudget) {
   const auto dir = scanDir();
   // Checked against the machine (or GLRECON_MEMORY_LIMIT_MB): 1400^3 voxels need 30 GiB in three copies.
@@ -191,6 +251,14 @@ TEST(BadInput, MemoryBudget) {
                 "GLRECON_MEMORY_LIMIT_MB=16384");  // a GPU host may have the 96 GiB: the limit keeps the case the same everywhere
   expectRefused(dir, "phantom -o out --detector 4096 --projections 2000", 1, {"phantom", "memory"},
                 "GLRECON_MEMORY_LIMIT_MB=16384");
+  // The iterative methods and project estimate theirs too: 512^3 voxels are 3 GiB in six copies, 4096^2 pixels of 24
+  // projections 1.5 GiB.
+  expectRefused(dir, "sirt -g scan/geometry.xml -p scan/projections.mha -o v.mha --size 512 --spacing 0.5", 1,
+                {"sirt", "voxels", "memory", "needed"}, "GLRECON_MEMORY_LIMIT_MB=1024");
+  Image volume(VolumeGrid::centred({16, 16, 16}, glm::dvec3(16.0)));
+  writeMetaImage((dir / "ok.mha").string(), volume, true);
+  expectRefused(dir, "project -g scan/geometry.xml -i ok.mha -o p.mha --detector 4096 --detector-spacing 0.1", 1,
+                {"project", "projections of 4096 x 4096", "memory", "needed"}, "GLRECON_MEMORY_LIMIT_MB=1024");
   // 306 bytes of header promising 20 GB.
   test::writeText(dir / "empty.mha",
                   "ObjectType = Image\nNDims = 3\nDimSize = 1000 1000 5000\nElementType = MET_FLOAT\n"

@@ -75,6 +75,25 @@ TEST(CliIterative, ViewWindowDrawsEverySubsetAndSavesScreenshot) {
   EXPECT_TRUE(fs::exists(dir / "shot.png"));
 }
 
+// compare, project and --initial read every format fdk writes (they read only MetaImage before), and the iterative
+// commands and project write TIFF too.
+TEST(CliIterative, TiffVolumesGoEverywhereAVolumeDoes) {
+  const fs::path dir = test::scratchDir();
+  ASSERT_EQ(runCli(dir, kScan).exitCode, 0);
+  ASSERT_EQ(runCli(dir, "fdk" + kGrid + "-o fdk.tif -q").exitCode, 0);
+  ASSERT_EQ(runCli(dir, "fdk" + kGrid + "-o fdk.mha -q").exitCode, 0);
+  const CliRun c = runCli(dir, "compare fdk.tif fdk.mha");
+  ASSERT_EQ(c.exitCode, 0) << c.output;
+  EXPECT_TRUE(contains(c.output, "max |diff| 0")) << c.output;  // the same volume in two formats: no difference
+  const CliRun s = runCli(dir, "sart" + kGrid + "--initial fdk.tif -o sart.tif --iterations 1 -q");
+  ASSERT_EQ(s.exitCode, 0) << s.output;
+  const Image a = readImage((dir / "sart.tif").string());
+  EXPECT_EQ(a.size, (std::array<int, 3>{16, 16, 16}));
+  const CliRun p = runCli(dir, "project -i fdk.tif -g scan/geometry.xml --detector 32 --detector-spacing 16 -o p.tif -q");
+  ASSERT_EQ(p.exitCode, 0) << p.output;
+  EXPECT_EQ(readImage((dir / "p.tif").string()).size, (std::array<int, 3>{32, 32, 12}));
+}
+
 TEST(CliIterative, BadInputFailsClearlyWithoutOutput) {
   const fs::path dir = test::scratchDir();
   ASSERT_EQ(runCli(dir, kScan).exitCode, 0);
@@ -88,7 +107,7 @@ TEST(CliIterative, BadInputFailsClearlyWithoutOutput) {
       {"osem -g scan/geometry.xml -p scan/projections.mha --size 16,16,15 --spacing 15 -o out.mha --initial scan/phantom.mha", 1, {"--initial", "DimSize", "16,16,15"}},
       {"cgls" + kGrid + "-o out.mha --backend gpu", 2, {"--backend", "'gpu'"}},
       {"compare scan/phantom.mha scan/projections.mha", 1, {"scan/projections.mha", "DimSize"}},
-      {"compare scan/phantom.mha scan/phantom.mha --roi fov --png out.mha", 2, {"--roi", "no scan geometry", "'fov'"}},
+      {"compare scan/phantom.mha scan/phantom.mha --roi fov --png out.png", 2, {"--roi", "no scan geometry", "'fov'"}},
   };
   for (const Case& c : cases) {
     const CliRun r = runCli(dir, c.args);

@@ -65,11 +65,10 @@ class CompareCommand final : public Command {
   void run() const {
     std::optional<SliceSpec> spec;
     if (!png.empty()) {
-      refuseToOverwrite(png, overwrite);
-      refuseMissingDirectory(png);
+      checkOutputFile(png, {".png"}, overwrite, "--png");
       spec = parseSliceSpec("--slice", slice);
     }
-    const Image ia = readMetaImage(a), ib = readMetaImage(b);
+    const Image ia = readImage(a), ib = readImage(b);
     checkSameGrid(ia, ib);
     const int index = spec ? sliceIndex("--slice", *spec, ia.size) : 0;
     std::vector<RegionOfInterest> regions;

@@ -12,6 +12,7 @@
 #include "glrecon/io.h"
 #include "glrecon/iterative.h"
 #include "glrecon/roi.h"
+#include "glrecon/validate.h"
 
 namespace glrecon::app {
 namespace {
@@ -31,7 +32,7 @@ class IterativeMethodCommand final : public Command {
     CLI::App* c = app.add_subcommand(methodName(method), about(method));
     c->add_option("--geometry,-g", geometryPath, "RTK geometry XML file")->required();
     c->add_option("--projections,-p", projectionsPath, "Projections (line integrals): a stack, a directory or a glob")->required();
-    c->add_option("--output,-o", output, "Output volume (.mha or .mhd)")->required();
+    c->add_option("--output,-o", output, "Output volume (.mha, .mhd or .tif)")->required();
     volume.add(c);
     c->add_option("--iterations,-n", parameters.iterations, "Iterations (passes over all projections)")->capture_default_str();
     if (method == IterativeMethod::Sart || method == IterativeMethod::Osem)
@@ -44,8 +45,8 @@ class IterativeMethodCommand final : public Command {
     c->add_option("--initial", initial, "Starting volume on the output grid (e.g. an FDK result; default: 0, osem: a positive constant)");
     c->add_option("--roi", roi, "Reconstruct only a region (voxels outside stay 0): fov, fov-cylinder, cylinder:..., box:..., sphere:..., MASK.mha");
     projector.add(c);
-    c->add_option("--residual-csv", residualCsv, "Write the residual curve as CSV (iteration, subsets, residual, relative, seconds)");
-    c->add_option("--residual-png", residualPng, "Write the residual curve as a PNG chart (log scale)");
+    c->add_option("--residual-csv", residualCsv, "Write the residual curve as CSV (iteration, subsets, residual, relative, seconds; a .csv name)");
+    c->add_option("--residual-png", residualPng, "Write the residual curve as a PNG chart (log scale; a .png name)");
     c->add_flag("--overwrite", overwrite, "Replace existing output files");
     c->add_flag("--quiet,-q", quiet, "No progress output");
     c->callback([this] { run(); });
@@ -63,17 +64,17 @@ class IterativeMethodCommand final : public Command {
     IterativeOptions options = parameters.options(method);
     const Backend chosen = projector.backend.projector();  // before any reading: a bad name costs nothing
     const VolumeGrid grid = volume.grid();
-    for (const std::string& path : {output, residualCsv, residualPng}) {
-      if (path.empty()) continue;
-      refuseToOverwrite(path, overwrite);
-      refuseMissingDirectory(path);
-    }
+    // Every output, before any reading: formats, folders, existing files and each against the others.
+    CommandOutputs outputs(overwrite);
+    outputs.add(output, {".mha", ".mhd", ".tif", ".tiff"}, "--output");
+    outputs.add(residualCsv, {".csv"}, "--residual-csv");
+    outputs.add(residualPng, {".png"}, "--residual-png");
     const Image projections = readProjectionStack(projectionsPath);
     const Geometry geometry = Geometry::fromCircular(readRtkGeometry(geometryPath), detectorLayoutOf(projections));
-    checkProjectionsMatch(geometry, projections, projectionsPath);
+    checkProjectionData(geometry, projections, projectionsPath);
     Image initialVolume;
     if (!initial.empty()) {
-      initialVolume = readMetaImage(initial);
+      initialVolume = readImage(initial);
       options.initial = &initialVolume;
     }
     if (!roi.empty()) options.mask = makeRegionOfInterest(roi, geometry, grid).mask;
@@ -96,11 +97,16 @@ class IterativeMethodCommand final : public Command {
   }
 
   void writeOutputs(const Image& result, const IterativeReport& report, const std::string& backend) const {
-    writeMetaImage(output, result, overwrite);
-    if (!residualCsv.empty()) writeResidualCsv(residualCsv, report, overwrite);
-    if (!residualPng.empty())
-      writeResidualPng(residualPng, report,
+    // A residual file that cannot be written takes the volume written before it along: a run leaves all, or nothing.
+    RunOutputs written;
+    written.track(output);
+    if (!mhdDataPath(output).empty()) written.track(mhdDataPath(output));
+    writeImage(output, result, overwrite);
+    for (const std::string& path : {residualCsv, residualPng})
+      if (!path.empty()) written.track(path);
+    writeResidualFiles(residualCsv, residualPng, report,
                        std::string(methodName(method)) + " on " + backend + ", " + std::to_string(report.subsets) + " subset(s)", overwrite);
+    written.keep();
   }
 
   void printSummary(const IterativeReport& report, const OperatorTimings& timings, double norm) const {
