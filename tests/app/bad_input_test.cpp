@@ -337,6 +337,13 @@ TEST(BadInput, AFailedWriteLeavesNothingBehind) {
   const CliRun f = runCli(dir, kFdk + "-o v.mhd --slices png", "trap '' XFSZ; ulimit -f 8;");
   EXPECT_EQ(f.exitCode, 1) << f.output;
   EXPECT_FALSE(fs::exists(dir / "v.mhd") || fs::exists(dir / "v.raw") || fs::exists(dir / "png")) << f.output;
+  // sart: the volume (2 KiB) and the CSV fit under 4 KiB (sh counts ulimit -f in 512-byte blocks), the residual chart does not: the run leaves none of the three
+  // (the CSV was published before the PNG failed, and the volume stayed).
+  const CliRun s = runCli(dir, "sart -g scan/geometry.xml -p scan/projections.mha --size 8 --spacing 32 -o s.mha --iterations 2 -q "
+                               "--residual-csv r.csv --residual-png r.png", "trap '' XFSZ; ulimit -f 8;");
+  EXPECT_EQ(s.exitCode, 1) << s.output;
+  EXPECT_TRUE(contains(s.output, "r.png")) << s.output;
+  EXPECT_FALSE(fs::exists(dir / "s.mha") || fs::exists(dir / "r.csv") || fs::exists(dir / "r.png")) << s.output;
   for (const auto& e : fs::directory_iterator(dir))
     EXPECT_FALSE(contains(e.path().filename().string(), ".tmp-")) << e.path();
 }
