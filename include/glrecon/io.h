@@ -211,9 +211,11 @@ void writeFileBytes(const std::string& target, const std::string& file, const vo
 
 /// The files one run of a multi-file command writes (phantom's three, fdk's volume, note and slices, view's
 /// snapshots): each is registered before it is written, and unless keep() is called (the run completed),
-/// the destructor removes those that did not exist before the run, except a file that an AtomicOutput found at its
-/// target when it came to publish (another process's, kept); so does SIGINT/SIGTERM meanwhile (without that check).
-/// Files that existed before (replaced with --overwrite) are left as they are then.
+/// the destructor removes those that did not exist before the run and still hold what this run put there (the file an
+/// AtomicOutput published there, a directory made by createDirectories), never a file another process put at the name;
+/// so does a signal meanwhile. A path written otherwise is removed unless an AtomicOutput found it at its target when
+/// it came to publish; a directory made otherwise only when empty (a signal too). Files that existed before (replaced
+/// with --overwrite) are left as they are then.
 class RunOutputs {
  public:
   RunOutputs() = default;
@@ -222,6 +224,9 @@ class RunOutputs {
   RunOutputs& operator=(const RunOutputs&) = delete;
   /// Call before writing `path`.
   void track(const std::string& path);
+  /// Makes `directory` and its missing parents, each tracked and recorded as this run's (InputError saying why where it
+  /// cannot).
+  void createDirectories(const std::string& directory);
   /// The run completed: leave every file in place.
   void keep();
 
@@ -235,10 +240,13 @@ class RunOutputs {
 };
 
 // ---- cleanup on SIGINT/SIGTERM ----
-/// Installs handlers that remove every registered path (live temporaries, this run's staged outputs) and
-/// exit with 128 + the signal (130 for SIGINT, 143 for SIGTERM). Only async-signal-safe calls in the handler.
+/// Installs handlers for SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGPIPE that remove the registered
+/// paths (live temporaries, this run's staged outputs and directories) where they still hold the file or directory
+/// this run put there, and exit with 128 + the signal (130 for SIGINT, 143 for SIGTERM). A signal ignored when the
+/// handlers are installed (nohup, `trap "" INT`) stays ignored. Only async-signal-safe calls in the handler.
 void installCleanupSignalHandlers();
-/// Registers a path for removal on a signal; returns its slot (or -1 when the registry is full).
+/// Registers a path this run will make, for removal on a signal; returns its slot (or -1 when the registry is full).
+/// A signal removes it only once an AtomicOutput has published its file there (or, when empty, a directory).
 int registerCleanupPath(const std::string& path);
 /// Forgets a slot (the path was committed or removed).
 void unregisterCleanupPath(int slot);
