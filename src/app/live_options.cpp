@@ -40,7 +40,7 @@ void LiveOptions::add(CLI::App* c) {
   c->add_option("--snapshots", snapshots, "Write axial, coronal and sagittal PNG slices into this directory while reconstructing");
   c->add_option("--every", every, "With --snapshots: every N projections (and at the end)")->capture_default_str();
   range.add(c, "--slice-range", "Grey range LOW:HIGH of snapshots (default: percentiles of the first snapshot)");
-  c->add_flag("--overwrite", overwrite, "Replace an existing output volume");
+  c->add_flag("--overwrite", overwrite, "Replace existing outputs: the volume, snapshots (view --method: and residual.csv/.png)");
   c->add_flag("--quiet,-q", quiet, "No progress output");
 }
 

@@ -26,6 +26,11 @@ struct IterativeSnapshots {
   Backend backend = Backend::Cpu;
   OperatorOptions operatorOptions;
 };
+/// Before any work: the volume's name, and every file the run will write into the snapshot directory
+/// (snapshot_itNNNN_* for each of `iterations`, residual.csv, residual.png) that exists already, refused without
+/// --overwrite naming it.
+void checkIterativeSnapshots(const IterativeSnapshots& live, int iterations);
+/// After checkIterativeSnapshots. Every file it writes is removed if the run fails or is interrupted.
 void runIterativeSnapshots(const Geometry& geometry, const Image& projections, const VolumeGrid& grid, const IterativeOptions& options,
                            const IterativeSnapshots& live);
 

@@ -1,5 +1,6 @@
-// Signals (issue 20, hardening round 2), through the command-line tool as a user runs it: a signal removes only what the
-// run made and still owns, the signals handled and those the caller ignored.
+// Signals and view --method's outputs (issue 20, hardening round 2), through the command-line tool as a user runs it:
+// a signal removes only what the run made and still owns, the signals handled and those the caller ignored, and the
+// files view --method writes checked before any work, removed on a signal, and its residual files published together.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -19,6 +20,7 @@
 namespace glrecon {
 namespace {
 namespace fs = std::filesystem;
+using test::CliRun;
 using test::contains;
 using test::runCli;
 
@@ -163,6 +165,102 @@ TEST(BadInputSignals, AnIgnoredSignalStaysIgnored) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << test::readText(dir / "fdk.log");
   EXPECT_EQ(readMetaImage((run / "v.mha").string()).size, (std::array<int, 3>{160, 160, 160}));
   EXPECT_FALSE(hasTemporary(run));
+}
+
+// view --method on the simulated scan (90 projections of 128^2), small enough to take a second or two.
+const std::string kView = "view --method sart --simulate 0 --size 16 --spacing 16 --snapshots snaps ";
+
+// Expects exit `code`, every fragment in the output, no iteration run, and the directory exactly as before.
+void expectRefused(const fs::path& dir, const std::string& arguments, int code, std::initializer_list<std::string> fragments) {
+  const auto before = filesUnder(dir);
+  const CliRun r = runCli(dir, arguments);
+  EXPECT_EQ(r.exitCode, code) << arguments << "\n" << r.output;
+  for (const std::string& f : fragments)
+    EXPECT_TRUE(contains(r.output, f)) << "'" << f << "' not in the output of " << arguments << ":\n" << r.output;
+  EXPECT_FALSE(contains(r.output, "iteration")) << "refused only after the work began: " << arguments << "\n" << r.output;
+  EXPECT_TRUE(filesUnder(dir) == before) << "files left or changed by: " << arguments;
+}
+
+// Every file view --method writes into its snapshot directory (each iteration's three slices, residual.csv and
+// residual.png) is checked before any work: one that exists is refused without --overwrite, naming it; files the run
+// would not write are no obstacle; with --overwrite they are replaced.
+TEST(BadInputViewMethod, ExistingFilesAreRefusedBeforeAnyWork) {
+  const auto dir = test::scratchDir();
+  fs::create_directories(dir / "snaps");
+  for (const std::string name : {"snapshot_it0002_coronal.png", "residual.csv", "residual.png", "snapshot_it0003_sagittal.png"}) {
+    test::writeText(dir / "snaps" / name, "theirs");
+    expectRefused(dir, kView + "-n 3", 1, {name, "--snapshots", "--overwrite"});
+    fs::remove(dir / "snaps" / name);
+  }
+  // Not this run's names: a fourth iteration of a three-iteration run, another file.
+  test::writeText(dir / "snaps" / "snapshot_it0004_axial.png", "theirs");
+  test::writeText(dir / "snaps" / "notes.txt", "theirs");
+  test::writeText(dir / "snaps" / "residual.csv", "theirs");
+  const CliRun r = runCli(dir, kView + "-n 3 --overwrite -q");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(test::readText(dir / "snaps" / "residual.csv"), "theirs");
+  EXPECT_TRUE(fs::exists(dir / "snaps" / "snapshot_it0003_sagittal.png"));
+  EXPECT_EQ(test::readText(dir / "snaps" / "snapshot_it0004_axial.png"), "theirs");
+  EXPECT_EQ(test::readText(dir / "snaps" / "notes.txt"), "theirs");
+}
+
+// --output is a volume's name (.mha or .mhd), checked before any work like the snapshots; one in the snapshot directory
+// the run makes is allowed.
+TEST(BadInputViewMethod, OutputIsCheckedBeforeAnyWork) {
+  const auto dir = test::scratchDir();
+  expectRefused(dir, kView + "-n 2 -o snaps/residual.csv", 1, {"snaps/residual.csv", "--output", ".mha"});
+  test::writeText(dir / "v.mha", "theirs");
+  expectRefused(dir, kView + "-n 2 -o v.mha", 1, {"v.mha", "--overwrite"});
+  const CliRun r = runCli(dir, kView + "-n 2 -o snaps/v.mha -q");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_EQ(readMetaImage((dir / "snaps" / "v.mha").string()).size, (std::array<int, 3>{16, 16, 16}));
+}
+
+// SIGINT to view --method removes what it wrote (the snapshots of the iterations done, the directory it made), as its
+// message says; a directory that existed stays with the files that were there.
+TEST(BadInputSignals, ViewMethodSnapshotsAreRemovedOnSigint) {
+  const auto dir = test::scratchDir();
+  const fs::path run = dir / "run";
+  fs::create_directories(run);
+  for (const bool existing : {false, true}) {
+    if (existing) {
+      fs::create_directories(run / "snaps");
+      test::writeText(run / "snaps" / "notes.txt", "theirs");
+    }
+    const auto before = filesUnder(run);
+    Child child(run, {"view", "--method", "sart", "--simulate", "0", "--size", "32", "--spacing", "8", "-n", "1000", "--snapshots",
+                      "snaps", "-o", "snaps/v.mha"},
+                dir / "view.log");
+    ASSERT_TRUE(child.started());
+    ASSERT_TRUE(waitFor([&] { return fs::exists(run / "snaps" / "snapshot_it0002_sagittal.png") || !child.running(); }))
+        << "no snapshot appeared";
+    ASSERT_TRUE(child.running()) << "the run ended before the signal: " << test::readText(dir / "view.log");
+    child.send(SIGINT);
+    const int status = child.wait();
+    ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 130) << test::readText(dir / "view.log");
+    EXPECT_TRUE(contains(test::readText(dir / "view.log"), "removed")) << test::readText(dir / "view.log");
+    EXPECT_TRUE(filesUnder(run) == before) << "left by the interrupted run" << (existing ? " in an existing directory" : "");
+  }
+}
+
+// residual.csv and residual.png are published together: where the chart cannot be written (here a file size limit,
+// as a full disk would), no CSV is left without it, nor any snapshot of the failed run.
+TEST(BadInputViewMethod, ResidualFilesArePublishedTogether) {
+  const auto dir = test::scratchDir();
+  fs::create_directories(dir / "snaps");
+  // 8 blocks of 512 bytes: the 16^3 snapshots (under 1 KiB) and the CSV fit, the 640x400 chart (about 10 KiB) does not.
+  const CliRun r = runCli(dir, kView + "-n 2", "trap '' XFSZ; ulimit -f 8;");
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "snaps/residual.png")) << r.output;
+  EXPECT_FALSE(contains(r.output, ".tmp-")) << "a staged name in the message: " << r.output;
+  EXPECT_TRUE(fs::is_empty(dir / "snaps")) << "left: " << fs::directory_iterator(dir / "snaps")->path();
+  // Replacing earlier residual files: the earlier CSV stays as it was, not replaced by one without its chart.
+  test::writeText(dir / "snaps" / "residual.csv", "earlier");
+  const CliRun o = runCli(dir, kView + "-n 2 --overwrite", "trap '' XFSZ; ulimit -f 8;");
+  EXPECT_EQ(o.exitCode, 1) << o.output;
+  EXPECT_EQ(test::readText(dir / "snaps" / "residual.csv"), "earlier");
+  EXPECT_EQ(filesUnder(dir / "snaps").size(), 1u);
 }
 
 }  // namespace

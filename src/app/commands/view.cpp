@@ -112,15 +112,18 @@ class ViewCommand final : public Command {
   void runIterative() const {
     const IterativeOptions o = parameters.options(parseIterativeMethod(method));
     const VolumeGrid grid = live.volume.grid();
-    Geometry geometry;
-    Image projections;
-    loadScan(geometry, projections);
     OperatorOptions po;
     po.device = live.gpu;
     po.threads = live.threads;
     const Backend backend = live.backend.orWhenAuto(Backend::Cpu);
     const std::optional<std::pair<double, double>> range = live.range.range();
-    if (hasDisplay() && !headless && live.snapshots.empty()) {
+    const bool window = hasDisplay() && !headless && live.snapshots.empty();
+    const IterativeSnapshots headlessRun{live.snapshots, live.output, live.overwrite, live.quiet, range, backend, po};
+    if (!window) checkIterativeSnapshots(headlessRun, o.iterations);  // before the scan is read or simulated
+    Geometry geometry;
+    Image projections;
+    loadScan(geometry, projections);
+    if (window) {
       viewer::IterativeView view{backend, po, o, live.output, live.overwrite, live.quiet};
       viewer::ViewScript script;
       script.screenshot = screenshot;
@@ -129,7 +132,7 @@ class ViewCommand final : public Command {
       viewer::viewIterative(geometry, projections, grid, view, script);
       return;
     }
-    runIterativeSnapshots(geometry, projections, grid, o, {live.snapshots, live.output, live.overwrite, live.quiet, range, backend, po});
+    runIterativeSnapshots(geometry, projections, grid, o, headlessRun);
   }
 };
 
