@@ -41,7 +41,10 @@ struct Slot {
   // while it holds one of them, never a file another process put there.
   std::array<Identity, 2> owned;
   std::atomic<unsigned> latest{0};
-  bool directoryFallback = false;  // a RunOutputs path: removed, if an empty directory, even with no identity recorded
+  // Where no identity is recorded yet: a RunOutputs path is removed only if an empty directory (one made without
+  // recording it); an AtomicOutput's temporary, between its O_EXCL creation under a random name and the fstat that
+  // records it, is this run's file.
+  enum class Unrecorded : unsigned char { EmptyDirectory, Ours } unrecorded = Unrecorded::EmptyDirectory;
   char path[kPathBytes];
 };
 std::array<Slot, kSlots> slots;
@@ -71,7 +74,8 @@ Owner ownerOf(const Slot& slot, struct stat& s) {
     if (ino == static_cast<std::uint64_t>(s.st_ino) && id.dev.load(std::memory_order_relaxed) == static_cast<std::uint64_t>(s.st_dev))
       return Owner::Ours;
   }
-  return any ? Owner::NotOurs : Owner::Unknown;
+  if (any) return Owner::NotOurs;
+  return slot.unrecorded == Slot::Unrecorded::Ours ? Owner::Ours : Owner::Unknown;
 }
 
 // With slotMutex held.
@@ -97,7 +101,7 @@ void recordOwner(const std::string& path, const struct stat& s) {
     if (slot.ready.load(std::memory_order_acquire) && normal == slot.path) recordInSlot(slot, s);
 }
 
-int claimSlot(const std::string& path, const struct stat* owner, bool directoryFallback) {
+int claimSlot(const std::string& path, Slot::Unrecorded unrecorded) {
   const std::string normal = normalPath(path);
   if (normal.size() >= kPathBytes) return -1;
   std::lock_guard lock(slotMutex);
@@ -107,8 +111,7 @@ int claimSlot(const std::string& path, const struct stat* owner, bool directoryF
     if (!slot.used.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) continue;
     std::memcpy(slot.path, normal.c_str(), normal.size() + 1);
     for (Identity& id : slot.owned) id.ino.store(0, std::memory_order_relaxed);
-    slot.directoryFallback = directoryFallback;
-    if (owner) recordInSlot(slot, *owner);
+    slot.unrecorded = unrecorded;
     slot.ready.store(true, std::memory_order_release);
     return static_cast<int>(i);
   }
@@ -129,7 +132,7 @@ void removeAllAndExit(int signal) {
     for (Slot& slot : slots) {
       if (!slot.ready.load(std::memory_order_acquire)) continue;
       const Owner owner = ownerOf(slot, s);
-      if ((owner == Owner::Ours || (owner == Owner::Unknown && slot.directoryFallback)) && S_ISDIR(s.st_mode) &&
+      if ((owner == Owner::Ours || owner == Owner::Unknown) && S_ISDIR(s.st_mode) &&
           ::rmdir(slot.path) == 0)
         removed = true;
     }
@@ -142,7 +145,7 @@ void removeAllAndExit(int signal) {
 
 }  // namespace
 
-int registerCleanupPath(const std::string& path) { return claimSlot(path, nullptr, true); }
+int registerCleanupPath(const std::string& path) { return claimSlot(path, Slot::Unrecorded::EmptyDirectory); }
 
 void unregisterCleanupPath(int slot) {
   if (slot < 0 || static_cast<std::size_t>(slot) >= kSlots) return;
@@ -332,13 +335,21 @@ AtomicOutput::AtomicOutput(std::string target, bool overwrite) : overwrite_(over
   std::random_device rd;
   temporary_ = (dir / ("." + t.filename().string() + ".tmp-" + std::to_string(rd()))).string();
   // Made here (the writers open it again, truncating: the same inode), so that the signal handler knows this file by
-  // its identity and removes it, and nothing else that might come to have the name.
+  // its identity and removes it, and nothing else that might come to have the name. Registered first: a signal while
+  // it is made finds the slot (the name is this run's until the identity is recorded).
+  slot_ = claimSlot(temporary_, Slot::Unrecorded::Ours);
   const int fd = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) throwInputError(target_, "output", "a writable file", std::strerror(errno));
+  if (fd < 0) {
+    const int error = errno;
+    unregisterCleanupPath(slot_);
+    throwInputError(target_, "output", "a writable file", std::strerror(error));
+  }
   struct stat s {};
-  const bool known = ::fstat(fd, &s) == 0;
+  if (slot_ >= 0 && ::fstat(fd, &s) == 0) {
+    std::lock_guard lock(slotMutex);
+    recordInSlot(slots[slot_], s);
+  }
   ::close(fd);
-  slot_ = claimSlot(temporary_, known ? &s : nullptr, false);
 }
 
 AtomicOutput::~AtomicOutput() {
