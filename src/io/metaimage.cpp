@@ -326,6 +326,7 @@ MetaImageReader::MetaImageReader(const std::string& path, bool headerOnly) : pat
   // Locate the pixel bytes: after the header (LOCAL) or in a separate file.
   const std::string& dataFile = header["ElementDataFile"];
   std::string dataPath = path;
+  std::string dataName = path;  // dataPath for messages
   std::streamoff offset = dataStart;
   if (dataFile != "LOCAL") {
     if (dataFile == "LIST" || dataFile.find('%') != std::string::npos || dataFile.empty())
@@ -335,23 +336,29 @@ MetaImageReader::MetaImageReader(const std::string& path, bool headerOnly) : pat
     offset = 0;
     if (const std::string* hs = get("HeaderSize"))
       offset = wholeNumber(path, "HeaderSize", *hs, -1, 1e15, "-1 (data at the end) or a byte count");
-    // A FIFO or device here would block or never end: refused before opening.
-    requireReadableFile(dataPath, path + ": ElementDataFile");
+    // A FIFO or device here would block or never end: refused before opening. The name comes from the header:
+    // messages carry it quoted (requireReadableFile's begins with the path as given, replaced here).
+    dataName = quoted(dataPath, 4096);
+    try {
+      requireReadableFile(dataPath, path + ": ElementDataFile");
+    } catch (const InputError& e) {
+      throw InputError(dataName + e.text().substr(dataPath.size()));
+    }
   }
   FileDescriptor& data = data_->file;
   data.fd = ::open(dataPath.c_str(), O_RDONLY | O_CLOEXEC);
   struct stat info {};
   if (data.fd < 0 || ::fstat(data.fd, &info) != 0)
-    throwInputError(path, "ElementDataFile", "a readable data file", "'" + dataPath + "' cannot be opened");
+    throwInputError(path, "ElementDataFile", "a readable data file", "'" + dataName + "' cannot be opened");
   const std::streamoff fileSize = info.st_size;
   if (offset < 0) {  // HeaderSize = -1: data at the end (uncompressed only).
     if (compressed || bytes > static_cast<std::size_t>(fileSize))
-      throwInputError(dataPath, "HeaderSize", "-1 only for uncompressed data that fits in the file",
+      throwInputError(dataName, "HeaderSize", "-1 only for uncompressed data that fits in the file",
                       std::to_string(fileSize) + " bytes of file for " + std::to_string(bytes) + " bytes of data");
     offset = fileSize - static_cast<std::streamoff>(bytes);
   }
   if (offset > fileSize)
-    throwInputError(dataPath, "HeaderSize", "at most the file size (" + std::to_string(fileSize) + " bytes)",
+    throwInputError(dataName, "HeaderSize", "at most the file size (" + std::to_string(fileSize) + " bytes)",
                     std::to_string(offset));
 
   // The file bounds what can be read: compare sizes before allocating anything, and check that the pixels
@@ -362,34 +369,34 @@ MetaImageReader::MetaImageReader(const std::string& path, bool headerOnly) : pat
     if (const std::string* cs = get("CompressedDataSize")) {
       const auto declared = wholeNumber(path, "CompressedDataSize", *cs, 0, 1e15, "a byte count");
       if (declared > available)
-        throwInputError(dataPath, "CompressedDataSize", std::to_string(declared) + " bytes of compressed data",
+        throwInputError(dataName, "CompressedDataSize", std::to_string(declared) + " bytes of compressed data",
                         std::to_string(available) + " bytes (the file is truncated)");
       available = declared;
     }
     // zlib inflates at most about 1032:1; a header promising more than that cannot be honest.
     if (static_cast<double>(bytes) > 1032.0 * static_cast<double>(available) + 1024.0)
-      throwInputError(dataPath, "compressed data",
+      throwInputError(dataName, "compressed data",
                       "enough compressed bytes for " + std::to_string(bytes) + " bytes of pixels (DimSize " +
                           quoted(*dimText) + ")",
                       std::to_string(available) + " bytes (the file is truncated)");
     checkHostMemory(path, "DimSize " + quoted(*dimText),
                     static_cast<std::uint64_t>(available) + bytes + count * sizeof(float));
     std::vector<unsigned char> packed(static_cast<std::size_t>(std::max<std::streamoff>(available, 0)));
-    preadAll(data.fd, packed.data(), packed.size(), static_cast<std::uint64_t>(offset), dataPath, "compressed data");
+    preadAll(data.fd, packed.data(), packed.size(), static_cast<std::uint64_t>(offset), dataName, "compressed data");
     // zlib is serial; the conversion below is not.
-    raw = inflateAll(dataPath, packed, bytes);
+    raw = inflateAll(dataName, packed, bytes);
   } else {
     const std::streamoff available = fileSize - offset;
     if (static_cast<std::size_t>(available) != bytes)
-      throwInputError(dataPath, "pixel data",
-                      std::to_string(bytes) + " bytes for DimSize " + quoted(*dimText) + " of " + *typeText,
+      throwInputError(dataName, "pixel data",
+                      std::to_string(bytes) + " bytes for DimSize " + quoted(*dimText) + " of " + quoted(*typeText),
                       std::to_string(available) + " bytes" +
                           (static_cast<std::size_t>(available) < bytes ? " (the file is truncated)"
                                                                        : " (the header disagrees with the data)"));
   }
   data_->type = type;
   data_->bigEndian = bigEndian;
-  data_->dataPath = dataPath;
+  data_->dataPath = dataName;  // for messages only: the file is open
   data_->offset = static_cast<std::uint64_t>(offset);
   data_->inflated = std::move(raw);
 }

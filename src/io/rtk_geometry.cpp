@@ -33,15 +33,17 @@ std::string trimmed(const char* text) {
 
 double parseNumber(const std::string& path, const tinyxml2::XMLElement* element) {
   const std::string text = trimmed(element->GetText());
+  // The element's name is the file's text too (Collimation* takes any suffix, and tinyxml2 any byte above 0x7F).
+  const std::string name = quoted(element->Name());
   double value = 0.0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value))
-    throwInputError(path + " (line " + std::to_string(element->GetLineNum()) + ")", element->Name(),
-                    "a finite number", "'" + quoted(text) + "'");
+    throwInputError(path + " (line " + std::to_string(element->GetLineNum()) + ")", name, "a finite number",
+                    "'" + quoted(text) + "'");
   // Distances and offsets beyond 10 km (or angles beyond 1e7 degrees) are typing errors, and overflow the
   // float arithmetic downstream.
   if (std::abs(value) > kMaxCoordinateMm)
-    throwInputError(path + " (line " + std::to_string(element->GetLineNum()) + ")", element->Name(),
+    throwInputError(path + " (line " + std::to_string(element->GetLineNum()) + ")", name,
                     "a number within 1e7 in magnitude", "'" + quoted(text) + "'");
   return value;
 }

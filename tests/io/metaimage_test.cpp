@@ -400,5 +400,28 @@ TEST(PngSlice, ValuesAndOrientation) {
   EXPECT_FALSE(fs::exists(dir / "bad.png"));
 }
 
+// Text from the file reaches messages escaped (glrecon::quoted), never as raw bytes: a header field's value, and
+// the data file's name from ElementDataFile (a terminal escape in each).
+TEST(MetaImage, FileTextIsQuotedInMessages) {
+  const auto dir = test::scratchDir();
+  // Expects `read` to throw an InputError whose message holds `escaped` and only printable ASCII.
+  const auto expectQuoted = [](const auto& read, const std::string& escaped) {
+    try {
+      read();
+      ADD_FAILURE() << "expected an InputError";
+    } catch (const InputError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find(escaped), std::string::npos) << message;
+      for (unsigned char c : message) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << message;
+    }
+  };
+  const std::string red = "\x1b[31m";
+  test::writeText(dir / "type.mha", "NDims = 3\nDimSize = 1 1 1\nElementType = " + red + "\nElementDataFile = LOCAL\nabcd");
+  expectQuoted([&] { readMetaImage((dir / "type.mha").string()); }, "ElementType: expected one of MET_FLOAT");
+  expectQuoted([&] { readMetaImage((dir / "type.mha").string()); }, "found '\\x1B[31m'");
+  test::writeText(dir / "data.mhd", "NDims = 3\nDimSize = 1 1 1\nElementType = MET_FLOAT\nElementDataFile = d" + red + ".raw\n");
+  expectQuoted([&] { readMetaImage((dir / "data.mhd").string()); }, "d\\x1B[31m.raw: ");
+}
+
 }  // namespace
 }  // namespace glrecon

@@ -156,5 +156,27 @@ TEST(RtkGeometry, WriterRefusesToOverwrite) {
   EXPECT_NE(test::readText(dir / "g.xml"), "keep me");
 }
 
+// Text from the file reaches messages escaped (glrecon::quoted), never as raw bytes: an attribute (a terminal
+// escape) and an element's name (tinyxml2 takes any byte above 0x7F in names; Collimation* any suffix).
+TEST(RtkGeometry, FileTextIsQuotedInMessages) {
+  const auto dir = test::scratchDir();
+  // Expects `read` to throw an InputError whose message holds `escaped` and only printable ASCII.
+  const auto expectQuoted = [](const auto& read, const std::string& escaped) {
+    try {
+      read();
+      ADD_FAILURE() << "expected an InputError";
+    } catch (const InputError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find(escaped), std::string::npos) << message;
+      for (unsigned char c : message) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << message;
+    }
+  };
+  const std::string tail = "<Projection><GantryAngle>0</GantryAngle></Projection></RTKThreeDCircularGeometry>\n";
+  test::writeText(dir / "version.xml", "<RTKThreeDCircularGeometry version=\"\x1b[31m\">" + tail);
+  expectQuoted([&] { readRtkGeometry((dir / "version.xml").string()); }, "version: expected 2 or 3, found '\\x1B[31m'");
+  test::writeText(dir / "name.xml", "<RTKThreeDCircularGeometry version=\"3\"><Collimation\xc3\xa9>x</Collimation\xc3\xa9>" + tail);
+  expectQuoted([&] { readRtkGeometry((dir / "name.xml").string()); }, "Collimation\\xC3\\xA9: expected a finite number");
+}
+
 }  // namespace
 }  // namespace glrecon
