@@ -8,10 +8,19 @@
 namespace glrecon {
 
 /// Bytes of host memory this process may still allocate: the smaller of /proc/meminfo's MemAvailable and
-/// the cgroup limit (/sys/fs/cgroup/memory.max minus memory.current). The environment variable
+/// what its cgroups leave (their limits less their use: cgroup v2's memory.max and memory.current, v1's
+/// memory.limit_in_bytes and memory.usage_in_bytes, for its own cgroup and every ancestor, found through
+/// /proc/self/cgroup). The environment variable
 /// GLRECON_MEMORY_LIMIT_MB, when set to a positive number, caps it (for tests and shared machines).
 /// Returns UINT64_MAX when nothing is known.
 std::uint64_t availableHostMemory();
+
+namespace detail {
+/// What the cgroups named in `procSelfCgroup` (the text of /proc/self/cgroup) leave under `root` (/sys/fs/cgroup): the
+/// least over v2's and v1's memory limits of the process's cgroup and its ancestors, each less its use; UINT64_MAX when
+/// none is set. `file` gets the binding limit's file. (Separate so that tests can give it made-up hierarchies.)
+std::uint64_t cgroupMemoryLeft(const std::string& procSelfCgroup, const std::string& root, std::string* file);
+}  // namespace detail
 
 /// Throws InputError naming `where` and `what` when `bytes` do not fit in the host memory available now
 /// ("needs 19.5 GiB, 7.2 GiB available (MemAvailable)").

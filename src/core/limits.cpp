@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <sstream>
 
@@ -48,15 +49,13 @@ std::uint64_t memAvailable() {
 std::uint64_t available(std::string* source) {
   std::uint64_t best = memAvailable();
   if (source) *source = "MemAvailable in /proc/meminfo";
-  // cgroup v2: a container's limit can be far below what the host has.
-  const std::uint64_t limit = readNumber("/sys/fs/cgroup/memory.max");
-  if (limit != kUnknown) {
-    const std::uint64_t used = readNumber("/sys/fs/cgroup/memory.current");
-    const std::uint64_t left = used != kUnknown && used < limit ? limit - used : limit;
-    if (left < best) {
-      best = left;
-      if (source) *source = "the cgroup limit in /sys/fs/cgroup/memory.max";
-    }
+  std::ifstream cgroups("/proc/self/cgroup");
+  const std::string text((std::istreambuf_iterator<char>(cgroups)), std::istreambuf_iterator<char>());
+  std::string file;
+  const std::uint64_t left = detail::cgroupMemoryLeft(text, "/sys/fs/cgroup", &file);
+  if (left < best) {
+    best = left;
+    if (source) *source = "the cgroup limit in " + file;
   }
   if (const char* env = std::getenv("GLRECON_MEMORY_LIMIT_MB")) {
     char* end = nullptr;
@@ -71,6 +70,57 @@ std::uint64_t available(std::string* source) {
 }
 
 }  // namespace
+
+namespace detail {
+
+std::uint64_t cgroupMemoryLeft(const std::string& procSelfCgroup, const std::string& root, std::string* file) {
+  // A limit at or above 2^62 is "none" (cgroup v1 reports PAGE_COUNTER_MAX, 9223372036854771712, for unlimited).
+  constexpr std::uint64_t kNoLimit = std::uint64_t{1} << 62;
+  std::uint64_t best = kUnknown;
+  // The tightest of a cgroup's limit and its ancestors' (a parent's limit binds its children), each less what that
+  // cgroup uses now.
+  const auto walk = [&](const std::string& mount, std::string path, const char* limitName, const char* usageName) {
+    for (;;) {
+      const std::string dir = mount + (path == "/" ? "" : path);
+      const std::uint64_t limit = readNumber((dir + "/" + limitName).c_str());
+      if (limit != kUnknown && limit < kNoLimit) {
+        const std::uint64_t used = readNumber((dir + "/" + usageName).c_str());
+        const std::uint64_t left = used != kUnknown && used < limit ? limit - used : (used == kUnknown ? limit : 0);
+        if (left < best) {
+          best = left;
+          if (file) *file = dir + "/" + limitName;
+        }
+      }
+      if (path.empty() || path == "/") break;
+      const std::size_t slash = path.find_last_of('/');
+      path = slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+    }
+  };
+  std::istringstream lines(procSelfCgroup);
+  std::string line;
+  while (std::getline(lines, line)) {
+    // "hierarchy-ID:controllers:path": v2's single hierarchy is "0::/path", v1's memory controller "N:memory:/path".
+    const std::size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (path.empty() || path[0] != '/') continue;
+    bool memory = false;
+    std::istringstream names(controllers);
+    for (std::string name; std::getline(names, name, ',');) memory = memory || name == "memory";
+    // Inside a container without its own cgroup namespace the path is the host's, not under the container's mount:
+    // then the mount's root is the container's cgroup.
+    if (line.compare(0, 3, "0::") == 0) {
+      walk(root, path, "memory.max", "memory.current");
+      if (path != "/") walk(root, "/", "memory.max", "memory.current");
+    } else if (memory) {
+      walk(root + "/memory", path, "memory.limit_in_bytes", "memory.usage_in_bytes");
+      if (path != "/") walk(root + "/memory", "/", "memory.limit_in_bytes", "memory.usage_in_bytes");
+    }
+  }
+  return best;
+}
+
+}  // namespace detail
 
 std::uint64_t availableHostMemory() { return available(nullptr); }
 

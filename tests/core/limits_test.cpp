@@ -47,6 +47,41 @@ TEST(Limits, MemoryCapFromTheEnvironment) {
                           {"job", "--size 999", "100.0 MiB needed", "64.0 MiB", "GLRECON_MEMORY_LIMIT_MB"});
 }
 
+// The cgroup limits found through /proc/self/cgroup, on made-up hierarchies: v1 (the memory controller's own tree, where
+// a run was killed before because only v2's memory.max was read), v2, ancestors' limits binding, "no limit" values,
+// and a container whose /proc/self/cgroup names the host's path.
+TEST(Limits, CgroupLimitsV1AndV2WithAncestors) {
+  const fs::path root = test::scratchDir() / "cgroup";
+  const auto put = [&](const std::string& file, const std::string& text) {
+    fs::create_directories((root / file).parent_path());
+    test::writeText(root / file, text + "\n");
+  };
+  const std::uint64_t gib = std::uint64_t{1} << 30;
+  std::string file;
+  EXPECT_EQ(detail::cgroupMemoryLeft("0::/\n", root.string(), &file), UINT64_MAX);  // nothing there: nothing known
+  // v1: unlimited at the root (PAGE_COUNTER_MAX), 3 GiB with 1 GiB used on /a, 8 GiB on /a/b: /a binds, 2 GiB left.
+  put("memory/memory.limit_in_bytes", "9223372036854771712");
+  put("memory/a/memory.limit_in_bytes", std::to_string(3 * gib));
+  put("memory/a/memory.usage_in_bytes", std::to_string(gib));
+  put("memory/a/b/memory.limit_in_bytes", std::to_string(8 * gib));
+  put("memory/a/b/memory.usage_in_bytes", std::to_string(gib / 2));
+  EXPECT_EQ(detail::cgroupMemoryLeft("5:cpu,cpuacct:/a/b\n4:memory:/a/b\n0::/\n", root.string(), &file), 2 * gib);
+  EXPECT_EQ(file, (root / "memory/a/memory.limit_in_bytes").string());
+  // v2: "max" on /x, 1 GiB with 1 KiB used on /x/y.
+  put("x/memory.max", "max");
+  put("x/y/memory.max", std::to_string(gib));
+  put("x/y/memory.current", "1024");
+  EXPECT_EQ(detail::cgroupMemoryLeft("0::/x/y\n", root.string(), &file), gib - 1024);
+  EXPECT_EQ(file, (root / "x/y/memory.max").string());
+  // A container: the host's path is not under its mount; the mount's root is its cgroup (512 MiB, v1).
+  put("memory/memory.limit_in_bytes", std::to_string(gib / 2));
+  put("memory/memory.usage_in_bytes", "0");
+  EXPECT_EQ(detail::cgroupMemoryLeft("4:memory:/docker/0123abcd\n", root.string(), &file), gib / 2);
+  // Over its limit: nothing left.
+  put("memory/memory.usage_in_bytes", std::to_string(gib));
+  EXPECT_EQ(detail::cgroupMemoryLeft("4:memory:/\n", root.string(), &file), 0u);
+}
+
 TEST(Limits, NonRegularFilesAreRefusedWithoutBlocking) {
   const auto dir = test::scratchDir();
   ASSERT_EQ(mkfifo((dir / "pipe.mha").c_str(), 0600), 0);
@@ -208,19 +243,22 @@ TEST(Limits, VolumeOutOfEveryBeamIsRefused) {
 TEST(FuzzRegressions, EveryKeptInputFailsCleanly) {
   const fs::path root = fs::path(GLRECON_SOURCE_DIR) / "tests" / "fuzz" / "regressions";
   std::size_t inputs = 0;
-  for (const char* target : {"metaimage", "rtk_geometry", "options"}) {
+  for (const char* target : {"metaimage", "rtk_geometry", "tiff", "options"}) {
     if (!fs::is_directory(root / target)) continue;
     for (const auto& entry : fs::directory_iterator(root / target)) {
       ++inputs;
       const std::string bytes = test::readText(entry.path());
       const auto dir = test::scratchDir();
-      const fs::path copy =
-          dir / (std::string("input") + (std::string(target) == "rtk_geometry" ? ".xml" : ".mha"));
+      const std::string name = target;
+      const fs::path copy = dir / (std::string("input") + (name == "rtk_geometry" ? ".xml" : name == "tiff" ? ".tif" : ".mha"));
       test::writeText(copy, bytes);
       try {
-        if (std::string(target) == "metaimage") {
+        if (name == "metaimage") {
           readMetaImage(copy.string());
-        } else if (std::string(target) == "rtk_geometry") {
+        } else if (name == "tiff") {  // as fuzz_tiff: the header (a projection source's first look), then the pixels
+          readTiffHeader(copy.string());
+          readTiff(copy.string());
+        } else if (name == "rtk_geometry") {
           Geometry::fromCircular(readRtkGeometry(copy.string()), DetectorLayout::centred(16, 8, 2, 2))
               .validate("fuzz");
         } else if (!bytes.empty()) {
