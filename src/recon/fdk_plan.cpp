@@ -1,6 +1,9 @@
 // planFdk: every check and decision of an FDK run, once, before any projection is read (see glrecon/fdk.h).
+#include <sys/statvfs.h>
+
 #include <algorithm>
 
+#include "glrecon/errors.h"
 #include "glrecon/fdk.h"
 #include "glrecon/limits.h"
 #include "glrecon/parallel.h"
@@ -91,6 +94,13 @@ void checkHostMemoryFor(const FdkPlan& plan, const ProjectionSource& source) {
   checkHostMemory("fdk", "the filtered projections and " + std::to_string(2 * workers) + " slab buffers",
                   (plan.options.scratch.empty() && stored ? 4 * pixels * plan.projections : 0) +
                       2 * workers * 4 * static_cast<std::uint64_t>(plan.grid.size[0]) * plan.slabs.rowsPerSlab * plan.grid.size[2]);
+  // The scratch file's room, before any work (the store reserves its blocks when the run starts, too).
+  struct statvfs info {};
+  const std::uint64_t scratchBytes = 4 * pixels * plan.projections;
+  if (!plan.options.scratch.empty() && stored && ::statvfs(plan.options.scratch.c_str(), &info) == 0 &&
+      static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize < scratchBytes)
+    throwInputError(plan.options.scratch, field("scratch"), "room for " + formatBytes(scratchBytes) + " of filtered projections",
+                    formatBytes(static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize) + " free");
 }
 
 }  // namespace

@@ -49,8 +49,11 @@ class ProjectionStore {
     }
     fd_ = ::open(scratch.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd_ < 0) throwInputError(scratch, field("scratch"), "a writable directory on a file system with O_TMPFILE", std::strerror(errno));
-    if (::ftruncate(fd_, static_cast<off_t>(bytes)) != 0)
-      throwInputError(scratch, field("scratch"), "room for " + formatBytes(bytes) + " of filtered projections", std::strerror(errno));
+    // Blocks reserved, not a sparse size: writes through a mapping of a sparse file on a full file system end in
+    // SIGBUS (exit 135 and the output's temporary left), where a reservation fails here with ENOSPC. posix_fallocate
+    // writes the blocks itself where the file system cannot reserve them.
+    if (const int error = ::posix_fallocate(fd_, 0, static_cast<off_t>(bytes)); error != 0)
+      throwInputError(scratch, field("scratch"), "room for " + formatBytes(bytes) + " of filtered projections", std::strerror(error));
     void* map = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
     if (map == MAP_FAILED) throwInputError(scratch, field("scratch"), "a file that can be mapped", std::strerror(errno));
     data_ = static_cast<float*>(map);

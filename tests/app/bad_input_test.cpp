@@ -348,6 +348,31 @@ TEST(BadInput, AFailedWriteLeavesNothingBehind) {
     EXPECT_FALSE(contains(e.path().filename().string(), ".tmp-")) << e.path();
 }
 
+// --scratch on a file system without room for the filtered projections: before, the store was a sparse file and the
+// writes through its mapping ended in SIGBUS (exit 135, the output's temporary left). Now the room is checked before
+// the run (statvfs) and reserved when the store is made (posix_fallocate).
+TEST(BadInput, ScratchWithoutRoomIsRefusedNotABusError) {
+  const auto dir = test::scratchDir();
+  // 60 projections of 128^2 floats: 3.8 MiB to keep; slabs forced by --gpu-memory (on cpu too).
+  ASSERT_EQ(runCli(dir, "phantom -o scan --projections 60 --detector 128 --detector-spacing 4 -q").exitCode, 0);
+  const std::string fdk = "fdk -g scan/geometry.xml -p scan/projections.mha --size 32 --spacing 8 --backend cpu --gpu-memory 64K -o v.mha ";
+  fs::create_directories(dir / "sc");
+  // The reservation: a file size limit lets statvfs's check pass and stops posix_fallocate (EFBIG).
+  const CliRun r = runCli(dir, fdk + "--scratch sc", "trap '' XFSZ; ulimit -f 1000;");
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--scratch") && contains(r.output, "room for 3.8 MiB")) << r.output;
+  EXPECT_TRUE(fs::is_empty(dir / "sc"));
+  for (const auto& e : fs::directory_iterator(dir)) EXPECT_FALSE(contains(e.path().filename().string(), "v.mha")) << e.path();
+  // A full file system, where one can be made (root: a 1 MiB tmpfs), refused before the run.
+  if (::geteuid() != 0) GTEST_SKIP() << "not root: no small file system to mount for the before-the-run case";
+  const fs::path small = dir / "small";
+  fs::create_directories(small);
+  if (std::system(("mount -t tmpfs -o size=1m tmpfs " + small.string() + " 2>/dev/null").c_str()) != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs here (no CAP_SYS_ADMIN)";
+  expectRefused(dir, fdk + "--scratch small", 1, {"small", "--scratch", "room for 3.8 MiB", "1.0 MiB free"});
+  EXPECT_EQ(std::system(("umount " + small.string()).c_str()), 0);
+}
+
 // SIGINT and SIGTERM: exit 130 and 143, this run's partial output and temporaries removed.
 TEST(BadInput, SignalsRemovePartialOutput) {
   const auto dir = test::scratchDir();
