@@ -68,6 +68,10 @@ void writeTiff(const std::string& path, const Image& image, bool overwrite);
 /// True for names ending in .tif or .tiff (any case).
 bool isTiffPath(const std::string& path);
 
+/// Throws InputError naming `path` when a reader would refuse the file `image` makes: sizes 1 to 1000000, spacings from
+/// 1e-6 to 1e6 mm, an origin within 1e7 mm (the writers check it before writing anything).
+void checkImageToWrite(const std::string& path, const Image& image);
+
 // ---- by file name ----
 /// TIFF for .tif/.tiff, MetaImage otherwise.
 Image readImage(const std::string& path);

@@ -26,6 +26,22 @@ std::uint64_t cgroupMemoryLeft(const std::string& procSelfCgroup, const std::str
 /// ("needs 19.5 GiB, 7.2 GiB available (MemAvailable)").
 void checkHostMemory(const std::string& where, const std::string& what, std::uint64_t bytes);
 
+/// The bounds on a number a user gives (an option on the command line, an argument in Python), by the library's field
+/// name: both front ends check against this one table, so a value refused by one is refused by the other.
+struct ValueBounds {
+  double lowest, highest;
+  bool lowestIncluded, whole;
+  const char* expected;  ///< the range in words, for the message
+};
+/// The bounds of `fieldName` ("threads", "supersample", "noiseI0", ...); nullptr where the table has none (then any
+/// finite number).
+const ValueBounds* valueBounds(const std::string& fieldName);
+/// Whether `value` lies within `bounds` (finite, in range, whole where it must be).
+bool withinBounds(const ValueBounds& bounds, double value);
+/// Throws UsageError "FIELD: expected ..., found VALUE" when `value` is not finite or outside `fieldName`'s bounds. The
+/// field shown is `shownField` where given (an argument whose name differs from the table's).
+void checkValue(const std::string& fieldName, double value, const std::string& shownField = "");
+
 /// Index of the first of values[0, count) that is NaN, infinite or larger than `limit` in magnitude; count
 /// when there is none.
 std::size_t firstValueOutside(const float* values, std::size_t count, double limit);

@@ -3,6 +3,7 @@
 
 #include "bindings.h"
 #include "glrecon/errors.h"
+#include "glrecon/limits.h"
 
 namespace glrecon::python {
 
@@ -49,6 +50,7 @@ std::optional<DetectorLayout> layoutOf(const py::object& spacing, const py::obje
 }
 
 VolumeGrid makeGrid(const std::array<int, 3>& size, const std::array<double, 3>& spacing, const std::optional<std::array<double, 3>>& origin) {
+  for (int n : size) checkValue("size", n);
   VolumeGrid grid = VolumeGrid::centred(size, {spacing[0], spacing[1], spacing[2]});
   if (origin) grid.origin = {(*origin)[0], (*origin)[1], (*origin)[2]};
   grid.validate("volume");
@@ -83,6 +85,7 @@ OperatorOptions projectorOptions(int gpu, int threads, double step) {
 
 std::string pythonName(const std::string& field) {
   if (field == "lambda") return "lamb";
+  if (field == "phantomScale") return "scale";
   if (field == "overwrite" || field == "positivity") return field + "=True";
   std::string name;
   for (char c : field) {

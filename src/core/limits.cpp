@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <sstream>
 
 #include "glrecon/errors.h"
@@ -121,6 +122,58 @@ std::uint64_t cgroupMemoryLeft(const std::string& procSelfCgroup, const std::str
 }
 
 }  // namespace detail
+
+const ValueBounds* valueBounds(const std::string& fieldName) {
+  // A value outside its bounds would otherwise hang (Poisson noise with a mean of 1e200), run for hours (supersampling
+  // 100000^2), start 100000 threads, wrap around (an every of -1 into an unsigned count) or write NaN volumes.
+  static const std::map<std::string, ValueBounds> table = {
+      {"threads", {0, 4096, true, true, "a whole number of threads from 0 (all) to 4096"}},
+      {"filterThreads", {0, 4096, true, true, "a whole number of threads from 0 (all) to 4096"}},
+      {"every", {1, 1e9, true, true, "a positive whole number of projections"}},
+      {"queue", {1, 1e6, true, true, "a whole number of projections from 1 to 1000000"}},
+      {"batch", {1, 1e6, true, true, "a whole number of projections from 1 to 1000000"}},
+      {"gpu", {0, 1023, true, true, "a device index from 0 (see glrecon devices)"}},
+      {"projections", {1, 1e6, true, true, "a whole number of projections from 1 to 1000000"}},
+      {"size", {1, 65536, true, true, "a whole number of voxels from 1 to 65536"}},
+      {"detector", {1, 65536, true, true, "a whole number of pixels from 1 to 65536"}},
+      {"supersample", {1, 16, true, true, "a whole number of rays per pixel side from 1 to 16"}},
+      {"noiseI0", {0, 1e12, true, false, "0 (no noise) or a photon count up to 1e12 (beyond, the noise is below float precision)"}},
+      {"densityScale", {-1e6, 1e6, true, false, "a finite factor within 1e6 in magnitude"}},
+      {"phantomScale", {0, 1e7, false, false, "a positive size in mm up to 1e7"}},
+      {"sid", {0, 1e7, false, false, "a positive distance in mm up to 1e7"}},
+      {"sdd", {0, 1e7, false, false, "a positive distance in mm up to 1e7"}},
+      {"arc", {-1e5, 1e5, true, false, "a finite angle in degrees within 1e5"}},
+      {"firstAngle", {-1e6, 1e6, true, false, "a finite angle in degrees within 1e6"}},
+      {"outOfPlane", {-1e6, 1e6, true, false, "a finite angle in degrees within 1e6"}},
+      {"inPlane", {-1e6, 1e6, true, false, "a finite angle in degrees within 1e6"}},
+      {"cutoff", {0, 1, false, false, "a fraction of the Nyquist frequency in (0, 1]"}},
+      {"hann", {0, 1, false, false, "a cut-off fraction in (0, 1]"}},
+      {"i0", {0, 3e38, false, false, "a positive finite unattenuated intensity"}},
+      {"densityAfter", {0, 1, false, false, "a fraction of the projections in (0, 1]"}},
+      {"rate", {0, 1e6, true, false, "0 (as fast as possible) or projections per second up to 1e6"}},
+      {"simulate", {0, 1e6, true, false, "0 (as fast as possible) or projections per second up to 1e6"}},
+      {"index", {0, 65535, true, true, "a voxel index from 0"}},
+      {"screenshotAt", {0, 1e9, true, true, "a whole number of projections"}},
+      {"closeAfter", {0, 1e9, true, true, "a whole number of projections"}},
+  };
+  const auto it = table.find(fieldName);
+  return it == table.end() ? nullptr : &it->second;
+}
+
+bool withinBounds(const ValueBounds& b, double value) {
+  return std::isfinite(value) && (b.lowestIncluded ? value >= b.lowest : value > b.lowest) && value <= b.highest &&
+         (!b.whole || value == std::floor(value));
+}
+
+void checkValue(const std::string& fieldName, double value, const std::string& shownField) {
+  const ValueBounds* b = valueBounds(fieldName);
+  if (b ? withinBounds(*b, value) : std::isfinite(value)) return;
+  std::ostringstream found;
+  found.precision(17);
+  found << value;
+  throw UsageError(field(shownField.empty() ? fieldName : shownField) + ": expected " + (b ? b->expected : "a finite number") + ", found " +
+                   found.str());
+}
 
 std::uint64_t availableHostMemory() { return available(nullptr); }
 

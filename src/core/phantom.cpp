@@ -8,8 +8,10 @@
 #include <glm/geometric.hpp>
 
 #include "glrecon/errors.h"
+#include "glrecon/limits.h"
 #include "glrecon/parallel.h"
 #include "glrecon/progress.h"
+#include "glrecon/validate.h"
 
 namespace glrecon {
 
@@ -24,6 +26,7 @@ Phantom::Phantom(std::vector<Ellipsoid> ellipsoids) : ellipsoids_(std::move(elli
 }
 
 Phantom Phantom::sheppLogan(SheppLoganVariant variant, double scale) {
+  checkValue("phantomScale", scale);
   // RTK's table (rtkSheppLoganPhantom.cxx): semi-axes, centre, angle about y, density; in units of `scale`.
   struct Row {
     double ax, ay, az, cx, cy, cz, angle, density, modified;
@@ -54,6 +57,7 @@ SheppLoganVariant parseSheppLoganVariant(const std::string& name) {
 }
 
 void Phantom::scaleDensities(double factor) {
+  checkValue("densityScale", factor);
   for (Ellipsoid& e : ellipsoids_) e.density *= factor;
   for (Prepared& p : prepared_) p.density *= factor;
 }
@@ -87,10 +91,19 @@ double Phantom::lineIntegral(const glm::dvec3& a, const glm::dvec3& b) const {
   return sum;
 }
 
+namespace {
+// The command line's bounds (glrecon/limits.h), for every caller: a noise_i0 of 1e200 from Python hung in the Poisson
+// sampler, a supersample of 100000 ran for hours.
+void checkProjectionOptions(const ProjectionOptions& options) {
+  checkValue("supersample", options.supersample);
+  checkValue("noiseI0", options.noiseI0);
+  checkValue("threads", options.threads);
+}
+}  // namespace
+
 Image projectPhantom(const Phantom& phantom, const Geometry& geometry, const ProjectionOptions& options) {
   geometry.validate("phantom projection");
-  if (options.supersample < 1) throw UsageError(field("supersample") + ": expected 1 or more, found " + std::to_string(options.supersample));
-  if (options.noiseI0 < 0.0) throw UsageError(field("noiseI0") + ": expected a positive photon count or 0, found " + std::to_string(options.noiseI0));
+  checkProjectionOptions(options);
   const DetectorLayout& d = geometry.detector;
   Image projections({d.nu, d.nv, static_cast<int>(geometry.size())}, {d.spacingU, d.spacingV, 1.0},
                     {d.originU, d.originV, 0.0});
@@ -126,7 +139,14 @@ Image projectPhantom(const Phantom& phantom, const Geometry& geometry, const Pro
 
 Image voxelizePhantom(const Phantom& phantom, const VolumeGrid& grid, int supersample, int threads) {
   grid.validate("phantom voxelization");
-  if (supersample < 1) throw UsageError("supersample: expected 1 or more, found " + std::to_string(supersample));
+  // The command line's bounds (glrecon/limits.h): supersample=1000 from Python ran for hours, threads=100000 started
+  // as many threads.
+  checkValue("supersample", supersample);
+  checkValue("threads", threads);
+  checkGridBounds(grid, field("size") + "/" + field("spacing") + "/" + field("origin"));
+  checkHostMemory("phantom", field("size") + " " + std::to_string(grid.size[0]) + "," + std::to_string(grid.size[1]) + "," +
+                                 std::to_string(grid.size[2]),
+                  std::uint64_t{4} * grid.voxelCount());
   Image volume(grid);
   const int n = supersample;
   const std::size_t rows = static_cast<std::size_t>(grid.size[1]) * grid.size[2];
@@ -147,6 +167,12 @@ Image voxelizePhantom(const Phantom& phantom, const VolumeGrid& grid, int supers
 }
 
 Image simulateScan(const Phantom& phantom, const Geometry& geometry, const ProjectionOptions& options, bool progress) {
+  geometry.validate("phantom projection");
+  checkProjectionOptions(options);
+  checkScanBounds(geometry, "phantom");
+  checkHostMemory("phantom", std::to_string(geometry.size()) + " projections of " + std::to_string(geometry.detector.nu) + " x " +
+                                 std::to_string(geometry.detector.nv),
+                  std::uint64_t{4} * geometry.detector.nu * geometry.detector.nv * geometry.size());
   Image projections({geometry.detector.nu, geometry.detector.nv, static_cast<int>(geometry.size())},
                     {geometry.detector.spacingU, geometry.detector.spacingV, 1.0}, {geometry.detector.originU, geometry.detector.originV, 0.0});
   Progress line("phantom", geometry.size(), "proj", progress);

@@ -10,6 +10,7 @@
 #include <bit>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -464,8 +465,30 @@ void checkMetaImageName(const std::string& path) {
     throwInputError(path, "output file name", "a name ending in .mha or .mhd", "'" + fs::path(path).extension().string() + "'");
 }
 
+namespace {
+std::string formatNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+}  // namespace
+
+void checkImageToWrite(const std::string& path, const Image& image) {
+  // The readers' bounds (above, and the TIFF reader's): a file they would refuse is not written.
+  static const char* axis[3] = {"x", "y", "z"};
+  for (int a = 0; a < 3; ++a) {
+    if (!(image.size[a] >= 1 && image.size[a] <= 1000000))
+      throwInputError(path, std::string("size ") + axis[a], "1 to 1000000 voxels", std::to_string(image.size[a]));
+    if (!(image.spacing[a] >= kMinSpacingMm && image.spacing[a] <= kMaxSpacingMm))
+      throwInputError(path, std::string("spacing ") + axis[a], "a spacing from 1e-6 to 1e6 mm", formatNumber(image.spacing[a]));
+    if (!(std::abs(image.origin[a]) <= kMaxCoordinateMm))
+      throwInputError(path, std::string("origin ") + axis[a], "a coordinate within 1e7 mm of the origin", formatNumber(image.origin[a]));
+  }
+}
+
 void writeMetaImage(const std::string& path, const Image& image, bool overwrite) {
   checkMetaImageName(path);
+  checkImageToWrite(path, image);
   if (image.data.size() != image.voxelCount())
     throw std::logic_error("writeMetaImage: image data does not match its size");
   const bool detached = isDetachedMetaImage(path);

@@ -745,6 +745,7 @@ std::string tiffHeader(const std::string& path, const std::array<int, 3>& size, 
 
 void writeTiff(const std::string& path, const Image& image, bool overwrite) {
   if (image.data.size() != image.voxelCount()) throw std::logic_error("writeTiff: image data does not match its size");
+  checkImageToWrite(path, image);
   const std::string head = tiffHeader(path, image.size, image.spacing, image.origin);
   const std::uint64_t pageBytes = std::uint64_t(image.size[0]) * image.size[1] * 4, n = image.size[2];
   AtomicOutput out(path, overwrite);

@@ -97,6 +97,8 @@ std::unique_ptr<ConeBeamOperator> makeOperator(Backend backend, const Geometry& 
                      " backend (CMake found no CUDA compiler; build with nvcc on the PATH)");
   // What every operator needs, checked once here: a valid grid and geometry, the volume in front of every source,
   // rays of non-zero length (forward), a positive step.
+  checkValue("threads", options.threads);
+  checkValue("gpu", options.device);
   detail::checkProjectorGeometry(geometry, grid, std::string(info.name) + " operator");
   detail::projectorStep(options.step, grid);
   switch (backend) {

@@ -147,6 +147,13 @@ FdkPlan planFdk(const Geometry& geometry, const VolumeGrid& grid, const FdkOptio
   plan.session = session ? std::move(session) : std::make_shared<DeviceSession>();
   // The scan and the grid: values a float reconstruction can hold, the projections the geometry describes, a volume
   // in front of every source and seen by some projection.
+  // The numbers as the command line bounds them (glrecon/limits.h): Python's fdk(threads=100000) started as many.
+  checkValue("threads", options.threads);
+  checkValue("filterThreads", options.filterThreads);
+  checkValue("batch", static_cast<double>(options.batch));
+  checkValue("queue", static_cast<double>(options.queueDepth));
+  checkValue("gpu", options.gpu);
+  for (int gpu : options.gpus) checkValue("gpu", gpu);
   checkProjectionsMatch(geometry, source.count(), source.detector(), source.count() ? source.origin(0) : "projections");
   checkScanAndGrid(geometry, grid, "fdk");
   if (options.streaming && (options.gpuMemory > 0 || options.gpus.size() > 1))
