@@ -104,6 +104,9 @@ void checkProjectionOptions(const ProjectionOptions& options) {
 Image projectPhantom(const Phantom& phantom, const Geometry& geometry, const ProjectionOptions& options) {
   geometry.validate("phantom projection");
   checkProjectionOptions(options);
+  checkHostMemory("phantom", std::to_string(geometry.size()) + " projections of " + std::to_string(geometry.detector.nu) + " x " +
+                                 std::to_string(geometry.detector.nv),
+                  std::uint64_t{4} * geometry.detector.nu * geometry.detector.nv * geometry.size());
   const DetectorLayout& d = geometry.detector;
   Image projections({d.nu, d.nv, static_cast<int>(geometry.size())}, {d.spacingU, d.spacingV, 1.0},
                     {d.originU, d.originV, 0.0});

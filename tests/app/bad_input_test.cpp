@@ -259,6 +259,9 @@ TEST(BadInput, MemoryBudget) {
   writeMetaImage((dir / "ok.mha").string(), volume, true);
   expectRefused(dir, "project -g scan/geometry.xml -i ok.mha -o p.mha --detector 4096 --detector-spacing 0.1", 1,
                 {"project", "projections of 4096 x 4096", "memory", "needed"}, "GLRECON_MEMORY_LIMIT_MB=1024");
+  // bench-iterative's simulated scan: 90 projections of 2048^2 are 1.4 GiB.
+  expectRefused(dir, "bench-iterative --size 1024 --detector 2048 --backends cpu", 1, {"90 projections of 2048 x 2048", "memory", "needed"},
+                "GLRECON_MEMORY_LIMIT_MB=1024");
   // 306 bytes of header promising 20 GB.
   test::writeText(dir / "empty.mha",
                   "ObjectType = Image\nNDims = 3\nDimSize = 1000 1000 5000\nElementType = MET_FLOAT\n"

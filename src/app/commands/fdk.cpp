@@ -320,8 +320,7 @@ class FdkCommand final : public Command {
   // The central three (`central`) or the chosen ones, in the grey range given or the percentiles.
   void writeSlices(const Image& result, bool central, const std::vector<SlicePng>& pngs,
                    const std::optional<std::pair<double, double>>& fixedRange, RunOutputs& outputs) const {
-    if (!fs::exists(slices)) outputs.track(slices);
-    fs::create_directories(slices);
+    outputs.createDirectories(slices);
     const auto range = fixedRange ? *fixedRange : percentileRange(result, 0.5, 99.5);
     if (central) writeOrthogonalSlices(result, slices, fs::path(output).stem().string() + "_", range, overwrite, {std::nullopt, &outputs, !quiet});
     for (const auto& [png, spec] : pngs) {

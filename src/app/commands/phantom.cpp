@@ -85,8 +85,7 @@ class PhantomCommand final : public Command {
     checkHostMemory("phantom", "--detector " + scan.detector.pixels + " with --projections " + std::to_string(scan.projections),
                     2 * projectionBytes + (groundTruth ? 2 * 4 * grid.voxelCount() : 0));
     RunOutputs outputs;  // nothing of a failed or interrupted run stays
-    if (!fs::exists(output)) outputs.track(output);
-    fs::create_directories(output);
+    outputs.createDirectories(output);  // recorded as this run's: a signal removes them only while they hold what it made
     const Image projections = simulate(p, geometry);
     Image truth;
     if (groundTruth) truth = voxelizePhantom(p, grid, 2, threads);
