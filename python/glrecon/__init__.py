@@ -22,6 +22,10 @@ resolves the geometry and keyword defaults as ``fdk`` does.
 """
 from __future__ import annotations
 
+import math as _math
+import numbers as _numbers
+import os as _os
+
 import numpy as _np
 
 from . import _glrecon
@@ -49,13 +53,192 @@ class ImageArray(_np.ndarray):
         self.origin = getattr(obj, "origin", (0.0, 0.0, 0.0))
 
 
-def _triple(value, name):
-    if _np.isscalar(value):
-        return (value, value, value)
-    value = tuple(value)
-    if len(value) != 3:
-        raise InputError(f"{name}: expected one number or three (x, y, z), found {len(value)}")
-    return value
+# ---- arguments ------------------------------------------------------------------------------------------
+# Every argument is converted here before it reaches the extension, so that a value the library cannot take is refused
+# naming the argument: pybind11 alone answers a Python int beyond C's int (threads=2**40) with an opaque "incompatible
+# function arguments" TypeError, and int() truncated threads=2.5 and size=8.5 silently. The rule:
+#   * a number outside what the argument takes (out of the library's bounds, glrecon/limits.h, as the command line
+#     bounds its options; beyond C's int; NaN, infinite, or not whole where a count is expected) is a UsageError
+#     naming the argument, the range and the value;
+#   * a value that is not a number at all (a string, None, a list, a complex number, a bool) where a number is expected
+#     is a TypeError naming the argument, as Python's own functions answer a wrong type;
+#   * an array that cannot be read as real numbers (complex, object, strings, ragged lists), has the wrong number of
+#     dimensions or too many elements is an InputError naming the argument; the library checks its values.
+
+_INT_MIN, _INT_MAX = -2 ** 31, 2 ** 31 - 1
+
+
+def _shown(value):
+    text = repr(float(value)) if isinstance(value, (float, _np.floating)) else str(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _number(value, name, field=None, whole=False, lowest=None, highest=None):
+    """``value`` as the float (or, with ``whole``, the int) the extension takes; ``field`` names the library's bounds
+    (glrecon/limits.h's table, the command line's), else ``lowest``..``highest`` (whole numbers: C's int by default)."""
+    if isinstance(value, _np.ndarray) and value.ndim == 0:
+        value = value[()]
+    # bool is an int to Python, but True as a count or a length is a mistake, not a 1.
+    if isinstance(value, (bool, _np.bool_)) or not isinstance(value, _numbers.Real):
+        raise TypeError(f"{name}: expected a {'whole ' if whole else ''}number, found {type(value).__name__}")
+    bounds = _glrecon._value_bounds(field) if field else None
+    if bounds is not None:
+        lowest, highest, lowest_included, whole, expected = bounds
+    else:
+        lowest_included = True
+        if whole:
+            lowest = _INT_MIN if lowest is None else lowest
+            highest = _INT_MAX if highest is None else highest
+            expected = f"a whole number from {lowest} to {highest}"
+        else:
+            expected = "a finite number" if lowest is None and highest is None else f"a number from {lowest} to {highest}"
+    # Python compares ints and floats exactly, so 2**63 is not mistaken for 2**63 - 1 (a float conversion would).
+    if isinstance(value, _numbers.Integral):
+        number = int(value)
+        ok = True
+        if not whole:
+            try:
+                number = float(number)
+            except OverflowError:  # an int beyond double
+                ok = False
+    else:
+        number = float(value)
+        ok = _math.isfinite(number) and (not whole or number == _math.floor(number))
+    if ok and lowest is not None:
+        ok = number >= lowest if lowest_included else number > lowest
+    if ok and highest is not None:
+        ok = number <= highest
+    if not ok:
+        raise UsageError(f"{name}: expected {expected}, found {_shown(value)}")
+    return int(number) if whole else float(number)
+
+
+def _whole(value, name, field=None, lowest=None, highest=None):
+    return _number(value, name, field, True, lowest, highest)
+
+
+def _several(value, name, count, convert, scalar_ok=True):
+    """One number for all ``count`` (where ``scalar_ok``) or ``count`` numbers, each through ``convert(item, name)``."""
+    if isinstance(value, _np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (_numbers.Number, _np.bool_)) or isinstance(value, (str, bytes)) or value is None:
+        if not scalar_ok or isinstance(value, (str, bytes)) or value is None:
+            raise TypeError(f"{name}: expected {count} numbers, found {type(value).__name__}")
+        value = (value,) * count
+    try:
+        items = tuple(value)
+    except TypeError:
+        raise TypeError(f"{name}: expected {'one number or ' if scalar_ok else ''}{count} numbers, found "
+                        f"{type(value).__name__}") from None
+    if len(items) != count:
+        raise InputError(f"{name}: expected {'one number or ' if scalar_ok else ''}{count} numbers, found {len(items)}")
+    return tuple(convert(item, name) for item in items)
+
+
+def _float(value, name):
+    """``value`` as a float, its type checked and nothing else: the library checks its range and finiteness where it
+    can name the component (write_image's "spacing y", a grid's "origin z")."""
+    if isinstance(value, _np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (bool, _np.bool_)) or not isinstance(value, _numbers.Real):
+        raise TypeError(f"{name}: expected a number, found {type(value).__name__}")
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond double
+        raise UsageError(f"{name}: expected a finite number, found {_shown(value)}") from None
+
+
+def _triple(value, name, convert=None):
+    """One number or three ((x, y, z)), converted (by default by _float: the library checks the range)."""
+    return _several(value, name, 3, convert or _float)
+
+
+def _reals(value, name, count, scalar_ok=True):
+    return _several(value, name, count, _number, scalar_ok)
+
+
+def _text(value, name):
+    """A string argument (backend, filter, roi, variant) as UTF-8 bytes: a lone surrogate does not fail the conversion
+    (pybind11 refuses it with an opaque TypeError); the library quotes what it does not know."""
+    if isinstance(value, bytes):
+        return value
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected a string, found {type(value).__name__}")
+    return value.encode("utf-8", "surrogateescape")
+
+
+def _path(value, name):
+    """A file name as the bytes the file system sees (os.fsencode); a NUL would cut the name short in C."""
+    try:
+        path = _os.fsencode(value)
+    except TypeError:
+        raise TypeError(f"{name}: expected a path (str, bytes or os.PathLike), found {type(value).__name__}") from None
+    if b"\0" in path:
+        raise InputError(f"{name}: expected a file name without NUL characters, found {_shown(path)}")
+    return path
+
+
+def _bool(value, name):
+    if isinstance(value, _np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if not isinstance(value, (bool, _np.bool_, _numbers.Integral)):
+        raise TypeError(f"{name}: expected True or False, found {type(value).__name__}")
+    return bool(value)
+
+
+_FLOAT32_MAX = float(_np.finfo(_np.float32).max)
+
+
+def _real_array(value, name, ndims, limits):
+    """``value`` as an ndarray of real numbers (its own dtype, not copied where it is one). ``ndims``: the numbers of
+    dimensions taken; ``limits``: the largest length of each axis, last axis last (a shorter array's axes take the
+    last ones)."""
+    try:
+        array = _np.asarray(value)
+    except (TypeError, ValueError, OverflowError) as e:  # ragged lists, objects that refuse __array__, ints beyond int64
+        raise InputError(f"{name}: expected an array of real numbers, found {type(value).__name__} ({e})") from None
+    if array.dtype.kind not in "biuf":
+        raise InputError(f"{name}: dtype: expected real numbers (bool, integer or float), found {array.dtype}")
+    if array.ndim not in ndims:
+        raise InputError(f"{name}: shape: expected {' or '.join(str(n) for n in ndims)} dimensions, found {array.ndim} "
+                         f"{array.shape}")
+    for n, limit in zip(array.shape[::-1], limits[::-1]):
+        if n > limit:
+            raise InputError(f"{name}: shape: expected at most {limit} along each axis of "
+                             f"{tuple(limits[-array.ndim:])}, found {array.shape}")
+    return array
+
+
+def _float_array(value, name, ndims, limits):
+    """``value`` as a C-contiguous float32 ndarray (``_real_array``'s checks), without copying where it is one already.
+    A conversion's memory is checked first (a broadcast array of 2**62 elements holds no memory; its float32 copy
+    would need exabytes), and a value float32 cannot hold (1e300 in float64) is refused rather than made infinite."""
+    array = _real_array(value, name, ndims, limits)
+    if array.dtype == _np.float32 and array.flags.c_contiguous:
+        return array
+    _glrecon._check_memory(name, f"a float32 copy of the {array.dtype} array {array.shape}", 4 * array.size)
+    try:
+        with _np.errstate(over="raise", invalid="ignore"):
+            return _np.ascontiguousarray(array, dtype=_np.float32)
+    except FloatingPointError:
+        big = _np.abs(array[_np.isfinite(array)]).max()
+        raise InputError(f"{name}: values: expected values float32 can hold (within {_FLOAT32_MAX:.7g} in magnitude), "
+                         f"found {big!r}") from None
+
+
+# The lengths of axes the library takes: volumes up to 65536 voxels a side (glrecon/limits.h's "size"), detectors up to
+# 65536 pixels a side ("detector") and 1000000 views ("projections"); other images up to C's int.
+_VOLUME_AXES = (65536, 65536, 65536)
+_PROJECTION_AXES = (1000000, 65536, 65536)
+_IMAGE_AXES = (_INT_MAX, _INT_MAX, _INT_MAX)
+
+
+def _layout(array):
+    """The detector layout an array carries (an ``ImageArray``'s ``spacing`` and ``origin``), checked as numbers."""
+    spacing, origin = getattr(array, "spacing", None), getattr(array, "origin", None)
+    spacing = None if spacing is None else tuple(_number(s, "projections.spacing") for s in spacing)
+    origin = None if origin is None else tuple(_number(o, "projections.origin") for o in origin)
+    return spacing, origin
 
 
 # ---- geometry -------------------------------------------------------------------------------------------
@@ -78,22 +261,26 @@ class Geometry:
                  arc=360.0, detector_offset=(0.0, 0.0), source_offset=(0.0, 0.0), out_of_plane=0.0, in_plane=0.0):
         """A circular scan as ``glrecon phantom`` makes it: ``projections`` views over ``arc`` degrees from
         ``first_angle``, ``detector`` = (nu, nv) pixels of ``pixel`` = (su, sv) mm, centred plus the offsets."""
-        det = tuple(int(d) for d in (detector if not _np.isscalar(detector) else (detector, detector)))
-        pix = tuple(float(p) for p in (pixel if not _np.isscalar(pixel) else (pixel, pixel)))
-        return cls(_glrecon.Geometry._circular(int(projections), float(sid), float(sdd), det, pix, float(first_angle), float(arc),
-                                              tuple(detector_offset), tuple(source_offset), float(out_of_plane), float(in_plane)))
+        return cls(_glrecon.Geometry._circular(
+            _whole(projections, "projections", "projections"), _number(sid, "sid", "sid"), _number(sdd, "sdd", "sdd"),
+            _several(detector, "detector", 2, lambda d, name: _whole(d, name, "detector")), _reals(pixel, "pixel", 2),
+            _number(first_angle, "first_angle", "firstAngle"), _number(arc, "arc", "arc"),
+            _reals(detector_offset, "detector_offset", 2, False), _reals(source_offset, "source_offset", 2, False),
+            _number(out_of_plane, "out_of_plane", "outOfPlane"), _number(in_plane, "in_plane", "inPlane")))
 
     @classmethod
     def from_vectors(cls, vectors, detector):
         """Views given as rows of 12 numbers, glrecon's own form: source (3), centre of pixel (0, 0) (3),
         u step (3), v step (3), world mm; ``detector`` = (nu, nv)."""
-        return cls(_glrecon.Geometry._from_vectors(_np.asarray(vectors, dtype=_np.float64), tuple(int(d) for d in detector)))
+        rows = _real_array(vectors, "vectors", (2,), (1000000, 12))
+        return cls(_glrecon.Geometry._from_vectors(_np.asarray(rows, dtype=_np.float64),
+                                                   _several(detector, "detector", 2, _detector_pixels, False)))
 
     def with_detector(self, detector, pixel, origin=None):
         """This RTK geometry on a detector of ``detector`` = (nu, nv) pixels of ``pixel`` = (su, sv) mm, its
         pixel (0, 0) at ``origin`` = (u, v) detector mm (default: centred), as a projection header gives it."""
-        return Geometry(self._core._with_detector(tuple(int(d) for d in detector), tuple(float(p) for p in pixel),
-                                                  None if origin is None else tuple(float(o) for o in origin)))
+        return Geometry(self._core._with_detector(_several(detector, "detector", 2, _detector_pixels), _reals(pixel, "pixel", 2),
+                                                  None if origin is None else _reals(origin, "origin", 2, False)))
 
     def __len__(self):
         return len(self._core)
@@ -127,16 +314,20 @@ class Geometry:
 
     def write_rtk(self, path, overwrite=False):
         """Writes RTK's geometry XML (circular geometries only), atomically."""
-        self._core._write_rtk(str(path), overwrite)
+        self._core._write_rtk(_path(path, "path"), _bool(overwrite, "overwrite"))
 
     def __repr__(self):
         kind = "circular" if self.is_circular else "vectors"
         return f"glrecon.Geometry({len(self)} views, {kind}, detector={self.detector}, pixel={self.pixel})"
 
 
+def _detector_pixels(value, name):
+    return _whole(value, name, "detector")
+
+
 def read_rtk_geometry(path):
     """RTK's geometry XML (RTKThreeDCircularGeometry); the detector layout comes from the projections."""
-    return Geometry(_read_rtk_geometry(str(path)))
+    return Geometry(_read_rtk_geometry(_path(path, "path")))
 
 
 # glrecon's world is RTK's: the rotation axis is y. ASTRA and TIGRE turn about z. Their (x, y, z) maps to
@@ -153,13 +344,15 @@ def from_astra_vec(vectors, det_row_count, det_col_count):
     World axes: ASTRA's (x, y, z) become glrecon's (x, z, -y) (ASTRA turns about z, glrecon about y).
     Projections: ASTRA's array is (rows, angles, cols); glrecon's is (views, v, u) = ``p.transpose(1, 0, 2)``.
     Units are whatever ASTRA's were (give mm to get mm)."""
-    vec = _np.asarray(vectors, dtype=_np.float64)
+    rows_count, cols_count = _detector_pixels(det_row_count, "det_row_count"), _detector_pixels(det_col_count, "det_col_count")
+    vec = _np.asarray(_real_array(vectors, "vectors", (1, 2), (1000000, 12)), dtype=_np.float64)
     if vec.ndim != 2 or vec.shape[1] != 12:
         raise InputError(f"vectors: shape: expected (views, 12) ASTRA cone_vec rows, found {vec.shape}")
     src, d, u, v = vec[:, 0:3], vec[:, 3:6], vec[:, 6:9], vec[:, 9:12]
-    d0 = d - 0.5 * (det_col_count - 1) * u - 0.5 * (det_row_count - 1) * v
-    rows = _np.hstack([x @ _ASTRA_TO_GLRECON.T for x in (src, d0, u, v)])
-    return Geometry.from_vectors(rows, (int(det_col_count), int(det_row_count)))
+    with _np.errstate(over="ignore", invalid="ignore"):  # 1e308 rows overflow here; the geometry's checks refuse them
+        d0 = d - 0.5 * (cols_count - 1) * u - 0.5 * (rows_count - 1) * v
+        rows = _np.hstack([x @ _ASTRA_TO_GLRECON.T for x in (src, d0, u, v)])
+    return Geometry.from_vectors(rows, (cols_count, rows_count))
 
 
 def from_tigre(DSO, DSD, angles, n_detector, d_detector, off_detector=(0.0, 0.0), off_origin=(0.0, 0.0, 0.0)):
@@ -174,11 +367,12 @@ def from_tigre(DSO, DSD, angles, n_detector, d_detector, off_detector=(0.0, 0.0)
     rows (v) up z, (0, 0, dv), from pixel (0, 0) at the bottom left. World axes then map as in
     ``from_astra_vec``: TIGRE's (x, y, z) is glrecon's (x, z, -y). Check the orientation of a result against
     one TIGRE reconstruction before trusting a new setup."""
-    angles = _np.atleast_1d(_np.asarray(angles, dtype=_np.float64))
-    nv, nu = (int(n) for n in n_detector)
-    dv, du = (float(x) for x in d_detector)
-    off_v, off_u = (float(x) for x in off_detector)
-    off = _np.asarray(off_origin, dtype=_np.float64)
+    DSO, DSD = _number(DSO, "DSO", "sid"), _number(DSD, "DSD", "sdd")  # TIGRE's names, the command line's bounds
+    angles = _np.asarray(_real_array(angles, "angles", (0, 1), (1000000,)), dtype=_np.float64).reshape(-1)
+    nv, nu = _several(n_detector, "n_detector", 2, _detector_pixels, False)
+    dv, du = _reals(d_detector, "d_detector", 2, False)
+    off_v, off_u = _reals(off_detector, "off_detector", 2, False)
+    off = _np.asarray(_reals(off_origin, "off_origin", 3, False), dtype=_np.float64)
     c, s = _np.cos(angles), _np.sin(angles)
 
     def rot(x, y, z):  # R(a) (x, y, z) for every angle: (views, 3)
@@ -198,14 +392,14 @@ def from_tigre(DSO, DSD, angles, n_detector, d_detector, off_detector=(0.0, 0.0)
 def read_image(path):
     """A MetaImage (.mha/.mhd) or TIFF (.tif/.tiff) as float32 ``ImageArray`` (z, y, x), with ``spacing`` and
     ``origin`` (x, y, z). A projection stack comes out as (views, v, u). No copy: NumPy owns glrecon's buffer."""
-    array, spacing, origin = _glrecon._read_image(str(path))
+    array, spacing, origin = _glrecon._read_image(_path(path, "path"))
     return ImageArray(array, spacing, origin)
 
 
 def read_projections(spec):
     """Projections as ``fdk --projections`` takes them: one stack, a directory (natural name order) or a
     glob such as ``"scan/*.tif"``; every file must agree with the first. (views, v, u) float32."""
-    array, spacing, origin = _glrecon._read_projections(str(spec))
+    array, spacing, origin = _glrecon._read_projections(_path(spec, "spec"))
     return ImageArray(array, spacing, origin)
 
 
@@ -214,16 +408,17 @@ def write_image(path, array, spacing=None, origin=None, overwrite=False):
     calibrated in mm), atomically; an existing file is kept unless ``overwrite``. ``spacing`` and ``origin``
     ((x, y, z), mm) default to the array's own (an ``ImageArray``), else 1 mm and centred. The array is copied
     once into the writer's buffer (converted to float32 if it is not)."""
-    arr = _np.asarray(array)
+    path = _path(path, "path")
+    arr = _float_array(array, "array", (2, 3), _IMAGE_AXES)
     if spacing is None:
         spacing = getattr(array, "spacing", (1.0, 1.0, 1.0))
-    spacing = tuple(float(s) for s in _triple(spacing, "spacing"))
+    spacing = _triple(spacing, "spacing")
     if origin is None:
         origin = getattr(array, "origin", None)
     if origin is None:
         shape = arr.shape[::-1] + (1,) * (3 - arr.ndim)
         origin = tuple(-0.5 * (n - 1) * s for n, s in zip(shape, spacing))
-    _glrecon._write_image(str(path), arr, spacing, tuple(float(o) for o in _triple(origin, "origin")), bool(overwrite))
+    _glrecon._write_image(path, arr, spacing, _triple(origin, "origin"), _bool(overwrite, "overwrite"))
 
 
 def line_integrals(projections, flat=None, dark=None, i0=0.0):
@@ -231,23 +426,27 @@ def line_integrals(projections, flat=None, dark=None, i0=0.0):
     flat = ``i0`` when no flat field is given. Returns a new float32 array (the input is not changed)."""
     spacing = getattr(projections, "spacing", (1.0, 1.0, 1.0))
     origin = getattr(projections, "origin", (0.0, 0.0, 0.0))
-    out, clamped, dead = _glrecon._line_integrals(projections, tuple(spacing), tuple(origin),
-                                                  None if flat is None else _np.asarray(flat),
-                                                  None if dark is None else _np.asarray(dark), float(i0))
+    spacing, origin = _triple(spacing, "projections.spacing"), _triple(origin, "projections.origin")
+    raw = _float_array(projections, "projections", (2, 3), _PROJECTION_AXES)
+    flat = None if flat is None else _float_array(flat, "flat", (2, 3), _PROJECTION_AXES)
+    dark = None if dark is None else _float_array(dark, "dark", (2, 3), _PROJECTION_AXES)
+    # i0 stands in for a missing flat field: then the command line's bounds (--i0); with a flat field it is unused.
+    i0 = _number(i0, "i0", "i0" if flat is None else None)
+    out, clamped, dead = _glrecon._line_integrals(raw, spacing, origin, flat, dark, i0)
     return ImageArray(out, spacing, origin)
 
 
 # ---- reconstruction -------------------------------------------------------------------------------------
 
 def _window(window):
-    if window in (None, "auto"):
+    if window is None or (isinstance(window, str) and window == "auto"):
         return 0
-    if window == "max":
+    if isinstance(window, str) and window == "max":
         return _glrecon.max_window
-    w = int(window)
-    if w < 1 or w != window:
-        raise UsageError(f"window: expected a positive whole number, auto or max, found {window!r}")
-    return w
+    if isinstance(window, str):
+        raise UsageError(f"window: expected a whole number of projections from 1 to 4096, auto or max, found {_shown(window)!r}")
+    # The command line's bounds on --window N (src/app/options.cpp).
+    return _whole(window, "window", None, 1, 4096)
 
 
 def fdk(projections, geometry, size=256, spacing=1.0, origin=None, backend="auto", window="auto", filter="ram-lak",
@@ -278,14 +477,16 @@ def fdk(projections, geometry, size=256, spacing=1.0, origin=None, backend="auto
     cpu backend and on the GPU backends for a fixed window."""
     if not isinstance(geometry, Geometry):
         raise UsageError(f"geometry: expected a glrecon.Geometry, found {type(geometry).__name__}")
-    size = tuple(int(n) for n in _triple(size, "size"))
-    voxel = tuple(float(s) for s in _triple(spacing, "spacing"))
-    origin = None if origin is None else tuple(float(o) for o in _triple(origin, "origin"))
-    info = {} if report is None else report
+    size = _triple(size, "size", _voxels)
+    voxel = _triple(spacing, "spacing")
+    origin = None if origin is None else _triple(origin, "origin")
+    info = _report(report)
     callback = progress if callable(progress) else None
-    vol = _glrecon._fdk(projections, getattr(projections, "spacing", None), getattr(projections, "origin", None),
-                        geometry._core, size, voxel, origin, str(backend), _window(window), str(filter), float(cutoff),
-                        bool(short_scan), int(threads), int(batch), int(gpu), str(roi), callback, progress is True, info)
+    layout = _layout(projections)
+    vol = _glrecon._fdk(_float_array(projections, "projections", (3,), _PROJECTION_AXES), *layout, geometry._core, size, voxel,
+                        origin, _text(backend, "backend"), _window(window), _text(filter, "filter"), _number(cutoff, "cutoff", "cutoff"),
+                        _bool(short_scan, "short_scan"), _whole(threads, "threads", "threads"), _whole(batch, "batch", "batch"),
+                        _whole(gpu, "gpu", "gpu"), _text(roi, "roi"), callback, progress is True, info)
     if origin is None:
         origin = tuple(-0.5 * (n - 1) * s for n, s in zip(size, voxel))
     return ImageArray(vol, voxel, origin)
@@ -293,16 +494,32 @@ def fdk(projections, geometry, size=256, spacing=1.0, origin=None, backend="auto
 
 # ---- forward projection and iterative methods -----------------------------------------------------------
 
-def _volume_grid(array, spacing, origin):
+def _voxels(value, name):
+    return _whole(value, name, "size")
+
+
+def _report(report):
+    if report is None:
+        return {}
+    if not isinstance(report, dict):
+        raise TypeError(f"report: expected a dict to fill, found {type(report).__name__}")
+    return report
+
+
+def _step(step):
+    # None: the projector's default (half the smallest voxel spacing), which the extension reads as 0.
+    return 0.0 if step is None else _number(step, "step")
+
+
+def _volume_grid(array, shape, spacing, origin):
     if spacing is None:
         spacing = getattr(array, "spacing", (1.0, 1.0, 1.0))
-    spacing = tuple(float(s) for s in _triple(spacing, "spacing"))
+    spacing = _triple(spacing, "spacing")
     if origin is None:
         origin = getattr(array, "origin", None)
     if origin is None:
-        shape = _np.shape(array)[::-1]
-        origin = tuple(-0.5 * (n - 1) * s for n, s in zip(shape, spacing))
-    return spacing, tuple(float(o) for o in _triple(origin, "origin"))
+        origin = tuple(-0.5 * (n - 1) * s for n, s in zip(shape[::-1], spacing))
+    return spacing, _triple(origin, "origin")
 
 
 def project(volume, geometry, backend="cpu", step=None, gpu=0, threads=0, spacing=None, origin=None):
@@ -319,9 +536,10 @@ def project(volume, geometry, backend="cpu", step=None, gpu=0, threads=0, spacin
     The ray-driven projector of include/glrecon/operator.h (trilinear samples every ``step`` along each ray)."""
     if not isinstance(geometry, Geometry):
         raise UsageError(f"geometry: expected a glrecon.Geometry, found {type(geometry).__name__}")
-    spacing, origin = _volume_grid(volume, spacing, origin)
-    out, s, o = _glrecon._project(volume, spacing, origin, geometry._core, str(backend), 0.0 if step is None else float(step), int(gpu),
-                                  int(threads))
+    array = _float_array(volume, "volume", (3,), _VOLUME_AXES)
+    spacing, origin = _volume_grid(volume, array.shape, spacing, origin)
+    out, s, o = _glrecon._project(array, spacing, origin, geometry._core, _text(backend, "backend"), _step(step), _whole(gpu, "gpu", "gpu"),
+                                  _whole(threads, "threads", "threads"))
     return ImageArray(out, s, o)
 
 
@@ -329,19 +547,22 @@ def _iterative(method, projections, geometry, size, spacing, origin, iterations,
                backend, gpu, threads, step, progress, report):
     if not isinstance(geometry, Geometry):
         raise UsageError(f"geometry: expected a glrecon.Geometry, found {type(geometry).__name__}")
-    size = tuple(int(n) for n in _triple(size, "size"))
-    voxel = tuple(float(s) for s in _triple(spacing, "spacing"))
-    origin = None if origin is None else tuple(float(o) for o in _triple(origin, "origin"))
-    init = None if initial is None else _np.asarray(initial)
+    size = _triple(size, "size", _voxels)
+    voxel = _triple(spacing, "spacing")
+    origin = None if origin is None else _triple(origin, "origin")
+    init = None if initial is None else _float_array(initial, "initial", (2, 3), _VOLUME_AXES)
     init_spacing = getattr(initial, "spacing", None)
     init_origin = getattr(initial, "origin", None)
-    info = {} if report is None else report
+    info = _report(report)
     callback = progress if callable(progress) else None
-    vol = _glrecon._iterative(method, projections, getattr(projections, "spacing", None), getattr(projections, "origin", None),
-                              geometry._core, size, voxel, origin, int(iterations), int(subsets), float(lamb), bool(positivity),
-                              init, None if init_spacing is None else tuple(init_spacing),
-                              None if init_origin is None else tuple(init_origin), str(roi), str(backend), int(gpu), int(threads),
-                              0.0 if step is None else float(step), callback, progress is True, info)
+    layout = _layout(projections)
+    vol = _glrecon._iterative(method, _float_array(projections, "projections", (3,), _PROJECTION_AXES), *layout,
+                              geometry._core, size, voxel, origin, _whole(iterations, "iterations"),
+                              _whole(subsets, "subsets"), _number(lamb, "lamb"), _bool(positivity, "positivity"), init,
+                              None if init_spacing is None else _triple(init_spacing, "initial.spacing"),
+                              None if init_origin is None else _triple(init_origin, "initial.origin"), _text(roi, "roi"),
+                              _text(backend, "backend"), _whole(gpu, "gpu", "gpu"), _whole(threads, "threads", "threads"), _step(step),
+                              callback, progress is True, info)
     if origin is None:
         origin = tuple(-0.5 * (n - 1) * s for n, s in zip(size, voxel))
     return ImageArray(vol, voxel, origin)

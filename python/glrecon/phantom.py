@@ -2,17 +2,19 @@
 from __future__ import annotations
 
 from . import _glrecon
-from . import ImageArray, Geometry, _triple
+from . import ImageArray, Geometry, _number, _text, _triple, _voxels, _whole
 
 
 def shepp_logan(size=128, spacing=2.0, origin=None, variant="rtk", scale=128.0, density_scale=1.0, supersample=2, threads=0):
     """The 3D Shepp-Logan phantom voxelized on a grid (mean density over each voxel from supersample^3
     points): float32 ``ImageArray`` (z, y, x). ``variant``: rtk (Kak & Slaney's densities, as RTK) or
     modified (the high-contrast one); ``scale``: mm multiplying centres and semi-axes (RTK's 128)."""
-    size = tuple(int(n) for n in _triple(size, "size"))
-    spacing = tuple(float(s) for s in _triple(spacing, "spacing"))
-    origin = None if origin is None else tuple(float(o) for o in _triple(origin, "origin"))
-    volume, origin = _glrecon._shepp_logan(size, spacing, origin, variant, float(scale), float(density_scale), int(supersample), int(threads))
+    size = _triple(size, "size", _voxels)
+    spacing = _triple(spacing, "spacing")
+    origin = None if origin is None else _triple(origin, "origin")
+    volume, origin = _glrecon._shepp_logan(size, spacing, origin, _text(variant, "variant"), _number(scale, "scale", "phantomScale"),
+                                           _number(density_scale, "density_scale", "densityScale"),
+                                           _whole(supersample, "supersample", "supersample"), _whole(threads, "threads", "threads"))
     return ImageArray(volume, spacing, origin)
 
 
@@ -22,6 +24,10 @@ def project(geometry, variant="rtk", scale=128.0, density_scale=1.0, supersample
     writes projections.mha. ``noise_i0`` > 0 adds Poisson noise for that many unattenuated photons."""
     if not isinstance(geometry, Geometry):
         raise TypeError("geometry: expected a glrecon.Geometry")
-    p, spacing, origin = _glrecon._project_shepp_logan(geometry._core, variant, float(scale), float(density_scale), int(supersample),
-                                                       float(noise_i0), int(seed), int(threads))
+    # seed: any 64-bit unsigned number, as the command line's --seed.
+    p, spacing, origin = _glrecon._project_shepp_logan(geometry._core, _text(variant, "variant"), _number(scale, "scale", "phantomScale"),
+                                                       _number(density_scale, "density_scale", "densityScale"),
+                                                       _whole(supersample, "supersample", "supersample"),
+                                                       _number(noise_i0, "noise_i0", "noiseI0"), _whole(seed, "seed", None, 0, 2 ** 64 - 1),
+                                                       _whole(threads, "threads", "threads"))
     return ImageArray(p, spacing, origin)

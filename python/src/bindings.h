@@ -24,6 +24,10 @@ using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>
 /// The backend a name means: one this build has; with allowAuto, "auto" is an empty optional. project() and the
 /// iterative methods take no graphics-mp (it differs from graphics in FDK's backprojection only).
 std::optional<Backend> backendOf(const std::string& name, bool allowAuto);
+/// `input` as C-contiguous float32, converted where it is not; a failed conversion raises its own Python error
+/// (FloatArray::ensure clears it, and an error_already_set thrown after it read "Internal error: ... Python error
+/// indicator not set"). The glrecon package converts, with the memory checked, before calling.
+FloatArray floatArray(const py::array& input);
 /// An Image's buffer as a NumPy array (z, y, x) without copying: the Image moves to the heap and a capsule frees it.
 py::array toNumpy(Image&& image);
 py::tuple triple(const std::array<double, 3>& a);
@@ -79,6 +83,7 @@ bool interruptedBetweenSteps(const std::function<void()>& callback, std::excepti
 
 // The themes, each binding its part of the module.
 void bindErrors(py::module_& m);
+void bindLimits(py::module_& m);
 void bindGeometry(py::module_& m);
 void bindIo(py::module_& m);
 void bindFdk(py::module_& m);

@@ -17,6 +17,8 @@ std::optional<Backend> backendOf(const std::string& name, bool allowAuto) {
   throw UsageError(field("backend") + ": expected one of " + known + (allowAuto ? ", auto" : "") + ", found '" + name + "'");
 }
 
+FloatArray floatArray(const py::array& input) { return FloatArray(py::reinterpret_borrow<py::object>(input)); }
+
 py::array toNumpy(Image&& image) {
   auto* owner = new Image(std::move(image));
   py::capsule free(owner, [](void* p) { delete static_cast<Image*>(p); });
@@ -31,6 +33,8 @@ Image toImage(const FloatArray& array, const std::array<double, 3>& spacing, con
     throwInputError(name, "shape", "a 2D (rows, columns) or 3D (z, y, x) array", std::to_string(array.ndim()) + " dimensions");
   const int nz = array.ndim() == 3 ? static_cast<int>(array.shape(0)) : 1;
   const int ny = static_cast<int>(array.shape(array.ndim() - 2)), nx = static_cast<int>(array.shape(array.ndim() - 1));
+  checkHostMemory(name, "a copy of the " + std::to_string(nx) + " x " + std::to_string(ny) + " x " + std::to_string(nz) + " array",
+                  std::uint64_t{4} * static_cast<std::uint64_t>(array.size()));
   Image image({nx, ny, nz}, spacing, origin);
   std::memcpy(image.data.data(), array.data(), image.data.size() * sizeof(float));
   return image;
@@ -58,8 +62,7 @@ VolumeGrid makeGrid(const std::array<int, 3>& size, const std::array<double, 3>&
 }
 
 ScanInput scanInput(const py::array& input, const py::object& spacing, const py::object& origin, const PyGeometry& pygeometry) {
-  ScanInput scan{FloatArray::ensure(input), {}};
-  if (!scan.projections) throw py::error_already_set();
+  ScanInput scan{floatArray(input), {}};
   const FloatArray& projections = scan.projections;
   if (projections.ndim() != 3)
     throwInputError("projections", "shape", "a 3D array (views, v, u)", std::to_string(projections.ndim()) + " dimensions");

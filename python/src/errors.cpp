@@ -3,6 +3,7 @@
 #include "bindings.h"
 #include "device/gl/context.h"
 #include "glrecon/errors.h"
+#include "glrecon/limits.h"
 
 namespace glrecon::python {
 
@@ -33,6 +34,18 @@ void bindErrors(py::module_& m) {
       error(e.render(pythonName).c_str());
     }
   });
+}
+
+// The bounds behind the messages, for the package's argument checks (python/glrecon/__init__.py, _number): the table
+// the command line checks its options against (glrecon/limits.h), so that Python refuses the same values with the same
+// words before a number reaches a C++ int; and the memory check, for the copies the package makes.
+void bindLimits(py::module_& m) {
+  m.def("_value_bounds", [](const std::string& fieldName) -> py::object {
+    const ValueBounds* b = valueBounds(fieldName);
+    if (!b) return py::none();
+    return py::make_tuple(b->lowest, b->highest, b->lowestIncluded, b->whole, b->expected);
+  });
+  m.def("_check_memory", [](const std::string& where, const std::string& what, std::uint64_t bytes) { checkHostMemory(where, what, bytes); });
 }
 
 }  // namespace glrecon::python

@@ -5,6 +5,7 @@
 #include "bindings.h"
 #include "glrecon/errors.h"
 #include "glrecon/fdk.h"
+#include "glrecon/limits.h"
 #include "glrecon/sink.h"
 #include "glrecon/source.h"
 
@@ -16,8 +17,7 @@ py::array fdk(const py::array& input, const py::object& spacing, const py::objec
               const std::string& backend, int window, const std::string& filter, double cutoff, bool shortScan, int threads,
               int batch, int gpu, const std::string& roi, const py::object& progress, bool printProgress, py::dict report) {
   // Taken as it is when C-contiguous float32; otherwise converted once here (forcecast).
-  const FloatArray projections = FloatArray::ensure(input);
-  if (!projections) throw py::error_already_set();
+  const FloatArray projections = floatArray(input);
   if (projections.ndim() != 3)
     throwInputError("projections", "shape", "a 3D array (views, v, u)", std::to_string(projections.ndim()) + " dimensions");
   const std::size_t views = projections.shape(0), nv = projections.shape(1), nu = projections.shape(2);
@@ -38,7 +38,8 @@ py::array fdk(const py::array& input, const py::object& spacing, const py::objec
   options.backend = backendOf(backend, true);
   options.window = window;
   options.threads = threads;
-  options.batch = static_cast<std::size_t>(std::max(1, batch));
+  checkValue("batch", batch);  // before the cast: -1 read as 2^64 - 1 (and std::max(1, batch) took 0 or -1 for 1)
+  options.batch = static_cast<std::size_t>(batch);
   options.gpu = gpu;
   options.roi = roi;
   options.progress = printProgress;

@@ -5,6 +5,8 @@
 #include "bindings.h"
 #include "glrecon/errors.h"
 #include "glrecon/io.h"
+#include "glrecon/limits.h"
+#include "glrecon/validate.h"
 
 namespace glrecon::python {
 namespace {
@@ -29,6 +31,19 @@ void bindGeometry(py::module_& m) {
           "_circular",
           [](int projections, double sid, double sdd, std::array<int, 2> detector, std::array<double, 2> pixel, double firstAngle,
              double arc, std::array<double, 2> detectorOffset, std::array<double, 2> sourceOffset, double outOfPlane, double inPlane) {
+            // The command line's bounds (glrecon/limits.h), as `glrecon phantom` checks its options: projections=2**30
+            // made a billion views, sid=1e300 a geometry every use refused; offsets finite (their reach is checked
+            // below with the positions).
+            checkValue("projections", projections);
+            checkValue("sid", sid);
+            checkValue("sdd", sdd);
+            for (int n : detector) checkValue("detector", n);
+            checkValue("firstAngle", firstAngle);
+            checkValue("arc", arc);
+            checkValue("outOfPlane", outOfPlane);
+            checkValue("inPlane", inPlane);
+            for (double o : detectorOffset) checkValue("detectorOffset", o);
+            for (double o : sourceOffset) checkValue("sourceOffset", o);
             CircularScanSpec spec;
             spec.projections = projections;
             spec.sid = sid;
@@ -47,6 +62,7 @@ void bindGeometry(py::module_& m) {
             spec.inPlaneAngle = inPlane;
             const Geometry g = makeCircularScan(spec);
             g.validate("geometry");
+            checkScanBounds(g, "geometry");
             return PyGeometry{g.circular, g.detector, {}};
           })
       .def_static("_from_vectors",
@@ -55,6 +71,8 @@ void bindGeometry(py::module_& m) {
                       throwInputError("vectors", "shape", "(views, 12): source, pixel (0,0), u step, v step",
                                       vectors.ndim() == 2 ? "(" + std::to_string(vectors.shape(0)) + ", " + std::to_string(vectors.shape(1)) + ")"
                                                           : std::to_string(vectors.ndim()) + " dimensions");
+                    checkValue("projections", static_cast<double>(vectors.shape(0)), "views");
+                    for (int n : detector) checkValue("detector", n);
                     PyGeometry g;
                     auto r = vectors.unchecked<2>();
                     for (py::ssize_t i = 0; i < vectors.shape(0); ++i)
@@ -63,11 +81,16 @@ void bindGeometry(py::module_& m) {
                     DetectorLayout layout = DetectorLayout::centred(detector[0], detector[1], glm::length(g.vectors[0].uStep),
                                                                     glm::length(g.vectors[0].vStep));
                     g.detector = layout;
-                    g.resolve(std::nullopt).validate("geometry");
+                    const Geometry resolved = g.resolve(std::nullopt);
+                    resolved.validate("geometry");
+                    checkScanBounds(resolved, "geometry");
                     return g;
                   })
       .def("_with_detector",
            [](const PyGeometry& self, std::array<int, 2> detector, std::array<double, 2> pixel, std::optional<std::array<double, 2>> origin) {
+             // Checked here, as circular() and from_vectors() check theirs: a detector of 0 pixels or NaN mm was taken and
+             // refused only by whatever used it.
+             for (int n : detector) checkValue("detector", n);
              PyGeometry g = self;
              DetectorLayout layout = DetectorLayout::centred(detector[0], detector[1], pixel[0], pixel[1]);
              if (origin) {
@@ -75,6 +98,9 @@ void bindGeometry(py::module_& m) {
                layout.originV = (*origin)[1];
              }
              g.detector = layout;
+             const Geometry resolved = g.resolve(std::nullopt);
+             resolved.validate("geometry");
+             checkScanBounds(resolved, "geometry");
              return g;
            })
       .def("__len__", [](const PyGeometry& g) { return g.circular.empty() ? g.vectors.size() : g.circular.size(); })

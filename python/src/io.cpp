@@ -1,6 +1,9 @@
 // Files: images and projection stacks read and written (MetaImage, TIFF), raw intensities to line integrals.
 #include "bindings.h"
+#include <limits>
+
 #include "glrecon/io.h"
+#include "glrecon/limits.h"
 #include "glrecon/preprocess.h"
 
 namespace glrecon::python {
@@ -39,6 +42,8 @@ void bindIo(py::module_& m) {
   });
   m.def("_line_integrals", [](const FloatArray& p, std::array<double, 3> spacing, std::array<double, 3> origin, const std::optional<FloatArray>& flat,
                               const std::optional<FloatArray>& dark, double i0) {
+    // i0 stands in for a missing flat field: the command line's bounds on --i0 (i0=inf gave every pixel the clamp).
+    if (!flat) checkValue("i0", i0);
     Image image = toImage(p, spacing, origin, "projections");
     const Image flatImage = flat ? toImage(*flat, spacing, origin, "flat") : Image{};
     const Image darkImage = dark ? toImage(*dark, spacing, origin, "dark") : Image{};
@@ -46,6 +51,17 @@ void bindIo(py::module_& m) {
     {
       py::gil_scoped_release release;
       stats = intensitiesToLineIntegrals(image, flatImage, darkImage, i0, "flat", "dark");
+    }
+    // An infinite intensity gives -log(inf) = -inf: refused naming the pixel, as the reconstructions refuse it (the
+    // command line's fdk --i0 does so after the same conversion); never handed back as a line integral.
+    const std::size_t count = image.data.size();
+    const std::size_t bad = firstValueOutside(image.data.data(), count, std::numeric_limits<float>::max());
+    if (bad < count) {
+      const std::size_t pixels = static_cast<std::size_t>(image.size[0]) * image.size[1];
+      const std::size_t pixel = bad % pixels;
+      throwInputError("projections", "projection " + std::to_string(bad / pixels) + " pixel (" + std::to_string(pixel % image.size[0]) +
+                                         ", " + std::to_string(pixel / image.size[0]) + ")",
+                      "a finite intensity (its line integral is -log of it)", std::to_string(p.data()[bad]));
     }
     return py::make_tuple(toNumpy(std::move(image)), stats.clampedLow, stats.deadPixels);
   });

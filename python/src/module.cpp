@@ -12,6 +12,7 @@ PYBIND11_MODULE(_glrecon, m) {
   using namespace glrecon::python;
   m.doc() = "glrecon's compiled core; use the glrecon package.";
   bindErrors(m);
+  bindLimits(m);
   bindGeometry(m);
   bindIo(m);
   bindPhantom(m);

@@ -7,6 +7,7 @@
 #include "bindings.h"
 #include "glrecon/errors.h"
 #include "glrecon/iterative.h"
+#include "glrecon/limits.h"
 #include "glrecon/roi.h"
 
 namespace glrecon::python {
@@ -16,8 +17,7 @@ namespace {
 // C-contiguous float32; its grid is (size from the array, spacing, origin).
 py::tuple project(const py::array& input, const std::array<double, 3>& spacing, const std::array<double, 3>& origin, const PyGeometry& pygeometry,
                   const std::string& backend, double step, int gpu, int threads) {
-  const FloatArray volume = FloatArray::ensure(input);
-  if (!volume) throw py::error_already_set();
+  const FloatArray volume = floatArray(input);
   if (volume.ndim() != 3) throwInputError("volume", "shape", "a 3D array (z, y, x)", std::to_string(volume.ndim()) + " dimensions");
   if (!pygeometry.detector)
     throwInputError("geometry", "detector layout", "the detector's pixels, spacing and origin (geometry.with_detector(...))",
@@ -57,6 +57,7 @@ py::array iterative(const std::string& methodName_, const py::array& input, cons
   const VolumeGrid grid = makeGrid(size, voxel, volumeOrigin);
   const ScanInput scan = scanInput(input, spacing, origin, pygeometry);
   const Geometry& geometry = scan.geometry;
+  checkHostMemory(methodName_, "a copy of the projections", std::uint64_t{4} * static_cast<std::uint64_t>(scan.projections.size()));
   Image projections({geometry.detector.nu, geometry.detector.nv, static_cast<int>(geometry.size())},
                     {geometry.detector.spacingU, geometry.detector.spacingV, 1.0}, {geometry.detector.originU, geometry.detector.originV, 0.0});
   std::memcpy(projections.data.data(), scan.projections.data(), projections.data.size() * sizeof(float));

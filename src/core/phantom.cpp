@@ -83,7 +83,9 @@ double Phantom::lineIntegral(const glm::dvec3& a, const glm::dvec3& b) const {
     const glm::dvec3 q1(glm::dot(e.rowX, d), glm::dot(e.rowY, d), glm::dot(e.rowZ, d));
     const double qa = glm::dot(q1, q1), qb = glm::dot(q0, q1), qc = glm::dot(q0, q0) - 1.0;
     const double disc = qb * qb - qa * qc;
-    if (disc <= 0.0) continue;
+    // An ellipsoid too small for double next to the ray's length (scale=1e-300: qa overflows) gives NaN roots, which
+    // max/min turned into the whole segment; what it holds is far below float's precision: skipped.
+    if (!(disc > 0.0) || !std::isfinite(disc) || !std::isfinite(qa)) continue;
     const double root = std::sqrt(disc);
     const double t0 = std::max(0.0, (-qb - root) / qa), t1 = std::min(1.0, (-qb + root) / qa);
     if (t1 > t0) sum += e.density * (t1 - t0) * length;
