@@ -2,7 +2,9 @@
 /// Iterative reconstruction over ConeBeamOperator (never GL or CUDA directly, so the same code runs on every backend):
 ///   SART / OS-SART  x += lambda * (B_S 1)^-1 B_S [ (b_S - A_S x) / (A_S 1) ]          (Andersen & Kak; TIGRE's OS-SART)
 ///   SIRT            the same with one subset holding every view
-///   CGLS            conjugate gradients on the normal equations B A x = B b (needs B ~ A^T; lambda, positivity unused)
+///   CGLS            conjugate gradients on the normal equations B A x = B b (needs B ~ A^T; lambda, positivity unused;
+///                   steps by exact line search, so the residual never rises with an unmatched pair; restarted from
+///                   B r where a direction stops descending, stopped where B r does not descend either)
 ///   OS-EM / MLEM    x *= (B_S 1)^-1 B_S [ b_S / (A_S x) ]                              (Hudson & Larkin 1994)
 /// Ordered subsets: subset s holds the views v with v mod S == s (each subset spans the whole arc); the subsets are
 /// visited in bit-reversed order of s (0, S/2, S/4, 3S/4, ... for a power of two), so consecutive subsets are far
@@ -57,6 +59,9 @@ struct IterativeReport {
   double setupSeconds = 0.0;   ///< A 1 and B_S 1
   int subsets = 0;
   double lambda = 0.0;
+  int restarts = 0;        ///< CGLS: restarts from B r where the conjugate direction stopped descending
+  std::string stopReason;  ///< why the run ended before its iterations (CGLS: B r no longer descends); empty otherwise
+  std::string warning;     ///< set when the residual rose over three iterations running (field references marked)
 };
 
 /// Called at the end of every iteration (`record.subset == record.subsets`) and, with IterativeOptions::everySubset,

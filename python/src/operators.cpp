@@ -106,6 +106,9 @@ py::array iterative(const std::string& methodName_, const py::array& input, cons
   report["lambda"] = rep.lambda;
   report["seconds"] = rep.seconds;
   report["setup_seconds"] = rep.setupSeconds;
+  report["restarts"] = rep.restarts;
+  report["stop_reason"] = rep.stopReason;
+  report["warning"] = renderFields(rep.warning, pythonName);
   return toNumpy(std::move(volume));
 }
 

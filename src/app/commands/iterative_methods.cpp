@@ -94,6 +94,8 @@ class IterativeMethodCommand final : public Command {
                                               });
     writeOutputs(result, report, backendInfo(op->backend()).name);
     if (!quiet) printSummary(report, op->timings(), norm);
+    // Said even with --quiet: the file holds a result past its best.
+    if (!report.warning.empty()) std::fprintf(stderr, "warning: %s\n", renderFields(report.warning, optionName).c_str());
   }
 
   void writeOutputs(const Image& result, const IterativeReport& report, const std::string& backend) const {
@@ -115,6 +117,8 @@ class IterativeMethodCommand final : public Command {
                  "back %.2f s)\n",
                  methodName(method), parameters.iterations, report.subsets, report.lambda, report.finalResidual,
                  norm > 0 ? report.finalResidual / norm : 0.0, report.seconds, report.setupSeconds, timings.forward, timings.back);
+    if (report.restarts > 0) std::fprintf(stderr, "%s: restarted %d time(s) where the conjugate direction stopped lowering the residual\n", methodName(method), report.restarts);
+    if (!report.stopReason.empty()) std::fprintf(stderr, "%s: stopped early: %s\n", methodName(method), report.stopReason.c_str());
     std::fprintf(stderr, "wrote %s\n", output.c_str());
   }
 };
