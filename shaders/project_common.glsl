@@ -18,8 +18,9 @@ uniform ivec2 detectorSize;
 layout(binding = 0) uniform sampler3D volumeTexture;         // trilinear, border 0
 layout(binding = 1) uniform sampler2DArray projectionLayers;  // bilinear, border 0
 
-// A: the ray from the source to pixel centre `pixel`, clipped to the box [-1, n] of voxel indices (outside it the
-// trilinear interpolant with a zero border is 0), sampled at the midpoints of steps of stepLength mm.
+// A: the ray from the source through pixel centre `pixel`, clipped to the box [-1, n] of voxel indices (outside it the
+// trilinear interpolant with a zero border is 0) and nothing else (the whole line, past the detector too, wherever
+// the detector stands), sampled at the midpoints of steps of stepLength mm.
 float forwardRay(int view, vec2 pixel) {
   const View o = views[view];
   const vec3 d = o.e0.xyz + pixel.x * o.eu.xyz + pixel.y * o.ev.xyz;
@@ -27,7 +28,7 @@ float forwardRay(int view, vec2 pixel) {
   const vec3 dir = d / len / spacing;
   const vec3 s = o.sourceIndex.xyz;
   const vec3 hi = vec3(volumeSize);
-  float tmin = 0.0, tmax = len;
+  float tmin = 0.0, tmax = 3.402823466e38;
   for (int a = 0; a < 3; ++a) {
     if (dir[a] != 0.0) {
       const float t0 = (-1.0 - s[a]) / dir[a], t1 = (hi[a] - s[a]) / dir[a];

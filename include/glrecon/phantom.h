@@ -40,10 +40,14 @@ class Phantom {
   double densityAt(const glm::dvec3& p) const;
   /// Integral of the density along the segment from `a` to `b` (mm x density), exact.
   double lineIntegral(const glm::dvec3& a, const glm::dvec3& b) const;
+  /// Integral along the whole ray from `source` through `through` and beyond (what a detector pixel measures,
+  /// wherever the detector stands: the object behind the detector plane attenuates the beam before it too).
+  double rayIntegral(const glm::dvec3& source, const glm::dvec3& through) const;
   /// Multiplies every density (e.g. 0.01 to turn RTK's units into attenuation per mm for noise studies).
   void scaleDensities(double factor);
 
  private:
+  double integral(const glm::dvec3& a, const glm::dvec3& b, double upper) const;
   struct Prepared {
     glm::dvec3 center;
     glm::dvec3 rowX, rowY, rowZ;  // world -> unit-sphere coordinates: local = rows . (p - center)

@@ -72,12 +72,17 @@ double Phantom::densityAt(const glm::dvec3& p) const {
   return sum;
 }
 
-double Phantom::lineIntegral(const glm::dvec3& a, const glm::dvec3& b) const {
+double Phantom::lineIntegral(const glm::dvec3& a, const glm::dvec3& b) const { return integral(a, b, 1.0); }
+
+double Phantom::rayIntegral(const glm::dvec3& source, const glm::dvec3& through) const { return integral(source, through, HUGE_VAL); }
+
+// Along a + t (b - a) for t in [0, upper].
+double Phantom::integral(const glm::dvec3& a, const glm::dvec3& b, double upper) const {
   const glm::dvec3 d = b - a;
   const double length = glm::length(d);
   double sum = 0.0;
   for (const Prepared& e : prepared_) {
-    // In the ellipsoid's unit-sphere coordinates the segment is q0 + t q1, t in [0,1]; solve |q|^2 = 1.
+    // In the ellipsoid's unit-sphere coordinates the line is q0 + t q1; solve |q|^2 = 1.
     const glm::dvec3 r = a - e.center;
     const glm::dvec3 q0(glm::dot(e.rowX, r), glm::dot(e.rowY, r), glm::dot(e.rowZ, r));
     const glm::dvec3 q1(glm::dot(e.rowX, d), glm::dot(e.rowY, d), glm::dot(e.rowZ, d));
@@ -87,7 +92,7 @@ double Phantom::lineIntegral(const glm::dvec3& a, const glm::dvec3& b) const {
     // max/min turned into the whole segment; what it holds is far below float's precision: skipped.
     if (!(disc > 0.0) || !std::isfinite(disc) || !std::isfinite(qa)) continue;
     const double root = std::sqrt(disc);
-    const double t0 = std::max(0.0, (-qb - root) / qa), t1 = std::min(1.0, (-qb + root) / qa);
+    const double t0 = std::max(0.0, (-qb - root) / qa), t1 = std::min(upper, (-qb + root) / qa);
     if (t1 > t0) sum += e.density * (t1 - t0) * length;
   }
   return sum;
@@ -127,7 +132,7 @@ Image projectPhantom(const Phantom& phantom, const Geometry& geometry, const Pro
         for (int sv = 0; sv < n; ++sv)
           for (int su = 0; su < n; ++su) {
             const double du = (su + 0.5) / n - 0.5, dv = (sv + 0.5) / n - 0.5;
-            sum += phantom.lineIntegral(pv.source, pv.detectorPoint(u + du, v + dv));
+            sum += phantom.rayIntegral(pv.source, pv.detectorPoint(u + du, v + dv));
           }
         double value = sum / (n * n);
         if (options.noiseI0 > 0.0) {

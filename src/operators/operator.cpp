@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cmath>
+#include <limits>
 
 #include <glm/geometric.hpp>
 
@@ -146,7 +147,7 @@ double countRaySamples(const Geometry& geometry, const VolumeGrid& grid, double 
         float d[3];
         for (int a = 0; a < 3; ++a) d[a] = o.e0[a] + static_cast<float>(iu) * o.eu[a] + static_cast<float>(iv) * o.ev[a];
         const float length = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-        float tmin = 0.0f, tmax = length;
+        float tmin = 0.0f, tmax = std::numeric_limits<float>::max();  // the whole line, as forward() marches it
         bool miss = false;
         for (int a = 0; a < 3; ++a) {
           const float dir = d[a] / length / sp[a];

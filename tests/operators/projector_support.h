@@ -60,6 +60,19 @@ inline void backendMatchesCpu(const std::string& backend) {
   test::backOf(*cpu, a.data(), views.data(), views.size(), va.data());
   test::backOf(*gpu, a.data(), views.data(), views.size(), vb.data());
   expectClose(vb, va, (backend + " back").c_str(), software);
+  // The detector through the isocentre (sdd = sid): the rays run on past the detector plane through the volume's
+  // far half, as on the cpu backend.
+  CircularScanSpec spec;
+  spec.projections = 12;
+  spec.nu = spec.nv = 40;
+  spec.sdd = spec.sid;
+  spec.spacingU = spec.spacingV = 8.0;
+  const Geometry through = makeCircularScan(spec);
+  auto cpuThrough = makeOperator(Backend::Cpu, through, grid);
+  auto gpuThrough = test::makeNamed(backend, through, grid);
+  test::forwardOf(*cpuThrough, truth.data.data(), views.data(), views.size(), a.data());
+  test::forwardOf(*gpuThrough, truth.data.data(), views.data(), views.size(), b.data());
+  expectClose(b, a, (backend + " forward, detector through the isocentre").c_str(), software);
 }
 
 }  // namespace glrecon::test

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -243,8 +244,10 @@ void CpuOperator::forward(const std::size_t* views, std::size_t count, float* pr
         float d[3], dir[3];
         for (int a = 0; a < 3; ++a) d[a] = o.e0[a] + fu * o.eu[a] + fv * o.ev[a];
         const float length = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-        // The clip box: where the trilinear interpolant with a zero border can be non-zero.
-        float tmin = 0.0f, tmax = length;
+        // The clip box: where the trilinear interpolant with a zero border can be non-zero. The whole line through it
+        // from the source on, past the detector too: the physics' line integral, wherever the detector stands (clipped
+        // at the pixel, a detector through the isocentre halved every integral).
+        float tmin = 0.0f, tmax = std::numeric_limits<float>::max();
         bool miss = false;
         for (int a = 0; a < 3; ++a) {
           dir[a] = d[a] / length / sp[a];  // voxel-index units per mm along the ray

@@ -28,7 +28,7 @@ __global__ void forwardKernel(cudaTextureObject_t volume, int3 size, float3 spac
   const float s[3] = {o.sourceIndex.x, o.sourceIndex.y, o.sourceIndex.z};
   const float hi[3] = {static_cast<float>(size.x), static_cast<float>(size.y), static_cast<float>(size.z)};
   float dir[3];
-  float tmin = 0.0f, tmax = len;
+  float tmin = 0.0f, tmax = 3.402823466e38f;  // the whole line through the box, past the detector too (cpu_operator.cpp)
   float result = 0.0f;
   bool miss = false;
   for (int a = 0; a < 3; ++a) {
