@@ -32,6 +32,9 @@ struct IterativeOptions {
   int subsets = 0;         ///< 0: the method's default (sart: one view per subset; osem: 8; sirt, cgls: 1)
   double lambda = 0.0;     ///< relaxation; 0: the default (sart 0.8 with subsets of one view, else 1; sirt 1)
   bool positivity = false; ///< clamp negative voxels to 0 after every update (sart, sirt)
+  /// Stopping rules, checked on each iteration's residual (IterationRecord::residual) at its end; 0: off.
+  double stopResidual = 0.0;  ///< stop once the residual is at most this fraction of ||b||
+  double stopChange = 0.0;    ///< stop once an iteration lowers the residual by less than this fraction of it
   std::vector<std::uint8_t> mask;  ///< region of interest (1 inside), x fastest; empty: the whole volume
   const Image* initial = nullptr;  ///< starting volume on the same grid; nullptr: 0 (osem: a positive constant)
   /// Call back after every subset too (a live view of SART's progress), not only at the end of each iteration: on
@@ -60,7 +63,7 @@ struct IterativeReport {
   int subsets = 0;
   double lambda = 0.0;
   int restarts = 0;        ///< CGLS: restarts from B r where the conjugate direction stopped descending
-  std::string stopReason;  ///< why the run ended before its iterations (CGLS: B r no longer descends); empty otherwise
+  std::string stopReason;  ///< why the run ended before its iterations (a stopping rule; CGLS: B r no longer descends)
   std::string warning;     ///< set when the residual rose over three iterations running (field references marked)
 };
 

@@ -107,7 +107,7 @@ py::array iterative(const std::string& methodName_, const py::array& input, cons
   report["seconds"] = rep.seconds;
   report["setup_seconds"] = rep.setupSeconds;
   report["restarts"] = rep.restarts;
-  report["stop_reason"] = rep.stopReason;
+  report["stop_reason"] = renderFields(rep.stopReason, pythonName);
   report["warning"] = renderFields(rep.warning, pythonName);
   return toNumpy(std::move(volume));
 }

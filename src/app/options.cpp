@@ -254,6 +254,13 @@ OperatorOptions ProjectorOptions::operatorOptions() const {
   return options;
 }
 
+void IterativeParameters::addStoppingRules(CLI::App* command) {
+  command->add_option("--stop-residual", stopResidual, "Stop once the residual is at most this fraction of ||b|| (0: off)")
+      ->capture_default_str();
+  command->add_option("--stop-change", stopChange, "Stop once an iteration lowers the residual by less than this fraction of it (0: off)")
+      ->capture_default_str();
+}
+
 IterativeOptions IterativeParameters::options(IterativeMethod method) const {
   IterativeOptions options;
   options.method = method;
@@ -261,6 +268,8 @@ IterativeOptions IterativeParameters::options(IterativeMethod method) const {
   options.subsets = subsets;
   options.lambda = lambda;
   options.positivity = positivity;
+  options.stopResidual = stopResidual;
+  options.stopChange = stopChange;
   if (iterations < 1) throw UsageError("--iterations: expected at least 1, found " + std::to_string(iterations));
   return options;
 }

@@ -136,6 +136,9 @@ struct IterativeParameters {
   int iterations = 10, subsets = 0;
   double lambda = 0.0;
   bool positivity = false;
+  double stopResidual = 0.0, stopChange = 0.0;
+  /// --stop-residual and --stop-change, the same for every method.
+  void addStoppingRules(CLI::App* command);
   IterativeOptions options(IterativeMethod method) const;
 };
 

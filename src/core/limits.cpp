@@ -128,6 +128,8 @@ const ValueBounds* valueBounds(const std::string& fieldName) {
   // 100000^2), start 100000 threads, wrap around (an every of -1 into an unsigned count) or write NaN volumes.
   static const std::map<std::string, ValueBounds> table = {
       {"threads", {0, 4096, true, true, "a whole number of threads from 0 (all) to 4096"}},
+      {"stopResidual", {0, 1, true, false, "a fraction of ||b|| from 0 (off) to 1"}},
+      {"stopChange", {0, 1, true, false, "a fraction of the residual from 0 (off) to 1"}},
       {"filterThreads", {0, 4096, true, true, "a whole number of threads from 0 (all) to 4096"}},
       {"every", {1, 1e9, true, true, "a positive whole number of projections"}},
       {"queue", {1, 1e6, true, true, "a whole number of projections from 1 to 1000000"}},

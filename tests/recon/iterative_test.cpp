@@ -242,6 +242,40 @@ TEST(Iterative, ARisingResidualIsWarnedAbout) {
   EXPECT_TRUE(good.warning.empty()) << good.warning;
 }
 
+// --stop-residual and --stop-change end the run at the first iteration that meets them, and only there.
+TEST(Iterative, StoppingRulesEndTheRunWhereTheyHold) {
+  const Case c = makeCase(45);
+  IterativeOptions o;
+  o.method = IterativeMethod::Cgls;
+  o.iterations = 50;
+  o.stopResidual = 0.05;
+  Image x;
+  IterativeReport rep = run(c, o, &x);
+  ASSERT_LT(rep.iterations.size(), 50u);
+  EXPECT_LE(rep.iterations.back().residual, 0.05 * rep.dataNorm);
+  for (std::size_t i = 0; i + 1 < rep.iterations.size(); ++i) EXPECT_GT(rep.iterations[i].residual, 0.05 * rep.dataNorm);
+  EXPECT_NE(rep.stopReason.find(field("stopResidual")), std::string::npos) << rep.stopReason;
+
+  o = {};
+  o.method = IterativeMethod::Sirt;
+  o.iterations = 300;
+  o.stopChange = 0.01;
+  rep = run(c, o, &x);
+  ASSERT_LT(rep.iterations.size(), 300u);
+  ASSERT_GE(rep.iterations.size(), 2u);
+  const auto decrease = [&](std::size_t i) { return 1.0 - rep.iterations[i].residual / rep.iterations[i - 1].residual; };
+  EXPECT_LT(decrease(rep.iterations.size() - 1), 0.01);
+  for (std::size_t i = 1; i + 1 < rep.iterations.size(); ++i) EXPECT_GE(decrease(i), 0.01) << "iteration " << i + 1;
+  EXPECT_NE(rep.stopReason.find(field("stopChange")), std::string::npos) << rep.stopReason;
+
+  // Off by default: the runs above without the rules go the whole way.
+  o.stopChange = 0.0;
+  o.iterations = 12;
+  EXPECT_EQ(run(c, o, &x).iterations.size(), 12u);
+  o.stopResidual = 1.5;
+  test::expectError<UsageError>([&] { run(c, o, &x); }, {"a fraction of ||b|| from 0 (off) to 1", "1.5"});
+}
+
 TEST(Iterative, SubsetOrderIsBitReversedAndCoversEveryView) {
   const auto order = orderedSubsets(10, 4);
   ASSERT_EQ(order.size(), 4u);

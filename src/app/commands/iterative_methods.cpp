@@ -42,6 +42,7 @@ class IterativeMethodCommand final : public Command {
     if (method == IterativeMethod::Sart || method == IterativeMethod::Sirt)
       c->add_option("--lambda", parameters.lambda, "Relaxation in (0, 2) (default: 0.8 with one projection per subset, else 1)");
     if (method != IterativeMethod::Cgls) c->add_flag("--positivity", parameters.positivity, "Clamp negative voxels to 0 after every update");
+    parameters.addStoppingRules(c);
     c->add_option("--initial", initial, "Starting volume on the output grid (e.g. an FDK result; default: 0, osem: a positive constant)");
     c->add_option("--roi", roi, "Reconstruct only a region (voxels outside stay 0): fov, fov-cylinder, cylinder:..., box:..., sphere:..., MASK.mha");
     projector.add(c);
@@ -115,10 +116,12 @@ class IterativeMethodCommand final : public Command {
     std::fprintf(stderr,
                  "%s: %d iterations, %d subset(s), lambda %.3g: final residual %.6g (%.4g of ||b||); %.2f s (setup %.2f s; forward %.2f s, "
                  "back %.2f s)\n",
-                 methodName(method), parameters.iterations, report.subsets, report.lambda, report.finalResidual,
+                 methodName(method), static_cast<int>(report.iterations.size()), report.subsets, report.lambda, report.finalResidual,
                  norm > 0 ? report.finalResidual / norm : 0.0, report.seconds, report.setupSeconds, timings.forward, timings.back);
     if (report.restarts > 0) std::fprintf(stderr, "%s: restarted %d time(s) where the conjugate direction stopped lowering the residual\n", methodName(method), report.restarts);
-    if (!report.stopReason.empty()) std::fprintf(stderr, "%s: stopped early: %s\n", methodName(method), report.stopReason.c_str());
+    if (!report.stopReason.empty())
+      std::fprintf(stderr, "%s: stopped after %zu iterations: %s\n", methodName(method), report.iterations.size(),
+                   renderFields(report.stopReason, optionName).c_str());
     std::fprintf(stderr, "wrote %s\n", output.c_str());
   }
 };

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include "glrecon/errors.h"
@@ -133,6 +134,7 @@ struct IterativeReconstructor::State {
   void setUp();
   void cglsIteration();
   void subsetUpdate();
+  void applyStoppingRules();
 };
 
 void IterativeReconstructor::State::check() {
@@ -140,6 +142,8 @@ void IterativeReconstructor::State::check() {
   // ---- preconditions, before any work ----
   if (options.iterations < 1)
     throw UsageError(field("iterations") + ": expected at least 1, found " + std::to_string(options.iterations));
+  checkValue("stopResidual", options.stopResidual);
+  checkValue("stopChange", options.stopChange);
   // The scan, the grid and the data as every reconstruction checks them (glrecon/validate.h): a volume outside the beam,
   // a spacing of 1e-300 or projections near float's limit would otherwise end in an all-zero, NaN or infinite volume.
   checkScanAndGrid(geometry, grid, methodName(method));
@@ -350,6 +354,25 @@ void IterativeReconstructor::State::subsetUpdate() {
   last = {iteration, static_cast<int>(subsetsDone), static_cast<int>(order.size()), std::sqrt(squares), since(iterationStart)};
 }
 
+// --stop-residual and --stop-change on the iteration just recorded (its residual: of the iterate it started from).
+void IterativeReconstructor::State::applyStoppingRules() {
+  const std::vector<IterationRecord>& done = report.iterations;
+  const double now = done.back().residual;
+  char text[160];
+  if (options.stopResidual > 0.0 && now <= options.stopResidual * report.dataNorm) {
+    std::snprintf(text, sizeof text, "the residual reached %.4g of ||b|| at iteration %d (%s %g)", now / report.dataNorm, done.back().iteration,
+                  field("stopResidual").c_str(), options.stopResidual);
+  } else if (options.stopChange > 0.0 && done.size() >= 2 && done[done.size() - 2].residual - now < options.stopChange * done[done.size() - 2].residual) {
+    const double before = done[done.size() - 2].residual;
+    std::snprintf(text, sizeof text, "iteration %d changed the residual by %.3g of it (%s %g)", done.back().iteration, (before - now) / before,
+                  field("stopChange").c_str(), options.stopChange);
+  } else {
+    return;
+  }
+  report.stopReason = text;
+  stopped = true;
+}
+
 IterativeReconstructor::IterativeReconstructor(ConeBeamOperator& op, const Geometry& geometry, const Image& projections, const VolumeGrid& grid,
                                                const IterativeOptions& options)
     : state_(std::make_unique<State>(op, geometry, projections, grid, options)) {
@@ -383,6 +406,7 @@ bool IterativeReconstructor::step() {
       st.risingIterations = 0;
     }
     st.report.iterations.push_back(st.last);
+    if (!st.stopped) st.applyStoppingRules();
     if (st.stopped) st.iteration = st.options.iterations;
     ++st.iteration;
     st.subsetsDone = 0;
