@@ -6,6 +6,9 @@
 ///                   steps by exact line search, so the residual never rises with an unmatched pair; restarted from
 ///                   B r where a direction stops descending, stopped where B r does not descend either)
 ///   OS-EM / MLEM    x *= (B_S 1)^-1 B_S [ b_S / (A_S x) ]                              (Hudson & Larkin 1994)
+///   ASD-POCS        per iteration one SART sweep with x >= 0 (data consistency), then `tvSteps` steps of steepest
+///                   descent on the total variation, their length adapted to the sweep's change (Sidky & Pan 2008;
+///                   TIGRE's few-view workhorse)
 /// Ordered subsets: subset s holds the views v with v mod S == s (each subset spans the whole arc); the subsets are
 /// visited in bit-reversed order of s (0, S/2, S/4, 3S/4, ... for a power of two), so consecutive subsets are far
 /// apart in angle. Rays with A 1 = 0 (missing the volume) and voxels with B 1 = 0 (seen by no view of the subset)
@@ -22,7 +25,7 @@
 
 namespace glrecon {
 
-enum class IterativeMethod { Sart, Sirt, Cgls, Osem };
+enum class IterativeMethod { Sart, Sirt, Cgls, Osem, AsdPocs };
 IterativeMethod parseIterativeMethod(const std::string& name);
 const char* methodName(IterativeMethod method);
 
@@ -35,6 +38,11 @@ struct IterativeOptions {
   /// Stopping rules, checked on each iteration's residual (IterationRecord::residual) at its end; 0: off.
   double stopResidual = 0.0;  ///< stop once the residual is at most this fraction of ||b||
   double stopChange = 0.0;    ///< stop once an iteration lowers the residual by less than this fraction of it
+  /// ASD-POCS (Sidky & Pan 2008, with TIGRE's defaults): TV descent steps per iteration; the first iteration's TV step
+  /// length as a fraction of the SART sweep's change |dx|; its reduction factor whenever the TV steps moved the
+  /// volume more than tvRatio |dx| (TV would otherwise outweigh the data); the relaxation's reduction per iteration.
+  int tvSteps = 20;
+  double tvAlpha = 0.002, tvReduction = 0.95, tvRatio = 0.95, lambdaReduction = 0.99;
   std::vector<std::uint8_t> mask;  ///< region of interest (1 inside), x fastest; empty: the whole volume
   const Image* initial = nullptr;  ///< starting volume on the same grid; nullptr: 0 (osem: a positive constant)
   /// Call back after every subset too (a live view of SART's progress), not only at the end of each iteration: on

@@ -261,6 +261,16 @@ void IterativeParameters::addStoppingRules(CLI::App* command) {
       ->capture_default_str();
 }
 
+void IterativeParameters::addTotalVariation(CLI::App* command) {
+  IterativeOptions& tv = totalVariation;
+  command->add_option("--tv-steps", tv.tvSteps, "TV descent steps after each SART sweep")->capture_default_str();
+  command->add_option("--tv-alpha", tv.tvAlpha, "First TV step length as a fraction of the sweep's change")->capture_default_str();
+  command->add_option("--tv-reduction", tv.tvReduction, "TV step reduction where TV moved the volume more than --tv-ratio times the sweep")
+      ->capture_default_str();
+  command->add_option("--tv-ratio", tv.tvRatio, "Largest TV move relative to the sweep's change before the step shrinks")->capture_default_str();
+  command->add_option("--lambda-reduction", tv.lambdaReduction, "Relaxation factor per iteration")->capture_default_str();
+}
+
 IterativeOptions IterativeParameters::options(IterativeMethod method) const {
   IterativeOptions options;
   options.method = method;
@@ -270,6 +280,11 @@ IterativeOptions IterativeParameters::options(IterativeMethod method) const {
   options.positivity = positivity;
   options.stopResidual = stopResidual;
   options.stopChange = stopChange;
+  options.tvSteps = totalVariation.tvSteps;
+  options.tvAlpha = totalVariation.tvAlpha;
+  options.tvReduction = totalVariation.tvReduction;
+  options.tvRatio = totalVariation.tvRatio;
+  options.lambdaReduction = totalVariation.lambdaReduction;
   if (iterations < 1) throw UsageError("--iterations: expected at least 1, found " + std::to_string(iterations));
   return options;
 }

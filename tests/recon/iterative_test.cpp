@@ -242,6 +242,31 @@ TEST(Iterative, ARisingResidualIsWarnedAbout) {
   EXPECT_TRUE(good.warning.empty()) << good.warning;
 }
 
+// ASD-POCS on 15 views: the same SART sweeps (x >= 0) with total-variation descent between them must beat both FDK
+// and the sweeps alone, whose few-view error grows into blotches (measured on RTK's phantom at 64^3 of 4 mm, central
+// half-cube: FDK 0.052, SART 10 iterations 0.073, ASD-POCS 20 iterations 0.037).
+TEST(Iterative, AsdPocsBeatsFdkAndSartOnFewViews) {
+  const Case c = makeCase(15);
+  const double fdk = fdkRmse(c);
+  IterativeOptions o;
+  o.method = IterativeMethod::Sart;
+  o.iterations = 20;
+  o.positivity = true;
+  Image x;
+  run(c, o, &x);
+  const double sart = rmse(x, c);
+  o.method = IterativeMethod::AsdPocs;
+  const IterativeReport rep = run(c, o, &x);
+  const double tv = rmse(x, c);
+  std::printf("15 views: FDK %.4f, SART (x >= 0) %.4f, ASD-POCS %.4f (20 iterations)\n", fdk, sart, tv);
+  EXPECT_LT(tv, fdk);
+  EXPECT_LT(tv, sart);
+  EXPECT_EQ(rep.iterations.size(), 20u);
+  for (float v : x.data) ASSERT_GE(v, 0.0f);
+  o.tvSteps = 0;
+  test::expectError<UsageError>([&] { run(c, o, &x); }, {"TV steps", "found 0"});
+}
+
 // --stop-residual and --stop-change end the run at the first iteration that meets them, and only there.
 TEST(Iterative, StoppingRulesEndTheRunWhereTheyHold) {
   const Case c = makeCase(45);

@@ -21,7 +21,8 @@ const char* about(IterativeMethod method) {
   return method == IterativeMethod::Sart   ? "Reconstruct with SART / OS-SART (additive, ordered subsets; --subsets 1 is SIRT)"
          : method == IterativeMethod::Sirt ? "Reconstruct with SIRT (additive, all projections at once)"
          : method == IterativeMethod::Cgls ? "Reconstruct with CGLS (conjugate gradients on the least-squares problem)"
-                                           : "Reconstruct with OS-EM (multiplicative, positive data; --subsets 1 is MLEM)";
+         : method == IterativeMethod::Osem ? "Reconstruct with OS-EM (multiplicative, positive data; --subsets 1 is MLEM)"
+                                           : "Reconstruct with ASD-POCS (SART sweeps with x >= 0 and total-variation descent: few views)";
 }
 
 class IterativeMethodCommand final : public Command {
@@ -35,13 +36,14 @@ class IterativeMethodCommand final : public Command {
     c->add_option("--output,-o", output, "Output volume (.mha, .mhd or .tif)")->required();
     volume.add(c);
     c->add_option("--iterations,-n", parameters.iterations, "Iterations (passes over all projections)")->capture_default_str();
-    if (method == IterativeMethod::Sart || method == IterativeMethod::Osem)
+    if (method == IterativeMethod::Sart || method == IterativeMethod::Osem || method == IterativeMethod::AsdPocs)
       c->add_option("--subsets", parameters.subsets,
-                    method == IterativeMethod::Sart ? "Ordered subsets (1 to the number of projections; default: one projection per subset)"
+                    method != IterativeMethod::Osem ? "Ordered subsets (1 to the number of projections; default: one projection per subset)"
                                                     : "Ordered subsets (1 to the number of projections; 1 is MLEM; default: 8)");
-    if (method == IterativeMethod::Sart || method == IterativeMethod::Sirt)
+    if (method == IterativeMethod::Sart || method == IterativeMethod::Sirt || method == IterativeMethod::AsdPocs)
       c->add_option("--lambda", parameters.lambda, "Relaxation in (0, 2) (default: 0.8 with one projection per subset, else 1)");
-    if (method != IterativeMethod::Cgls) c->add_flag("--positivity", parameters.positivity, "Clamp negative voxels to 0 after every update");
+    if (method == IterativeMethod::AsdPocs) parameters.addTotalVariation(c);
+    if (method != IterativeMethod::Cgls && method != IterativeMethod::AsdPocs) c->add_flag("--positivity", parameters.positivity, "Clamp negative voxels to 0 after every update");
     parameters.addStoppingRules(c);
     c->add_option("--initial", initial, "Starting volume on the output grid (e.g. an FDK result; default: 0, osem: a positive constant)");
     c->add_option("--roi", roi, "Reconstruct only a region (voxels outside stay 0): fov, fov-cylinder, cylinder:..., box:..., sphere:..., MASK.mha");

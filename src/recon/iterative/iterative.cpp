@@ -5,6 +5,7 @@
 #include "glrecon/iterative.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 
 #include "glrecon/errors.h"
 #include "glrecon/limits.h"
+#include "glrecon/parallel.h"
 #include "glrecon/validate.h"
 
 namespace glrecon {
@@ -43,6 +45,43 @@ double dot(const std::vector<float>& a, const std::vector<float>& b) {
   return s;
 }
 
+// The gradient of the smoothed isotropic total variation TV(x) = sum_p sqrt(eps^2 + |D x(p)|^2), D the forward
+// differences along x, y, z (0 past the last voxel), in voxel units as TIGRE's: with u = D x / sqrt(eps^2 + |D x|^2),
+// dTV/dx(p) = u_x(p - e_x) + u_y(p - e_y) + u_z(p - e_z) - (u_x + u_y + u_z)(p). Voxels outside `mask` get 0.
+void totalVariationGradient(const std::vector<float>& x, const std::array<int, 3>& n, float eps, const std::vector<std::uint8_t>& mask,
+                            std::vector<float>& ux, std::vector<float>& uy, std::vector<float>& uz, std::vector<float>& gradient) {
+  const std::size_t nx = n[0], ny = n[1], nz = n[2], plane = nx * ny;
+  ux.resize(x.size());
+  uy.resize(x.size());
+  uz.resize(x.size());
+  gradient.resize(x.size());
+  parallelFor(nz, 1, 0, [&](std::size_t k0, std::size_t k1) {
+    for (std::size_t k = k0; k < k1; ++k)
+      for (std::size_t j = 0; j < ny; ++j)
+        for (std::size_t i = 0; i < nx; ++i) {
+          const std::size_t p = k * plane + j * nx + i;
+          const float dx = i + 1 < nx ? x[p + 1] - x[p] : 0.0f, dy = j + 1 < ny ? x[p + nx] - x[p] : 0.0f,
+                      dz = k + 1 < nz ? x[p + plane] - x[p] : 0.0f;
+          const float norm = std::sqrt(eps * eps + dx * dx + dy * dy + dz * dz);
+          ux[p] = dx / norm;
+          uy[p] = dy / norm;
+          uz[p] = dz / norm;
+        }
+  });
+  parallelFor(nz, 1, 0, [&](std::size_t k0, std::size_t k1) {
+    for (std::size_t k = k0; k < k1; ++k)
+      for (std::size_t j = 0; j < ny; ++j)
+        for (std::size_t i = 0; i < nx; ++i) {
+          const std::size_t p = k * plane + j * nx + i;
+          float g = -(ux[p] + uy[p] + uz[p]);
+          if (i > 0) g += ux[p - 1];
+          if (j > 0) g += uy[p - nx];
+          if (k > 0) g += uz[p - plane];
+          gradient[p] = (mask.empty() || mask[p]) ? g : 0.0f;
+        }
+  });
+}
+
 }  // namespace
 
 IterativeMethod parseIterativeMethod(const std::string& name) {
@@ -50,7 +89,8 @@ IterativeMethod parseIterativeMethod(const std::string& name) {
   if (name == "sirt") return IterativeMethod::Sirt;
   if (name == "cgls") return IterativeMethod::Cgls;
   if (name == "osem" || name == "os-em" || name == "mlem") return IterativeMethod::Osem;
-  throw UsageError(field("method") + ": expected sart, sirt, cgls or osem, found '" + name + "'");
+  if (name == "asd-pocs" || name == "asdpocs") return IterativeMethod::AsdPocs;
+  throw UsageError(field("method") + ": expected sart, sirt, cgls, osem or asd-pocs, found '" + name + "'");
 }
 
 const char* methodName(IterativeMethod method) {
@@ -59,6 +99,7 @@ const char* methodName(IterativeMethod method) {
     case IterativeMethod::Sirt: return "sirt";
     case IterativeMethod::Cgls: return "cgls";
     case IterativeMethod::Osem: return "osem";
+    case IterativeMethod::AsdPocs: return "asd-pocs";
   }
   return "?";
 }
@@ -111,6 +152,10 @@ struct IterativeReconstructor::State {
   bool directionIsGradient = true, stopped = false;
   // Iterations in a row whose residual rose (any method's warning).
   int risingIterations = 0;
+  // ASD-POCS: the volume the iteration started from, the TV step length (0 until the first iteration sets it), the
+  // TV gradient and its field.
+  std::vector<float> previous, tvField[3], tvGradient;
+  double tvStep = 0.0;
   // A subset's data, forward projection and correction.
   std::vector<float> ax, b, correction;
 
@@ -135,6 +180,7 @@ struct IterativeReconstructor::State {
   void cglsIteration();
   void subsetUpdate();
   void applyStoppingRules();
+  void totalVariationSteps();
 };
 
 void IterativeReconstructor::State::check() {
@@ -144,13 +190,20 @@ void IterativeReconstructor::State::check() {
     throw UsageError(field("iterations") + ": expected at least 1, found " + std::to_string(options.iterations));
   checkValue("stopResidual", options.stopResidual);
   checkValue("stopChange", options.stopChange);
+  if (method == IterativeMethod::AsdPocs) {
+    checkValue("tvSteps", options.tvSteps);
+    checkValue("tvAlpha", options.tvAlpha);
+    checkValue("tvReduction", options.tvReduction);
+    checkValue("tvRatio", options.tvRatio);
+    checkValue("lambdaReduction", options.lambdaReduction);
+  }
   // The scan, the grid and the data as every reconstruction checks them (glrecon/validate.h): a volume outside the beam,
   // a spacing of 1e-300 or projections near float's limit would otherwise end in an all-zero, NaN or infinite volume.
   checkScanAndGrid(geometry, grid, methodName(method));
   checkProjectionData(geometry, projections, "projections");
   int subsets = options.subsets;
   if (subsets == 0)
-    subsets = method == IterativeMethod::Sart ? static_cast<int>(views)
+    subsets = (method == IterativeMethod::Sart || method == IterativeMethod::AsdPocs) ? static_cast<int>(views)
               : method == IterativeMethod::Osem ? static_cast<int>(std::min<std::size_t>(8, views))
                                                 : 1;
   if (subsets < 1 || static_cast<std::size_t>(subsets) > views)
@@ -158,7 +211,8 @@ void IterativeReconstructor::State::check() {
   if ((method == IterativeMethod::Sirt || method == IterativeMethod::Cgls) && subsets != 1)
     throw UsageError(std::string(field("subsets") + ": ") + methodName(method) + " uses every projection at once: expected 1, found " + std::to_string(subsets));
   double lambda = options.lambda;
-  if (lambda == 0.0) lambda = (method == IterativeMethod::Sart && subsets == static_cast<int>(views) && views > 1) ? 0.8 : 1.0;
+  if (lambda == 0.0)
+    lambda = ((method == IterativeMethod::Sart || method == IterativeMethod::AsdPocs) && subsets == static_cast<int>(views) && views > 1) ? 0.8 : 1.0;
   if (!(lambda > 0.0 && lambda < 2.0)) throw UsageError(field("lambda") + ": expected a relaxation in (0, 2), found " + std::to_string(lambda));
   if (method == IterativeMethod::Cgls && options.positivity)
     throw UsageError(field("positivity") + ": cgls cannot clamp (it would break the conjugate directions); use sart, sirt or osem");
@@ -205,7 +259,8 @@ std::uint64_t IterativeReconstructor::State::hostBytes(int subsetCount) const {
   // subset's data and CGLS's r and q; B_S 1 per subset where it is cached (up to 512 MiB). Four bytes each.
   const std::uint64_t volume = std::uint64_t{4} * voxels, data = std::uint64_t{4} * views * pixels;
   const std::uint64_t cache = std::min<std::uint64_t>(volume * static_cast<std::uint64_t>(subsetCount), std::uint64_t{512} << 20);
-  return 6 * volume + 5 * data + (method == IterativeMethod::Cgls ? 0 : cache);
+  // ASD-POCS: the previous iterate, the TV field's three components and its gradient.
+  return 6 * volume + 5 * data + (method == IterativeMethod::Cgls ? 0 : cache) + (method == IterativeMethod::AsdPocs ? 5 * volume : 0);
 }
 
 void IterativeReconstructor::State::setUp() {
@@ -261,7 +316,9 @@ void IterativeReconstructor::State::setUp() {
   } else {
     rule.multiplicative = method == IterativeMethod::Osem;
     rule.lambda = static_cast<float>(lambda);
-    rule.positivity = options.positivity;
+    // ASD-POCS projects onto x >= 0 after every data step: part of the method.
+    rule.positivity = options.positivity || method == IterativeMethod::AsdPocs;
+    if (method == IterativeMethod::AsdPocs) previous = x;
     op.setVolume(x.data());
     op.setUpdateMask(options.mask.empty() ? nullptr : options.mask.data());
     hostCurrent = false;
@@ -354,6 +411,46 @@ void IterativeReconstructor::State::subsetUpdate() {
   last = {iteration, static_cast<int>(subsetsDone), static_cast<int>(order.size()), std::sqrt(squares), since(iterationStart)};
 }
 
+// ASD-POCS's TV phase after a SART sweep (Sidky & Pan 2008, as TIGRE's ASD_POCS): tvSteps steps of length tvStep
+// along the normalised TV gradient. The first iteration sets tvStep = tvAlpha |dx|, dx the sweep's change; whenever
+// the TV steps move the volume more than tvRatio |dx| they would outweigh the data, and tvStep shrinks by tvReduction.
+// The relaxation shrinks by lambdaReduction per iteration so that the data steps settle too. x >= 0 after both phases.
+void IterativeReconstructor::State::totalVariationSteps() {
+  if (!hostCurrent) {
+    op.readVolume(x.data());
+    hostCurrent = true;
+  }
+  double change = 0, largest = 0;
+  for (std::size_t i = 0; i < voxels; ++i) {
+    const double d = static_cast<double>(x[i]) - previous[i];
+    change += d * d;
+    largest = std::max(largest, static_cast<double>(std::abs(x[i])));
+  }
+  change = std::sqrt(change);
+  if (tvStep == 0.0) tvStep = options.tvAlpha * change;
+  const std::vector<float> afterData = x;
+  // eps: the smoothing of |D x| at 0, far below any edge worth keeping (1e-6 of the largest density).
+  const float eps = static_cast<float>(std::max(largest, 1e-30) * 1e-6);
+  for (int step = 0; step < options.tvSteps && tvStep > 0.0; ++step) {
+    totalVariationGradient(x, grid.size, eps, options.mask, tvField[0], tvField[1], tvField[2], tvGradient);
+    const double norm = std::sqrt(sumSquares(tvGradient));
+    if (!(norm > 0.0)) break;
+    const float scale = static_cast<float>(tvStep / norm);
+    for (std::size_t i = 0; i < voxels; ++i) x[i] -= scale * tvGradient[i];
+  }
+  // x >= 0 again: TV's steps may take a voxel at 0 below it, and the result is a density.
+  for (float& v : x) v = std::max(v, 0.0f);
+  double moved = 0;
+  for (std::size_t i = 0; i < voxels; ++i) {
+    const double d = static_cast<double>(x[i]) - afterData[i];
+    moved += d * d;
+  }
+  if (std::sqrt(moved) > options.tvRatio * change) tvStep *= options.tvReduction;
+  rule.lambda = static_cast<float>(rule.lambda * options.lambdaReduction);
+  op.setVolume(x.data());
+  previous = x;
+}
+
 // --stop-residual and --stop-change on the iteration just recorded (its residual: of the iterate it started from).
 void IterativeReconstructor::State::applyStoppingRules() {
   const std::vector<IterationRecord>& done = report.iterations;
@@ -406,6 +503,7 @@ bool IterativeReconstructor::step() {
       st.risingIterations = 0;
     }
     st.report.iterations.push_back(st.last);
+    if (st.method == IterativeMethod::AsdPocs) st.totalVariationSteps();
     if (!st.stopped) st.applyStoppingRules();
     if (st.stopped) st.iteration = st.options.iterations;
     ++st.iteration;
