@@ -71,7 +71,14 @@ SlabCost operatorCost(Backend backend, const Geometry& geometry, const VolumeGri
 /// OperatorOptions::window asking for the largest window the device allows.
 inline constexpr int kMaximumWindow = -1;
 
+/// The iterative methods' B (Weighting::Adjoint; A is the same ray-driven projector for both).
+enum class ProjectorPair {
+  Interpolating,  ///< B voxel-driven (a bilinear detector sample per voxel): fast, close to A^T but not equal
+  Matched,        ///< B = A^T exactly: each ray's samples spread over their 8 voxels with A's trilinear weights (cpu)
+};
+
 struct OperatorOptions {
+  ProjectorPair pair = ProjectorPair::Interpolating;
   int threads = 0;  ///< CPU threads of the cpu backend and of the GPU backends' host copies (0 = all)
   int device = 0;   ///< EGL device (graphics, compute) or CUDA device (cuda)
   /// Fdk back: projections per pass; 0 = the backend's default (GL: measured on the first passes); kMaximumWindow.

@@ -246,8 +246,16 @@ void ProjectorOptions::add(CLI::App* command) {
   command->add_option("--step", step, "Ray-marching step in mm (0: half the smallest voxel spacing)")->capture_default_str();
 }
 
+void ProjectorOptions::addPair(CLI::App* command) {
+  command->add_option("--projector", pair,
+                      "Projector pair: interpolating (fast; B close to A^T) or matched (B = A^T exactly, CGLS's assumption; cpu backend)")
+      ->check(CLI::IsMember({"interpolating", "matched"}))
+      ->capture_default_str();
+}
+
 OperatorOptions ProjectorOptions::operatorOptions() const {
   OperatorOptions options;
+  options.pair = pair == "matched" ? ProjectorPair::Matched : ProjectorPair::Interpolating;
   options.device = gpu;
   options.threads = threads;
   options.step = step;

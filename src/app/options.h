@@ -126,7 +126,10 @@ struct ProjectorOptions {
   BackendOption backend{"cpu"};
   int gpu = 0, threads = 0;
   double step = 0.0;
+  std::string pair = "interpolating";
   void add(CLI::App* command);
+  /// --projector interpolating|matched: the iterative methods' pair.
+  void addPair(CLI::App* command);
   OperatorOptions operatorOptions() const;
 };
 

@@ -48,6 +48,7 @@ class IterativeMethodCommand final : public Command {
     c->add_option("--initial", initial, "Starting volume on the output grid (e.g. an FDK result; default: 0, osem: a positive constant)");
     c->add_option("--roi", roi, "Reconstruct only a region (voxels outside stay 0): fov, fov-cylinder, cylinder:..., box:..., sphere:..., MASK.mha");
     projector.add(c);
+    projector.addPair(c);
     c->add_option("--residual-csv", residualCsv, "Write the residual curve as CSV (iteration, subsets, residual, relative, seconds; a .csv name)");
     c->add_option("--residual-png", residualPng, "Write the residual curve as a PNG chart (log scale; a .png name)");
     c->add_flag("--overwrite", overwrite, "Replace existing output files");

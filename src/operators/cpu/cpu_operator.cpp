@@ -199,7 +199,7 @@ void CpuOperator::back(const float* projections, const std::size_t* views, std::
   if (weighting == Weighting::Fdk) return fdkBack(projections, views, count);
   requireWholeGrid("back (Adjoint)");
   const auto start = std::chrono::steady_clock::now();
-  adjointBack(projections, views, count, volume_.data.data());
+  pairBack(projections, views, count, volume_.data.data());
   timings_.back += since(start);
 }
 
@@ -211,13 +211,13 @@ void CpuOperator::updateSubset(const float* correction, const std::size_t* views
   const auto start = std::chrono::steady_clock::now();
   const std::size_t voxels = volume_.data.size();
   update_.assign(voxels, 0.0f);
-  adjointBack(correction, views, count, update_.data());
+  pairBack(correction, views, count, update_.data());
   const float* weights = cachedWeights;
   if (!weights) {
     // B_S(1): a correction of ones over the subset's projections.
     weights_.assign(voxels, 0.0f);
     ones_.resize(std::max(ones_.size(), count * static_cast<std::size_t>(nu_) * nv_), 1.0f);
-    adjointBack(ones_.data(), views, count, weights_.data());
+    pairBack(ones_.data(), views, count, weights_.data());
     weights = weights_.data();
   }
   applySubsetRule(volume_.data.data(), update_.data(), weights, mask_, voxels, count, rule);
@@ -275,6 +275,103 @@ void CpuOperator::forward(const std::size_t* views, std::size_t count, float* pr
   });
   for (double s : samples) timings_.samples += s;
   timings_.forward += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// volume += A^T projections, the exact transpose of forward(): every ray is marched as forward() marches it (the same
+// float expressions, so the same samples) and each sample's value times the step goes to the voxels its trilinear
+// interpolant reads, with its weights (voxels of the zero border dropped: they hold no unknowns). A scatter, made
+// deterministic without atomics: the volume is cut into slabs of y rows, each owned by one task, which marches every ray but
+// spreads only the samples whose footprint reaches its slab (their index range solved from the ray's y, then each
+// sample tested), in a fixed order: the bits do not depend on the thread count.
+void CpuOperator::transposeBack(const float* projections, const std::size_t* views, std::size_t count, float* volume) {
+  const float step = static_cast<float>(step_);
+  const int n[3] = {grid_.size[0], grid_.size[1], grid_.size[2]};
+  const float sp[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
+  const float hi[3] = {static_cast<float>(n[0]), static_cast<float>(n[1]), static_cast<float>(n[2])};
+  const std::size_t sy = static_cast<std::size_t>(n[0]), sz = sy * n[1];
+  // Slabs of y rows: y is the rotation axis, along which rays climb only by the cone angle, so most rays reach one or
+  // two slabs and the others skip them at once.
+  const std::size_t slabs = std::min<std::size_t>(n[1], static_cast<std::size_t>(4 * threads_));
+  parallelFor(slabs, 1, threads_, [&](std::size_t first, std::size_t last) {
+    for (std::size_t slab = first; slab < last; ++slab) {
+      const int y0 = static_cast<int>(slab * n[1] / slabs), y1 = static_cast<int>((slab + 1) * n[1] / slabs);
+      for (std::size_t p = 0; p < count; ++p) {
+        const detail::ProjectorView& o = views_[views[p]];
+        for (int iv = 0; iv < nv_; ++iv)
+          for (int iu = 0; iu < nu_; ++iu) {
+            const float value = projections[(p * nv_ + iv) * nu_ + iu];
+            if (value == 0.0f) continue;
+            // The ray as forward() computes it.
+            const float fu = static_cast<float>(iu), fv = static_cast<float>(iv);
+            float d[3], dir[3];
+            for (int a = 0; a < 3; ++a) d[a] = o.e0[a] + fu * o.eu[a] + fv * o.ev[a];
+            const float length = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+            float tmin = 0.0f, tmax = std::numeric_limits<float>::max();
+            bool miss = false;
+            for (int a = 0; a < 3; ++a) {
+              dir[a] = d[a] / length / sp[a];
+              if (dir[a] != 0.0f) {
+                const float t0 = (-1.0f - o.sourceIndex[a]) / dir[a], t1 = (hi[a] - o.sourceIndex[a]) / dir[a];
+                tmin = std::max(tmin, std::min(t0, t1));
+                tmax = std::min(tmax, std::max(t0, t1));
+              } else if (o.sourceIndex[a] < -1.0f || o.sourceIndex[a] > hi[a]) {
+                miss = true;
+              }
+            }
+            if (miss || !(tmax > tmin)) continue;
+            const int samples = static_cast<int>(std::ceil((tmax - tmin) / step));
+            // Samples whose y lies in [y0 - 1, y1) reach the slab: solved in double with a sample's margin either side.
+            int k0 = 0, k1 = samples;
+            if (dir[1] != 0.0f) {
+              const double ta = (y0 - 1.0 - o.sourceIndex[1]) / dir[1], tb = (y1 - o.sourceIndex[1]) / dir[1];
+              const double ka = (std::min(ta, tb) - tmin) / step - 0.5, kb = (std::max(ta, tb) - tmin) / step - 0.5;
+              k0 = static_cast<int>(std::max(0.0, std::floor(ka) - 1.0));
+              k1 = static_cast<int>(std::min<double>(samples, std::ceil(kb) + 2.0));
+            } else if (o.sourceIndex[1] < y0 - 1.0f || o.sourceIndex[1] >= static_cast<float>(y1)) {
+              continue;
+            }
+            const float w = value * step;
+            for (int k = k0; k < k1; ++k) {
+              const float t = tmin + (static_cast<float>(k) + 0.5f) * step;
+              const float x = std::min(std::max(o.sourceIndex[0] + t * dir[0], -1.0f), hi[0]);
+              const float y = std::min(std::max(o.sourceIndex[1] + t * dir[1], -1.0f), hi[1]);
+              const float z = std::min(std::max(o.sourceIndex[2] + t * dir[2], -1.0f), hi[2]);
+              const int i = static_cast<int>(std::floor(x)), j = static_cast<int>(std::floor(y)), kz = static_cast<int>(std::floor(z));
+              if (j + 1 < y0 || j >= y1) continue;
+              const float fx = x - static_cast<float>(i), fy = y - static_cast<float>(j), fz = z - static_cast<float>(kz);
+              const float wx[2] = {1.0f - fx, fx}, wy[2] = {1.0f - fy, fy}, wz[2] = {1.0f - fz, fz};
+              if (i >= 0 && i + 1 < n[0] && j >= y0 && j + 1 < y1 && kz >= 0 && kz + 1 < n[2]) {
+                // All 8 voxels inside the slab (most samples): no tests.
+                float* q = volume + kz * sz + j * sy + i;
+                const float w00 = w * wy[0] * wz[0], w10 = w * wy[1] * wz[0], w01 = w * wy[0] * wz[1], w11 = w * wy[1] * wz[1];
+                q[0] += w00 * wx[0];
+                q[1] += w00 * wx[1];
+                q[sy] += w10 * wx[0];
+                q[sy + 1] += w10 * wx[1];
+                q[sz] += w01 * wx[0];
+                q[sz + 1] += w01 * wx[1];
+                q[sz + sy] += w11 * wx[0];
+                q[sz + sy + 1] += w11 * wx[1];
+                continue;
+              }
+              for (int c = 0; c < 2; ++c) {
+                const int zz = kz + c;
+                if (zz < 0 || zz >= n[2]) continue;
+                for (int b = 0; b < 2; ++b) {
+                  const int yy = j + b;
+                  if (yy < y0 || yy >= y1) continue;
+                  for (int a = 0; a < 2; ++a) {
+                    const int xx = i + a;
+                    if (xx < 0 || xx >= n[0]) continue;
+                    volume[zz * sz + yy * sy + xx] += w * wy[b] * wz[c] * wx[a];
+                  }
+                }
+              }
+            }
+          }
+      }
+    }
+  });
 }
 
 // volume += B projections, the Adjoint weighting. Per voxel the sum over the views is formed first, then added: with the

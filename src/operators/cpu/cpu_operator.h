@@ -31,6 +31,12 @@ class CpuOperator final : public ConeBeamOperator {
  private:
   void fdkBack(const float* projections, const std::size_t* views, std::size_t count);
   void adjointBack(const float* projections, const std::size_t* views, std::size_t count, float* volume);
+  void transposeBack(const float* projections, const std::size_t* views, std::size_t count, float* volume);
+  /// B of the pair chosen (OperatorOptions::pair) into `volume`.
+  void pairBack(const float* projections, const std::size_t* views, std::size_t count, float* volume) {
+    if (options_.pair == ProjectorPair::Matched) return transposeBack(projections, views, count, volume);
+    adjointBack(projections, views, count, volume);
+  }
   void requireWholeGrid(const char* what) const;
 
   int threads_;
