@@ -434,6 +434,19 @@ void CudaOperator::forward(const std::size_t* views, std::size_t count, float* p
   launch();
   GLRECON_CUDA(cudaDeviceSynchronize());
   RayBuffers& r = rays();
+  const std::size_t pixels = static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv;
+  if (options_.pair == ProjectorPair::Matched) {
+    // The matched pair's A: float trilinear weights read from the volume itself (transposeKernel is its transpose).
+    for (std::size_t first = 0; first < count; first += cuda::kMaxRayViews) {
+      const int n = static_cast<int>(std::min<std::size_t>(cuda::kMaxRayViews, count - first));
+      uploadRayViews(views + first, n);
+      cuda::launchForwardExact(volume_.get(), make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), spacing(), static_cast<float>(step_),
+                               geometry_.detector.nu, geometry_.detector.nv, n, r.projections.get());
+      GLRECON_CUDA(cudaMemcpy(projections + first * pixels, r.projections.get(), pixels * n * sizeof(float), cudaMemcpyDeviceToHost));
+    }
+    timings_.forward += since(start);
+    return;
+  }
   // The rays sample the volume's 3D copy (trilinear, border 0).
   cudaMemcpy3DParms copy{};
   copy.srcPtr = make_cudaPitchedPtr(volume_.get(), grid_.size[0] * sizeof(float), grid_.size[0], grid_.size[1]);
@@ -441,7 +454,6 @@ void CudaOperator::forward(const std::size_t* views, std::size_t count, float* p
   copy.extent = make_cudaExtent(grid_.size[0], grid_.size[1], grid_.size[2]);
   copy.kind = cudaMemcpyDeviceToDevice;
   GLRECON_CUDA(cudaMemcpy3D(&copy));
-  const std::size_t pixels = static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv;
   for (std::size_t first = 0; first < count; first += cuda::kMaxRayViews) {
     const int n = static_cast<int>(std::min<std::size_t>(cuda::kMaxRayViews, count - first));
     uploadRayViews(views + first, n);
@@ -458,6 +470,19 @@ void CudaOperator::adjointInto(const float* projections, const std::size_t* view
   const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
   const std::size_t pixels = static_cast<std::size_t>(nu) * nv;
   if (clear && count == 0) GLRECON_CUDA(cudaMemset(to, 0, grid_.voxelCount() * sizeof(float)));
+  if (options_.pair == ProjectorPair::Matched) {
+    // A^T scatters (adds): a cleared target starts at 0.
+    if (clear) GLRECON_CUDA(cudaMemset(to, 0, grid_.voxelCount() * sizeof(float)));
+    for (std::size_t first = 0; first < count; first += cuda::kMaxRayViews) {
+      const int n = static_cast<int>(std::min<std::size_t>(cuda::kMaxRayViews, count - first));
+      uploadRayViews(views + first, n);
+      GLRECON_CUDA(cudaMemcpy(r.projections.get(), projections + (repeatFirstBatch ? 0 : first * pixels), pixels * n * sizeof(float),
+                              cudaMemcpyHostToDevice));
+      cuda::launchTransposeBack(r.projections.get(), make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), spacing(), static_cast<float>(step_),
+                                nu, nv, n, to);
+    }
+    return;
+  }
   for (std::size_t first = 0; first < count; first += cuda::kMaxRayViews) {
     const int n = static_cast<int>(std::min<std::size_t>(cuda::kMaxRayViews, count - first));
     uploadRayViews(views + first, n);

@@ -31,6 +31,10 @@ inline constexpr int kMaxRayViews = 256;
 void uploadRayViews(const glrecon::detail::ProjectorView* const* views, int n);
 void launchForward(cudaTextureObject_t volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out);
 void launchAdjointBack(cudaTextureObject_t projections, int3 size, float3 spacing, int count, bool accumulate, float* volume);
+/// The matched pair: forward with float trilinear weights from the linear volume, and its exact transpose (adds to
+/// `volume`; projections in linear device memory).
+void launchForwardExact(const float* volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out);
+void launchTransposeBack(const float* projections, int3 size, float3 spacing, float step, int nu, int nv, int count, float* volume);
 /// The largest of n non-negative floats' bits into *result (which must start at 0).
 void launchMaxWeight(const float* values, std::size_t n, int* result);
 void launchSubsetUpdate(float* x, const float* update, const float* weights, const unsigned char* mask, std::size_t n, float floor,

@@ -17,20 +17,18 @@ struct DeviceView {
 
 __constant__ DeviceView kViews[kMaxRayViews];
 
-__global__ void forwardKernel(cudaTextureObject_t volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out) {
-  const int iu = blockIdx.x * blockDim.x + threadIdx.x, iv = blockIdx.y * blockDim.y + threadIdx.y, p = blockIdx.z;
-  if (iu >= nu || iv >= nv || p >= count) return;
-  const DeviceView& o = kViews[p];
+// The ray through pixel (iu, iv) of view p as every backend marches it (cpu_operator.cpp): direction in voxel-index
+// units per mm, the entry tmin and the sample count n over the clip box [-1, size] (the whole line, past the
+// detector); false where the ray misses the box.
+__device__ bool clipRay(const DeviceView& o, int iu, int iv, int3 size, float3 spacing, float step, float dir[3], float& tmin, int& n) {
   const float fu = static_cast<float>(iu), fv = static_cast<float>(iv);
   const float d[3] = {o.e0.x + fu * o.eu.x + fv * o.ev.x, o.e0.y + fu * o.eu.y + fv * o.ev.y, o.e0.z + fu * o.eu.z + fv * o.ev.z};
   const float len = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
   const float sp[3] = {spacing.x, spacing.y, spacing.z};
   const float s[3] = {o.sourceIndex.x, o.sourceIndex.y, o.sourceIndex.z};
   const float hi[3] = {static_cast<float>(size.x), static_cast<float>(size.y), static_cast<float>(size.z)};
-  float dir[3];
-  float tmin = 0.0f, tmax = 3.402823466e38f;  // the whole line through the box, past the detector too (cpu_operator.cpp)
-  float result = 0.0f;
-  bool miss = false;
+  float tmax = 3.402823466e38f;  // the whole line through the box, past the detector too (cpu_operator.cpp)
+  tmin = 0.0f;
   for (int a = 0; a < 3; ++a) {
     dir[a] = d[a] / len / sp[a];
     if (dir[a] != 0.0f) {
@@ -38,11 +36,23 @@ __global__ void forwardKernel(cudaTextureObject_t volume, int3 size, float3 spac
       tmin = fmaxf(tmin, fminf(t0, t1));
       tmax = fminf(tmax, fmaxf(t0, t1));
     } else if (s[a] < -1.0f || s[a] > hi[a]) {
-      miss = true;
+      return false;
     }
   }
-  if (!miss && tmax > tmin) {
-    const int n = static_cast<int>(ceilf((tmax - tmin) / step));
+  if (!(tmax > tmin)) return false;
+  n = static_cast<int>(ceilf((tmax - tmin) / step));
+  return true;
+}
+
+__global__ void forwardKernel(cudaTextureObject_t volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out) {
+  const int iu = blockIdx.x * blockDim.x + threadIdx.x, iv = blockIdx.y * blockDim.y + threadIdx.y, p = blockIdx.z;
+  if (iu >= nu || iv >= nv || p >= count) return;
+  const DeviceView& o = kViews[p];
+  float dir[3], tmin;
+  int n;
+  float result = 0.0f;
+  if (clipRay(o, iu, iv, size, spacing, step, dir, tmin, n)) {
+    const float s[3] = {o.sourceIndex.x, o.sourceIndex.y, o.sourceIndex.z};
     float sum = 0.0f;
     for (int k = 0; k < n; ++k) {
       const float t = tmin + (static_cast<float>(k) + 0.5f) * step;
@@ -51,6 +61,81 @@ __global__ void forwardKernel(cudaTextureObject_t volume, int3 size, float3 spac
     result = sum * step;
   }
   out[(static_cast<size_t>(p) * nv + iv) * nu + iu] = result;
+}
+
+// The matched pair (ProjectorPair::Matched): the forward projection with trilinear weights in float, as the cpu
+// backend computes them, not the texture unit's 8-bit ones, so that transposeKernel below is its exact transpose.
+// The sample at continuous index (x, y, z), clamped to [-1, n] as the cpu's zero-bordered copy clamps it.
+struct Corner {
+  int i, j, k;
+  float w[3][2];
+};
+__device__ Corner cornerOf(const float s[3], const float dir[3], float t, int3 size) {
+  const float x = fminf(fmaxf(s[0] + t * dir[0], -1.0f), static_cast<float>(size.x));
+  const float y = fminf(fmaxf(s[1] + t * dir[1], -1.0f), static_cast<float>(size.y));
+  const float z = fminf(fmaxf(s[2] + t * dir[2], -1.0f), static_cast<float>(size.z));
+  Corner c;
+  c.i = static_cast<int>(floorf(x));
+  c.j = static_cast<int>(floorf(y));
+  c.k = static_cast<int>(floorf(z));
+  const float f[3] = {x - static_cast<float>(c.i), y - static_cast<float>(c.j), z - static_cast<float>(c.k)};
+  for (int a = 0; a < 3; ++a) {
+    c.w[a][0] = 1.0f - f[a];
+    c.w[a][1] = f[a];
+  }
+  return c;
+}
+
+__global__ void forwardExactKernel(const float* volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out) {
+  const int iu = blockIdx.x * blockDim.x + threadIdx.x, iv = blockIdx.y * blockDim.y + threadIdx.y, p = blockIdx.z;
+  if (iu >= nu || iv >= nv || p >= count) return;
+  const DeviceView& o = kViews[p];
+  float dir[3], tmin;
+  int n;
+  float result = 0.0f;
+  if (clipRay(o, iu, iv, size, spacing, step, dir, tmin, n)) {
+    const float s[3] = {o.sourceIndex.x, o.sourceIndex.y, o.sourceIndex.z};
+    float sum = 0.0f;
+    for (int k = 0; k < n; ++k) {
+      const Corner c = cornerOf(s, dir, tmin + (static_cast<float>(k) + 0.5f) * step, size);
+      float value = 0.0f;
+      for (int dz = 0; dz < 2; ++dz)
+        for (int dy = 0; dy < 2; ++dy)
+          for (int dx = 0; dx < 2; ++dx) {
+            const int x = c.i + dx, y = c.j + dy, z = c.k + dz;
+            if (x < 0 || y < 0 || z < 0 || x >= size.x || y >= size.y || z >= size.z) continue;
+            value += volume[(static_cast<size_t>(z) * size.y + y) * size.x + x] * (c.w[1][dy] * c.w[2][dz] * c.w[0][dx]);
+          }
+      sum += value;
+    }
+    result = sum * step;
+  }
+  out[(static_cast<size_t>(p) * nv + iv) * nu + iu] = result;
+}
+
+// volume += A^T projections for forwardExactKernel's A: each ray's samples spread their value times the step over
+// the voxels they read, with the same weights (atomic adds: the order of the sums, and so their last bits, vary).
+__global__ void transposeKernel(const float* projections, int3 size, float3 spacing, float step, int nu, int nv, int count, float* volume) {
+  const int iu = blockIdx.x * blockDim.x + threadIdx.x, iv = blockIdx.y * blockDim.y + threadIdx.y, p = blockIdx.z;
+  if (iu >= nu || iv >= nv || p >= count) return;
+  const float value = projections[(static_cast<size_t>(p) * nv + iv) * nu + iu];
+  if (value == 0.0f) return;
+  const DeviceView& o = kViews[p];
+  float dir[3], tmin;
+  int n;
+  if (!clipRay(o, iu, iv, size, spacing, step, dir, tmin, n)) return;
+  const float s[3] = {o.sourceIndex.x, o.sourceIndex.y, o.sourceIndex.z};
+  const float w = value * step;
+  for (int k = 0; k < n; ++k) {
+    const Corner c = cornerOf(s, dir, tmin + (static_cast<float>(k) + 0.5f) * step, size);
+    for (int dz = 0; dz < 2; ++dz)
+      for (int dy = 0; dy < 2; ++dy)
+        for (int dx = 0; dx < 2; ++dx) {
+          const int x = c.i + dx, y = c.j + dy, z = c.k + dz;
+          if (x < 0 || y < 0 || z < 0 || x >= size.x || y >= size.y || z >= size.z) continue;
+          atomicAdd(volume + (static_cast<size_t>(z) * size.y + y) * size.x + x, w * c.w[1][dy] * c.w[2][dz] * c.w[0][dx]);
+        }
+  }
 }
 
 __global__ void backKernel(cudaTextureObject_t projections, int3 size, float3 spacing, int count, bool accumulate, float* volume) {
@@ -121,6 +206,18 @@ void uploadRayViews(const glrecon::detail::ProjectorView* const* views, int n) {
 void launchForward(cudaTextureObject_t volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out) {
   const dim3 block(16, 16, 1), blocks((nu + 15) / 16, (nv + 15) / 16, count);
   forwardKernel<<<blocks, block>>>(volume, size, spacing, step, nu, nv, count, out);
+  GLRECON_CUDA(cudaGetLastError());
+}
+
+void launchForwardExact(const float* volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out) {
+  const dim3 block(16, 16, 1), blocks((nu + 15) / 16, (nv + 15) / 16, count);
+  forwardExactKernel<<<blocks, block>>>(volume, size, spacing, step, nu, nv, count, out);
+  GLRECON_CUDA(cudaGetLastError());
+}
+
+void launchTransposeBack(const float* projections, int3 size, float3 spacing, float step, int nu, int nv, int count, float* volume) {
+  const dim3 block(16, 16, 1), blocks((nu + 15) / 16, (nv + 15) / 16, count);
+  transposeKernel<<<blocks, block>>>(projections, size, spacing, step, nu, nv, count, volume);
   GLRECON_CUDA(cudaGetLastError());
 }
 
