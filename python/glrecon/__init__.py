@@ -40,12 +40,15 @@ __all__ = [
 
 
 class ImageArray(_np.ndarray):
-    """An ndarray with ``spacing`` and ``origin`` ((x, y, z) order, mm); slicing keeps them as they were."""
+    """An ndarray with ``spacing`` and ``origin`` ((x, y, z) order, mm; one number or three, checked as the functions'
+    own ``spacing`` and ``origin`` are); slicing keeps them as they were."""
 
     def __new__(cls, array, spacing=(1.0, 1.0, 1.0), origin=(0.0, 0.0, 0.0)):
+        # Through _triple (below), as every function's spacing and origin: spacing=2.0 gave Python's "'float' object is
+        # not iterable" and spacing="1,1,1" a ValueError from float(",").
+        spacing, origin = _triple(spacing, "spacing"), _triple(origin, "origin")
         obj = _np.asarray(array).view(cls)
-        obj.spacing = tuple(float(s) for s in spacing)
-        obj.origin = tuple(float(o) for o in origin)
+        obj.spacing, obj.origin = spacing, origin
         return obj
 
     def __array_finalize__(self, obj):
@@ -233,12 +236,28 @@ _PROJECTION_AXES = (1000000, 65536, 65536)
 _IMAGE_AXES = (_INT_MAX, _INT_MAX, _INT_MAX)
 
 
+def _layout_numbers(value, name):
+    """An ``ImageArray``'s spacing or origin as a detector layout reads it: (u, v[, view]), each a finite number (the
+    attributes can hold anything: a number alone gave Python's "'float' object is not iterable")."""
+    if value is None:
+        return None
+    if isinstance(value, _np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (_numbers.Number, _np.bool_, str, bytes)):
+        raise TypeError(f"{name}: expected (u, v[, view]) numbers, found {type(value).__name__}")
+    try:
+        items = tuple(value)
+    except TypeError:
+        raise TypeError(f"{name}: expected (u, v[, view]) numbers, found {type(value).__name__}") from None
+    if len(items) not in (2, 3):
+        raise InputError(f"{name}: expected (u, v[, view]) numbers, found {len(items)}")
+    return tuple(_number(x, name) for x in items)
+
+
 def _layout(array):
     """The detector layout an array carries (an ``ImageArray``'s ``spacing`` and ``origin``), checked as numbers."""
-    spacing, origin = getattr(array, "spacing", None), getattr(array, "origin", None)
-    spacing = None if spacing is None else tuple(_number(s, "projections.spacing") for s in spacing)
-    origin = None if origin is None else tuple(_number(o, "projections.origin") for o in origin)
-    return spacing, origin
+    return (_layout_numbers(getattr(array, "spacing", None), "projections.spacing"),
+            _layout_numbers(getattr(array, "origin", None), "projections.origin"))
 
 
 # ---- geometry -------------------------------------------------------------------------------------------
@@ -544,7 +563,8 @@ def project(volume, geometry, backend="cpu", step=None, gpu=0, threads=0, spacin
 
 
 def _iterative(method, projections, geometry, size, spacing, origin, iterations, subsets, lamb, positivity, initial, roi,
-               backend, gpu, threads, step, progress, report):
+               backend, gpu, threads, step, progress, report, projector="interpolating", stop_residual=0.0, stop_change=0.0,
+               tv=(20, 0.002, 0.95, 0.95, 0.99)):
     if not isinstance(geometry, Geometry):
         raise UsageError(f"geometry: expected a glrecon.Geometry, found {type(geometry).__name__}")
     size = _triple(size, "size", _voxels)
@@ -562,6 +582,10 @@ def _iterative(method, projections, geometry, size, spacing, origin, iterations,
                               None if init_spacing is None else _triple(init_spacing, "initial.spacing"),
                               None if init_origin is None else _triple(init_origin, "initial.origin"), _text(roi, "roi"),
                               _text(backend, "backend"), _whole(gpu, "gpu", "gpu"), _whole(threads, "threads", "threads"), _step(step),
+                              _text(projector, "projector"), _number(stop_residual, "stop_residual", "stopResidual"),
+                              _number(stop_change, "stop_change", "stopChange"), _whole(tv[0], "tv_steps", "tvSteps"),
+                              _number(tv[1], "tv_alpha", "tvAlpha"), _number(tv[2], "tv_reduction", "tvReduction"),
+                              _number(tv[3], "tv_ratio", "tvRatio"), _number(tv[4], "lambda_reduction", "lambdaReduction"),
                               callback, progress is True, info)
     if origin is None:
         origin = tuple(-0.5 * (n - 1) * s for n, s in zip(size, voxel))
@@ -588,55 +612,148 @@ _COMMON_DOC = """
     roi: "" (the whole volume), fov, fov-cylinder, cylinder:..., box:..., sphere:... or a mask file, as ``--roi``.
     backend: a name of ``projectors()``; gpu: device index; threads: cpu threads (0: all); step: ray-marching
         step in mm (None: half the smallest voxel spacing).
+    projector: "interpolating" (fast; B close to A^T) or "matched" (B = A^T exactly; cpu and cuda), as ``--projector``.
+    stop_residual, stop_change: stopping rules (0: off), as ``--stop-residual`` / ``--stop-change``: stop once the
+        residual is at most that fraction of ||b||, or once an iteration lowered it by less than that fraction of it.
     progress: None, True (the command line's line per iteration on stderr) or ``progress(iteration, iterations)``
         called after each iteration with the GIL held; an exception in it (or Ctrl-C) stops and propagates.
     report: a dict to fill: backend, residuals (||b - A x|| per iteration), final_residual, data_norm, subsets,
-        lambda, seconds, setup_seconds.
+        lambda, seconds, setup_seconds, restarts (cgls), stop_reason and warning ("" where none).
 
     Returns float32 ``ImageArray`` (z, y, x); on the cpu backend it equals the command line's output bit for bit.
     Errors carry the command line's messages (option names as there: ``--iterations`` etc.)."""
 
 
 def sart(projections, geometry, size=256, spacing=1.0, origin=None, iterations=10, subsets=None, lamb=None, positivity=False,
-         initial=None, roi="", backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, relaxation=None):
+         initial=None, roi="", backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, relaxation=None,
+         projector="interpolating", stop_residual=0.0, stop_change=0.0):
     """SART / OS-SART, as ``glrecon sart``: x += lambda (B_S 1)^-1 B_S [(b_S - A_S x) / (A_S 1)] per ordered subset.
 
     subsets: 1 to the number of views (None: one view per subset; 1 is SIRT); lamb (or ``relaxation``): in
         (0, 2) (None: 0.8 with one view per subset, else 1); positivity: clamp negative voxels after every update.
     """
     return _iterative("sart", projections, geometry, size, spacing, origin, iterations, 0 if subsets is None else subsets,
-                      _relaxation(lamb, relaxation), positivity, initial, roi, backend, gpu, threads, step, progress, report)
+                      _relaxation(lamb, relaxation), positivity, initial, roi, backend, gpu, threads, step, progress, report,
+                      projector, stop_residual, stop_change)
 
 
 def sirt(projections, geometry, size=256, spacing=1.0, origin=None, iterations=10, lamb=None, positivity=False, initial=None, roi="",
-         backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, relaxation=None):
+         backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, relaxation=None, projector="interpolating",
+         stop_residual=0.0, stop_change=0.0):
     """SIRT, as ``glrecon sirt``: SART with one subset holding every view; lamb (or ``relaxation``) in (0, 2)
     (None: 1); positivity: clamp negative voxels after every update.
     """
     return _iterative("sirt", projections, geometry, size, spacing, origin, iterations, 0, _relaxation(lamb, relaxation), positivity,
-                      initial, roi, backend, gpu, threads, step, progress, report)
+                      initial, roi, backend, gpu, threads, step, progress, report, projector, stop_residual, stop_change)
 
 
 def cgls(projections, geometry, size=256, spacing=1.0, origin=None, iterations=10, initial=None, roi="", backend="cpu", gpu=0,
-         threads=0, step=None, progress=None, report=None):
+         threads=0, step=None, progress=None, report=None, projector="interpolating", stop_residual=0.0, stop_change=0.0):
     """CGLS, as ``glrecon cgls``: conjugate gradients on the normal equations B A x = B b (no relaxation, no
-    positivity: clamping would break the conjugate directions).
+    positivity: clamping would break the conjugate directions). Steps by exact line search, so the residual never
+    rises even with the interpolating pair; ``projector="matched"`` makes it CGLS proper.
     """
     return _iterative("cgls", projections, geometry, size, spacing, origin, iterations, 0, 0.0, False, initial, roi, backend, gpu,
-                      threads, step, progress, report)
+                      threads, step, progress, report, projector, stop_residual, stop_change)
 
 
 def osem(projections, geometry, size=256, spacing=1.0, origin=None, iterations=10, subsets=None, positivity=False, initial=None,
-         roi="", backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None):
+         roi="", backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, projector="interpolating",
+         stop_residual=0.0, stop_change=0.0):
     """OS-EM / MLEM, as ``glrecon osem``: x *= (B_S 1)^-1 B_S [b_S / (A_S x)]; the data must be finite and
     non-negative with some positive value. subsets: 1 to the number of views (None: 8, or fewer views; 1 is MLEM).
     """
     return _iterative("osem", projections, geometry, size, spacing, origin, iterations, 0 if subsets is None else subsets, 0.0,
-                      positivity, initial, roi, backend, gpu, threads, step, progress, report)
+                      positivity, initial, roi, backend, gpu, threads, step, progress, report, projector, stop_residual, stop_change)
 
 
-for _f in (sart, sirt, cgls, osem):
+def asd_pocs(projections, geometry, size=256, spacing=1.0, origin=None, iterations=10, subsets=None, lamb=None, initial=None, roi="",
+             backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, projector="interpolating", stop_residual=0.0,
+             stop_change=0.0, tv_steps=20, tv_alpha=0.002, tv_reduction=0.95, tv_ratio=0.95, lambda_reduction=0.99):
+    """ASD-POCS (Sidky & Pan 2008), as ``glrecon asd-pocs``: per iteration a SART sweep with x >= 0, then
+    ``tv_steps`` steps of steepest descent on the total variation; the TV step starts at ``tv_alpha`` times the
+    sweep's change and shrinks by ``tv_reduction`` whenever TV moved the volume more than ``tv_ratio`` times it;
+    lamb shrinks by ``lambda_reduction`` per iteration (TIGRE's defaults). For few views.
+    """
+    return _iterative("asd-pocs", projections, geometry, size, spacing, origin, iterations, 0 if subsets is None else subsets,
+                      _relaxation(lamb, None), True, initial, roi, backend, gpu, threads, step, progress, report, projector, stop_residual,
+                      stop_change, (tv_steps, tv_alpha, tv_reduction, tv_ratio, lambda_reduction))
+
+
+for _f in (sart, sirt, cgls, osem, asd_pocs):
     _f.__doc__ += _COMMON_DOC
+
+
+class Operator:
+    """The projector pair of one backend over a geometry and a volume grid, kept between calls (its device buffers
+    made once): ``A.forward(x)`` projects a (z, y, x) volume to (views, v, u) line integrals, ``A.back(y)`` is B,
+    ``A.T`` the pair swapped. ``projector="matched"`` (cpu, cuda) makes B = A^T exactly. Usable with SciPy:
+    ``A.as_linear_operator()`` (or ``scipy.sparse.linalg.aslinearoperator(A)``), whose matvec and rmatvec take
+    flat vectors, for lsqr, cg or your own methods.
+
+    geometry: a ``Geometry`` with a detector layout (``with_detector`` for an RTK file); size, spacing, origin:
+    the volume grid as in ``fdk``; backend: a name of ``projectors()``; gpu, threads, step: as in ``project``.
+    """
+
+    def __init__(self, geometry, size, spacing=1.0, origin=None, backend="cpu", projector="interpolating", gpu=0, threads=0, step=None):
+        if not isinstance(geometry, Geometry):
+            raise UsageError(f"geometry: expected a glrecon.Geometry, found {type(geometry).__name__}")
+        size = _triple(size, "size", _voxels)
+        voxel = _triple(spacing, "spacing")
+        origin = None if origin is None else _triple(origin, "origin")
+        self._core = _glrecon._Operator(geometry._core, size, voxel, origin, _text(backend, "backend"), _text(projector, "projector"),
+                                        _whole(gpu, "gpu", "gpu"), _whole(threads, "threads", "threads"), _step(step))
+        self._transposed = False
+        self.volume_shape = tuple(self._core.volume_shape)
+        self.projection_shape = tuple(self._core.projection_shape)
+        self.dtype = _np.dtype(_np.float32)
+
+    @property
+    def shape(self):
+        """(rows, columns) of the matrix A: (views * v * u, z * y * x); swapped for ``.T``."""
+        m, n = int(_np.prod(self.projection_shape)), int(_np.prod(self.volume_shape))
+        return (n, m) if self._transposed else (m, n)
+
+    @property
+    def T(self):
+        t = Operator.__new__(Operator)
+        t.__dict__.update(self.__dict__)
+        t._transposed = not self._transposed
+        return t
+
+    def forward(self, volume):
+        """A x: (views, v, u) float32; for ``.T``, B y."""
+        if self._transposed:
+            return self._back(volume)
+        return self._core.forward(_float_array(volume, "volume", (3,), _VOLUME_AXES))
+
+    def back(self, projections):
+        """B y: (z, y, x) float32 (A^T y with the matched pair); for ``.T``, A x."""
+        if self._transposed:
+            return self._core.forward(_float_array(projections, "volume", (3,), _VOLUME_AXES))
+        return self._back(projections)
+
+    def _back(self, projections):
+        return self._core.back(_float_array(projections, "projections", (3,), _PROJECTION_AXES))
+
+    __call__ = forward
+
+    def matvec(self, v):
+        shape = self.projection_shape if self._transposed else self.volume_shape
+        return self.forward(_np.reshape(v, shape)).reshape(-1)
+
+    def rmatvec(self, v):
+        shape = self.volume_shape if self._transposed else self.projection_shape
+        return self.back(_np.reshape(v, shape)).reshape(-1)
+
+    def as_linear_operator(self):
+        """A ``scipy.sparse.linalg.LinearOperator`` (SciPy must be installed)."""
+        from scipy.sparse.linalg import LinearOperator
+        return LinearOperator(self.shape, matvec=self.matvec, rmatvec=self.rmatvec, dtype=_np.float32)
+
+    def __repr__(self):
+        kind = "A^T" if self._transposed else "A"
+        return f"glrecon.Operator({kind}: volume {self.volume_shape}, projections {self.projection_shape}, {self._core.description})"
 
 
 def projectors():

@@ -71,7 +71,7 @@ struct ScanInput {
 };
 ScanInput scanInput(const py::array& input, const py::object& spacing, const py::object& origin, const PyGeometry& pygeometry);
 
-OperatorOptions projectorOptions(int gpu, int threads, double step);
+OperatorOptions projectorOptions(int gpu, int threads, double step, const std::string& pair = "interpolating");
 
 /// A request field named in a library message (glrecon/errors.h) as this module's keyword: camelCase to snake_case;
 /// flags read as they are set.

@@ -9,6 +9,7 @@
 #include "glrecon/iterative.h"
 #include "glrecon/limits.h"
 #include "glrecon/roi.h"
+#include "glrecon/validate.h"
 
 namespace glrecon::python {
 namespace {
@@ -46,13 +47,22 @@ py::array iterative(const std::string& methodName_, const py::array& input, cons
                     const std::optional<std::array<double, 3>>& volumeOrigin, int iterations, int subsets, double lambda, bool positivity,
                     const std::optional<FloatArray>& initial, const std::optional<std::array<double, 3>>& initialSpacing,
                     const std::optional<std::array<double, 3>>& initialOrigin, const std::string& roi, const std::string& backend, int gpu,
-                    int threads, double step, const py::object& progress, bool printProgress, py::dict report) {
+                    int threads, double step, const std::string& pair, double stopResidual, double stopChange, int tvSteps, double tvAlpha,
+                    double tvReduction, double tvRatio, double lambdaReduction, const py::object& progress, bool printProgress,
+                    py::dict report) {
   IterativeOptions options;
   options.method = parseIterativeMethod(methodName_);
   options.iterations = iterations;
   options.subsets = subsets;
   options.lambda = lambda;
   options.positivity = positivity;
+  options.stopResidual = stopResidual;
+  options.stopChange = stopChange;
+  options.tvSteps = tvSteps;
+  options.tvAlpha = tvAlpha;
+  options.tvReduction = tvReduction;
+  options.tvRatio = tvRatio;
+  options.lambdaReduction = lambdaReduction;
   if (iterations < 1) throw UsageError(field("iterations") + ": expected at least 1, found " + std::to_string(iterations));
   const VolumeGrid grid = makeGrid(size, voxel, volumeOrigin);
   const ScanInput scan = scanInput(input, spacing, origin, pygeometry);
@@ -74,7 +84,7 @@ py::array iterative(const std::string& methodName_, const py::array& input, cons
   std::string description;
   {
     py::gil_scoped_release release;
-    auto projector = makeOperator(*backendOf(backend, false), geometry, grid, projectorOptions(gpu, threads, step));
+    auto projector = makeOperator(*backendOf(backend, false), geometry, grid, projectorOptions(gpu, threads, step, pair));
     description = projector->description();
     double dataNorm = 0;
     for (float b : projections.data) dataNorm += static_cast<double>(b) * b;
@@ -112,11 +122,94 @@ py::array iterative(const std::string& methodName_, const py::array& input, cons
   return toNumpy(std::move(volume));
 }
 
+// glrecon.Operator's core: one ConeBeamOperator over a geometry and a grid, kept between calls (its device buffers
+// and programs made once). forward: the volume set, every view projected; back: B (Adjoint) of every view into a
+// cleared volume. The geometry is owned here: the operator keeps a reference to it.
+class PyOperator {
+ public:
+  PyOperator(const PyGeometry& pygeometry, const std::array<int, 3>& size, const std::array<double, 3>& voxel,
+             const std::optional<std::array<double, 3>>& volumeOrigin, const std::string& backend, const std::string& pair, int gpu,
+             int threads, double step)
+      : geometry_(std::make_unique<Geometry>(resolved(pygeometry))), grid_(makeGrid(size, voxel, volumeOrigin)) {
+    checkScanAndGrid(*geometry_, grid_, "Operator");
+    views_.resize(geometry_->size());
+    std::iota(views_.begin(), views_.end(), std::size_t{0});
+    py::gil_scoped_release release;
+    op_ = makeOperator(*backendOf(backend, false), *geometry_, grid_, projectorOptions(gpu, threads, step, pair));
+  }
+  py::array forward(const py::array& input) {
+    const FloatArray volume = floatArray(input);
+    checkShape(volume, {grid_.size[2], grid_.size[1], grid_.size[0]}, "volume", "(z, y, x)");
+    checkVolumeToProject(volume.data(), grid_, "volume");
+    const DetectorLayout& d = geometry_->detector;
+    Image out({d.nu, d.nv, static_cast<int>(views_.size())}, {d.spacingU, d.spacingV, 1.0}, {d.originU, d.originV, 0.0});
+    {
+      py::gil_scoped_release release;
+      op_->setVolume(volume.data());
+      op_->forward(views_.data(), views_.size(), out.data.data());
+    }
+    return toNumpy(std::move(out));
+  }
+  py::array back(const py::array& input) {
+    const FloatArray projections = floatArray(input);
+    const DetectorLayout& d = geometry_->detector;
+    checkShape(projections, {static_cast<int>(views_.size()), d.nv, d.nu}, "projections", "(views, v, u)");
+    // Checked as every reconstruction checks its data (finite, within float's safe range), on a copy in an Image.
+    Image data({d.nu, d.nv, static_cast<int>(views_.size())}, {d.spacingU, d.spacingV, 1.0}, {d.originU, d.originV, 0.0});
+    std::memcpy(data.data.data(), projections.data(), data.data.size() * sizeof(float));
+    checkProjectionData(*geometry_, data, "projections");
+    Image out(grid_);
+    {
+      py::gil_scoped_release release;
+      std::vector<float> zeros(grid_.voxelCount(), 0.0f);
+      op_->setVolume(zeros.data());
+      op_->back(data.data.data(), views_.data(), views_.size(), Weighting::Adjoint);
+      op_->readVolume(out.data.data());
+    }
+    return toNumpy(std::move(out));
+  }
+  py::tuple volumeShape() const { return py::make_tuple(grid_.size[2], grid_.size[1], grid_.size[0]); }
+  py::tuple projectionShape() const { return py::make_tuple(views_.size(), geometry_->detector.nv, geometry_->detector.nu); }
+  std::string description() const { return op_->description(); }
+
+ private:
+  static Geometry resolved(const PyGeometry& pygeometry) {
+    if (!pygeometry.detector)
+      throwInputError("geometry", "detector layout", "the detector's pixels, spacing and origin (geometry.with_detector(...))",
+                      "an RTK geometry without a detector");
+    Geometry g = pygeometry.resolve(std::nullopt);
+    g.validate("geometry");
+    return g;
+  }
+  static void checkShape(const FloatArray& a, const std::array<int, 3>& expected, const char* name, const char* axes) {
+    const bool ok = a.ndim() == 3 && a.shape(0) == expected[0] && a.shape(1) == expected[1] && a.shape(2) == expected[2];
+    if (!ok) {
+      std::string found = "(";
+      for (py::ssize_t i = 0; i < a.ndim(); ++i) found += (i ? ", " : "") + std::to_string(a.shape(i));
+      throwInputError(name, "shape", std::string(axes) + " = (" + std::to_string(expected[0]) + ", " + std::to_string(expected[1]) + ", " +
+                                         std::to_string(expected[2]) + ")",
+                      found + ")");
+    }
+  }
+  std::unique_ptr<Geometry> geometry_;
+  VolumeGrid grid_;
+  std::vector<std::size_t> views_;
+  std::unique_ptr<ConeBeamOperator> op_;
+};
+
 }  // namespace
 
 void bindOperators(py::module_& m) {
   m.def("_project", &project);
   m.def("_iterative", &iterative);
+  py::class_<PyOperator>(m, "_Operator")
+      .def(py::init<const PyGeometry&, const std::array<int, 3>&, const std::array<double, 3>&, const std::optional<std::array<double, 3>>&,
+                    const std::string&, const std::string&, int, int, double>())
+      .def("forward", &PyOperator::forward)
+      .def("back", &PyOperator::back)
+      .def_property_readonly("volume_shape", &PyOperator::volumeShape)
+      .def_property_readonly("projection_shape", &PyOperator::projectionShape)
+      .def_property_readonly("description", &PyOperator::description);
   m.def("projectors", [] {
     std::vector<std::string> names;
     for (Backend b : builtBackends())

@@ -177,3 +177,52 @@ def test_gpu_projector_agrees_with_cpu(scan, backend):
     # to the largest voxel.
     vmax = float(np.abs(vol_cpu).max())
     assert np.abs(vol_gpu.astype(np.float64) - vol_cpu).max() < 1e-2 * vmax
+
+
+def test_asd_pocs_and_the_stopping_rules_equal_the_cli(scan, tmp_path):
+    """asd_pocs and the keywords projector, stop_residual, stop_change take the command line's meaning: the same bits
+    on the cpu backend, the same stop."""
+    p, g = inputs(scan)
+    for method, kwargs, args in [
+        (glrecon.asd_pocs, dict(iterations=3, tv_steps=5), ["asd-pocs", "--iterations", "3", "--tv-steps", "5"]),
+        (glrecon.cgls, dict(iterations=6, projector="matched", stop_change=0.2),
+         ["cgls", "--iterations", "6", "--projector", "matched", "--stop-change", "0.2"]),
+    ]:
+        report = {}
+        v = method(p, g, size=16, spacing=16, report=report, **kwargs)
+        cli(scan, *args, "-g", "scan/geometry.xml", "-p", "scan/projections.mha", "-o", str(tmp_path / "v.mha"), *GRID, "--overwrite", "-q")
+        assert np.array_equal(v, glrecon.read_image(tmp_path / "v.mha")), args[0]
+        if method is glrecon.asd_pocs:
+            assert v.min() >= 0.0  # x >= 0 after both phases
+    assert "stop_change 0.2" in report["stop_reason"] and len(report["residuals"]) < 6, report
+    with pytest.raises(glrecon.UsageError, match="projector"):
+        glrecon.sirt(p, g, size=16, spacing=16, projector="exact")
+    with pytest.raises(glrecon.UsageError, match="stop_residual"):
+        glrecon.sirt(p, g, size=16, spacing=16, stop_residual=2.0)
+
+
+def test_operator_forward_back_transpose_and_scipy(scan):
+    """glrecon.Operator: forward equals project() bit for bit; with the matched pair <A x, y> = <x, A^T y> to float
+    rounding (1e-5 of |A x| |y|, the bound of the C++ adjoint test); .T swaps the two; SciPy's lsqr runs on it."""
+    p, g = inputs(scan)
+    g = g.with_detector((32, 32), (8.0, 8.0))
+    rng = np.random.default_rng(4)
+    x = (rng.random((16, 16, 16)) - 0.5).astype(np.float32)
+    y = (rng.random((24, 32, 32)) - 0.5).astype(np.float32)
+    A = glrecon.Operator(g, 16, 16.0, projector="matched")
+    assert A.shape == (24 * 32 * 32, 16 ** 3) and A.T.shape == (16 ** 3, 24 * 32 * 32)
+    ax, aty = A.forward(x), A.back(y)
+    assert np.array_equal(ax, glrecon.project(x, g, spacing=16.0))
+    gap = abs(np.vdot(ax.astype(np.float64), y) - np.vdot(x.astype(np.float64), aty))
+    assert gap <= 1e-5 * np.linalg.norm(ax) * np.linalg.norm(y)
+    assert np.array_equal(A.T.forward(y), aty) and np.array_equal(A.T.back(x), ax)
+    with pytest.raises(glrecon.InputError, match="shape"):
+        A.forward(np.zeros((16, 16, 15), np.float32))
+    with pytest.raises(glrecon.InputError, match="shape"):
+        A.back(np.zeros((23, 32, 32), np.float32))
+    with pytest.raises(glrecon.UsageError, match="projector"):
+        glrecon.Operator(g, 16, 16.0, projector="exact")
+    scipy_linalg = pytest.importorskip("scipy.sparse.linalg")
+    b = np.asarray(p, np.float32).reshape(-1)
+    result = scipy_linalg.lsqr(A.as_linear_operator(), b, iter_lim=8)
+    assert result[3] < 0.5 * np.linalg.norm(b)  # the residual norm falls well below |b| in 8 iterations
