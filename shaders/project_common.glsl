@@ -21,26 +21,38 @@ layout(binding = 1) uniform sampler2DArray projectionLayers;  // bilinear, borde
 // A: the ray from the source through pixel centre `pixel`, clipped to the box [-1, n] of voxel indices (outside it the
 // trilinear interpolant with a zero border is 0) and nothing else (the whole line, past the detector too, wherever
 // the detector stands), sampled at the midpoints of steps of stepLength mm.
-float forwardRay(int view, vec2 pixel) {
+// clipRay: the ray's direction (voxel-index units per mm), entry tmin and sample count n; false where it misses.
+bool clipRay(int view, vec2 pixel, out vec3 dir, out float tmin, out int n) {
   const View o = views[view];
   const vec3 d = o.e0.xyz + pixel.x * o.eu.xyz + pixel.y * o.ev.xyz;
   const float len = sqrt(d.x * d.x + d.y * d.y + d.z * d.z);
-  const vec3 dir = d / len / spacing;
+  dir = d / len / spacing;
   const vec3 s = o.sourceIndex.xyz;
   const vec3 hi = vec3(volumeSize);
-  float tmin = 0.0, tmax = 3.402823466e38;
+  tmin = 0.0;
+  n = 0;
+  float tmax = 3.402823466e38;
   for (int a = 0; a < 3; ++a) {
     if (dir[a] != 0.0) {
       const float t0 = (-1.0 - s[a]) / dir[a], t1 = (hi[a] - s[a]) / dir[a];
       tmin = max(tmin, min(t0, t1));
       tmax = min(tmax, max(t0, t1));
     } else if (s[a] < -1.0 || s[a] > hi[a]) {
-      return 0.0;
+      return false;
     }
   }
-  if (!(tmax > tmin)) return 0.0;
-  const int n = int(ceil((tmax - tmin) / stepLength));
-  const vec3 invSize = 1.0 / hi;
+  if (!(tmax > tmin)) return false;
+  n = int(ceil((tmax - tmin) / stepLength));
+  return true;
+}
+
+float forwardRay(int view, vec2 pixel) {
+  vec3 dir;
+  float tmin;
+  int n;
+  if (!clipRay(view, pixel, dir, tmin, n)) return 0.0;
+  const vec3 s = views[view].sourceIndex.xyz;
+  const vec3 invSize = 1.0 / vec3(volumeSize);
   float sum = 0.0;
   for (int k = 0; k < n; ++k) {
     const float t = tmin + (float(k) + 0.5) * stepLength;

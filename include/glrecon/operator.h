@@ -74,7 +74,7 @@ inline constexpr int kMaximumWindow = -1;
 /// The iterative methods' B (Weighting::Adjoint; A is the same ray-driven projector for both).
 enum class ProjectorPair {
   Interpolating,  ///< B voxel-driven (a bilinear detector sample per voxel): fast, close to A^T but not equal
-  Matched,        ///< B = A^T exactly: each ray's samples spread over their 8 voxels with A's trilinear weights (cpu, cuda)
+  Matched,        ///< B = A^T exactly: each ray's samples spread over their 8 voxels with A's trilinear weights
 };
 
 struct OperatorOptions {

@@ -612,7 +612,7 @@ _COMMON_DOC = """
     roi: "" (the whole volume), fov, fov-cylinder, cylinder:..., box:..., sphere:... or a mask file, as ``--roi``.
     backend: a name of ``projectors()``; gpu: device index; threads: cpu threads (0: all); step: ray-marching
         step in mm (None: half the smallest voxel spacing).
-    projector: "interpolating" (fast; B close to A^T) or "matched" (B = A^T exactly; cpu and cuda), as ``--projector``.
+    projector: "interpolating" (fast; B close to A^T) or "matched" (B = A^T exactly), as ``--projector``.
     stop_residual, stop_change: stopping rules (0: off), as ``--stop-residual`` / ``--stop-change``: stop once the
         residual is at most that fraction of ||b||, or once an iteration lowered it by less than that fraction of it.
     progress: None, True (the command line's line per iteration on stderr) or ``progress(iteration, iterations)``
@@ -687,7 +687,7 @@ for _f in (sart, sirt, cgls, osem, asd_pocs):
 class Operator:
     """The projector pair of one backend over a geometry and a volume grid, kept between calls (its device buffers
     made once): ``A.forward(x)`` projects a (z, y, x) volume to (views, v, u) line integrals, ``A.back(y)`` is B,
-    ``A.T`` the pair swapped. ``projector="matched"`` (cpu, cuda) makes B = A^T exactly. Usable with SciPy:
+    ``A.T`` the pair swapped. ``projector="matched"`` makes B = A^T exactly. Usable with SciPy:
     ``A.as_linear_operator()`` (or ``scipy.sparse.linalg.aslinearoperator(A)``), whose matvec and rmatvec take
     flat vectors, for lsqr, cg or your own methods.
 

@@ -248,7 +248,7 @@ void ProjectorOptions::add(CLI::App* command) {
 
 void ProjectorOptions::addPair(CLI::App* command) {
   command->add_option("--projector", pair,
-                      "Projector pair: interpolating (fast; B close to A^T) or matched (B = A^T exactly, CGLS's assumption; cpu and cuda backends)")
+                      "Projector pair: interpolating (fast; B close to A^T) or matched (B = A^T exactly, CGLS's assumption)")
       ->check(CLI::IsMember({"interpolating", "matched"}))
       ->capture_default_str();
 }

@@ -101,9 +101,9 @@ std::unique_ptr<ConeBeamOperator> makeOperator(Backend backend, const Geometry& 
   checkValue("gpu", options.device);
   detail::checkProjectorGeometry(geometry, grid, std::string(info.name) + " operator");
   detail::projectorStep(options.step, grid);
-  if (options.pair == ProjectorPair::Matched && backend != Backend::Cpu && backend != Backend::Cuda)
-    throw UsageError(field("projector") + " matched: expected the cpu or cuda backend (graphics and compute have the interpolating pair only so "
-                     "far), found " + info.name);
+  if (options.pair == ProjectorPair::Matched && backend == Backend::GraphicsMp)
+    throw UsageError(field("projector") + " matched: expected cpu, graphics, compute or cuda, found " + std::string(info.name) +
+                     " (an FDK backprojector only)");
   switch (backend) {
     case Backend::Cpu: return std::make_unique<CpuOperator>(geometry, grid, options);
     case Backend::Graphics: return makeGraphicsOperator(geometry, grid, options, false);

@@ -29,5 +29,10 @@ TEST_F(GraphicsProjector, ComputeMatchesCpu) {
   backendMatchesCpu("compute");
 }
 
+TEST_F(GraphicsProjector, MatchedPairMatchesCpuAndIsTheTranspose) {
+  matchedPairMatchesCpu("graphics");
+  matchedPairMatchesCpu("compute");
+}
+
 }  // namespace
 }  // namespace glrecon

@@ -31,7 +31,7 @@ class BenchIterativeCommand final : public Command {
     c->add_option("--backends", backends, "Comma-separated backends to run (those that cannot run are reported and skipped)")->capture_default_str();
     c->add_option("--gpu", gpu, "GPU backends: device index")->capture_default_str();
     c->add_option("--threads", threads, "cpu backend: threads (0: all)")->capture_default_str();
-    c->add_option("--projector", pair, "Projector pair: interpolating or matched (cpu, cuda)")
+    c->add_option("--projector", pair, "Projector pair: interpolating or matched")
         ->check(CLI::IsMember({"interpolating", "matched"}))
         ->capture_default_str();
     c->callback([this] { run(); });

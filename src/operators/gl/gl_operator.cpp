@@ -33,7 +33,8 @@ void GlOperator::requireWholeGrid(const char* what) const {
 
 detail::GlRayPasses& GlOperator::passes() {
   volume_.context().makeCurrent();
-  if (!passes_) passes_ = std::make_unique<detail::GlRayPasses>(backend() == Backend::Compute, geometry_, grid_, step_);
+  if (!passes_) passes_ = std::make_unique<detail::GlRayPasses>(backend() == Backend::Compute, options_.pair == ProjectorPair::Matched,
+                                                                geometry_, grid_, step_);
   return *passes_;
 }
 

@@ -34,8 +34,8 @@ void setBorderSampling(GLuint texture, bool volume) {
 
 }  // namespace
 
-GlRayPasses::GlRayPasses(bool compute, const Geometry& geometry, const VolumeGrid& grid, double step)
-    : compute_(compute), grid_(grid), nu_(geometry.detector.nu), nv_(geometry.detector.nv), step_(static_cast<float>(step)) {
+GlRayPasses::GlRayPasses(bool compute, bool matched, const Geometry& geometry, const VolumeGrid& grid, double step)
+    : compute_(compute), matched_(matched), grid_(grid), nu_(geometry.detector.nu), nv_(geometry.detector.nv), step_(static_cast<float>(step)) {
   views_ = projectorViews(geometry, grid);
   const GLint max3d = integer(GL_MAX_3D_TEXTURE_SIZE), max2d = integer(GL_MAX_TEXTURE_SIZE);
   if (grid.size[0] > max3d || grid.size[1] > max3d || grid.size[2] > max3d || nu_ > max2d || nv_ > max2d)
@@ -62,6 +62,23 @@ GlRayPasses::GlRayPasses(bool compute, const Geometry& geometry, const VolumeGri
     framebuffer_ = gl::createFramebuffer();
     glNamedFramebufferDrawBuffer(framebuffer_.id(), GL_COLOR_ATTACHMENT0);
     vertexArray_ = gl::createVertexArray();
+  }
+  if (matched_) {
+    matchedForward_ = build({{GL_COMPUTE_SHADER, "project_matched.comp"}}, {"#define FORWARD 1"});
+    matchedBack_ = build({{GL_COMPUTE_SHADER, "project_matched.comp"}}, {});
+    matchedCopy_ = build({{GL_COMPUTE_SHADER, "project_matched.comp"}}, {"#define COPY 1"});
+    const std::uint64_t bytes = 4 * static_cast<std::uint64_t>(grid.voxelCount());
+    const GLint64 largest = [] {
+      GLint64 v = 0;
+      glGetInteger64v(GL_MAX_SHADER_STORAGE_BLOCK_SIZE, &v);
+      return v;
+    }();
+    if (bytes > static_cast<std::uint64_t>(largest))
+      throw gl::GlError(std::string(compute ? "compute" : "graphics") + " operator, matched pair: the transpose's buffer of " +
+                        std::to_string(bytes) + " bytes exceeds the device's largest shader storage block (" + std::to_string(largest) +
+                        " bytes); use the cuda or cpu backend");
+    scatter_ = gl::createBuffer();
+    glNamedBufferStorage(scatter_.id(), static_cast<GLsizeiptr>(bytes), nullptr, GL_DYNAMIC_STORAGE_BIT);
   }
   gl::checkError("preparing the forward and Adjoint passes");
 }
@@ -152,11 +169,12 @@ void GlRayPasses::forwardTexture(const std::size_t* views, std::size_t count, fl
   for (std::size_t first = 0; first < count; first += maxLayers_) {
     const int n = static_cast<int>(std::min<std::size_t>(maxLayers_, count - first));
     uploadViews(views + first, n);
-    glUseProgram(forwardProgram_.id());
-    setCommonUniforms(forwardProgram_.id());
+    const GLuint program = matched_ ? matchedForward_.id() : forwardProgram_.id();
+    glUseProgram(program);
+    setCommonUniforms(program);
     glBindTextureUnit(0, sampled_.id());
-    if (compute_) {
-      glUniform1i(glGetUniformLocation(forwardProgram_.id(), "count"), n);
+    if (compute_ || matched_) {
+      glUniform1i(glGetUniformLocation(program, "count"), n);
       glBindImageTexture(0, projectionLayers_.id(), 0, GL_TRUE, 0, GL_WRITE_ONLY, GL_R32F);
       glDispatchCompute((nu_ + 7) / 8, (nv_ + 7) / 8, n);
       glMemoryBarrier(GL_TEXTURE_UPDATE_BARRIER_BIT);
@@ -184,6 +202,7 @@ void GlRayPasses::forwardTexture(const std::size_t* views, std::size_t count, fl
 // is formed, then added (compute) or blended (graphics) into the target.
 void GlRayPasses::backInto(const float* projections, const std::size_t* views, std::size_t count, GLuint target, bool clear,
                            bool repeatFirstBatch) {
+  if (matched_) return matchedBackInto(projections, views, count, target, clear, repeatFirstBatch);
   const std::size_t pixels = static_cast<std::size_t>(nu_) * nv_;
   if (clear) {
     const float zero = 0.0f;
@@ -221,6 +240,35 @@ void GlRayPasses::backInto(const float* projections, const std::size_t* views, s
       glBindFramebuffer(GL_FRAMEBUFFER, 0);
     }
   }
+}
+
+// The matched pair's transpose: every batch's rays scatter into the buffer of float bits (zeroed first), which is then
+// added to the target (or stored, where `clear`).
+void GlRayPasses::matchedBackInto(const float* projections, const std::size_t* views, std::size_t count, GLuint target, bool clear,
+                                  bool repeatFirstBatch) {
+  const std::size_t pixels = static_cast<std::size_t>(nu_) * nv_;
+  const GLuint zero = 0;
+  glClearNamedBufferData(scatter_.id(), GL_R32UI, GL_RED_INTEGER, GL_UNSIGNED_INT, &zero);
+  glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 1, scatter_.id());
+  for (std::size_t first = 0; first < count; first += maxLayers_) {
+    const int n = static_cast<int>(std::min<std::size_t>(maxLayers_, count - first));
+    uploadViews(views + first, n);
+    glTextureSubImage3D(projectionLayers_.id(), 0, 0, 0, 0, nu_, nv_, n, GL_RED, GL_FLOAT,
+                        projections + (repeatFirstBatch ? 0 : first * pixels));
+    glUseProgram(matchedBack_.id());
+    setCommonUniforms(matchedBack_.id());
+    glUniform1i(glGetUniformLocation(matchedBack_.id(), "count"), n);
+    glBindTextureUnit(1, projectionLayers_.id());
+    glMemoryBarrier(GL_TEXTURE_FETCH_BARRIER_BIT | GL_TEXTURE_UPDATE_BARRIER_BIT);
+    glDispatchCompute((nu_ + 7) / 8, (nv_ + 7) / 8, n);
+    glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT | GL_TEXTURE_UPDATE_BARRIER_BIT);
+  }
+  glUseProgram(matchedCopy_.id());
+  setCommonUniforms(matchedCopy_.id());
+  glUniform1i(glGetUniformLocation(matchedCopy_.id(), "accumulate"), clear ? 0 : 1);
+  glBindImageTexture(0, target, 0, GL_TRUE, 0, GL_READ_WRITE, GL_R32F);
+  glDispatchCompute((grid_.size[0] + 7) / 8, (grid_.size[1] + 7) / 8, grid_.size[2]);
+  glMemoryBarrier(GL_SHADER_IMAGE_ACCESS_BARRIER_BIT | GL_TEXTURE_UPDATE_BARRIER_BIT | GL_TEXTURE_FETCH_BARRIER_BIT);
 }
 
 gl::Program GlRayPasses::build(const std::vector<gl::ShaderStage>& stages, const std::vector<std::string>& defines) {

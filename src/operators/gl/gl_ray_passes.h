@@ -13,7 +13,8 @@ namespace glrecon::detail {
 class GlRayPasses {
  public:
   /// `compute`: compute shaders; else the raster path. The context must be current.
-  GlRayPasses(bool compute, const Geometry& geometry, const VolumeGrid& grid, double step);
+  /// `matched`: the matched pair (project_matched.comp, compute shaders on either path).
+  GlRayPasses(bool compute, bool matched, const Geometry& geometry, const VolumeGrid& grid, double step);
   ~GlRayPasses();
   GlRayPasses(const GlRayPasses&) = delete;
   GlRayPasses& operator=(const GlRayPasses&) = delete;
@@ -35,7 +36,9 @@ class GlRayPasses {
   void uploadViews(const std::size_t* views, int n);
   void setCommonUniforms(GLuint program);
 
-  bool compute_;
+  void matchedBackInto(const float* projections, const std::size_t* views, std::size_t count, GLuint target, bool clear,
+                       bool repeatFirstBatch);
+  bool compute_, matched_;
   VolumeGrid grid_;
   int nu_, nv_;
   float step_;
@@ -50,6 +53,9 @@ class GlRayPasses {
   gl::Program maxProgram_, updateProgram_;
   gl::Texture updateTarget_, weightTarget_, maskTexture_;
   gl::Buffer largest_;
+  // The matched pair: its programs and the transpose's buffer of float bits.
+  gl::Program matchedForward_, matchedBack_, matchedCopy_;
+  gl::Buffer scatter_;
   bool masked_ = false;
   std::vector<float> ones_;
 };
