@@ -2,6 +2,7 @@
 // operator.
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <numeric>
 
 #include "bindings.h"
@@ -145,6 +146,7 @@ class PyOperator {
     Image out({d.nu, d.nv, static_cast<int>(views_.size())}, {d.spacingU, d.spacingV, 1.0}, {d.originU, d.originV, 0.0});
     {
       py::gil_scoped_release release;
+      const std::lock_guard<std::mutex> lock(mutex_);  // one call at a time: the operator holds one volume
       op_->setVolume(volume.data());
       op_->forward(views_.data(), views_.size(), out.data.data());
     }
@@ -161,6 +163,7 @@ class PyOperator {
     Image out(grid_);
     {
       py::gil_scoped_release release;
+      const std::lock_guard<std::mutex> lock(mutex_);
       std::vector<float> zeros(grid_.voxelCount(), 0.0f);
       op_->setVolume(zeros.data());
       op_->back(data.data.data(), views_.data(), views_.size(), Weighting::Adjoint);
@@ -195,6 +198,9 @@ class PyOperator {
   VolumeGrid grid_;
   std::vector<std::size_t> views_;
   std::unique_ptr<ConeBeamOperator> op_;
+  // forward and back release the GIL: two Python threads on one Operator take turns (a GL context is current on one
+  // thread at a time, and setVolume then forward/back is one step).
+  std::mutex mutex_;
 };
 
 }  // namespace

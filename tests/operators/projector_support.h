@@ -78,7 +78,8 @@ inline void backendMatchesCpu(const std::string& backend) {
 // The matched pair on a GPU backend: A with float trilinear weights read voxel by voxel, A^T its scatter (atomic adds).
 // Against cpu's matched pair no texture unit interpolates, so expectClose's software bounds hold (position rounding:
 // fused multiply-adds; the order of the atomic sums: float rounding of each voxel's sum, ~1e-7 relative per term).
-// Adjoint gap for zero-mean x, y within the 1e-5 (as on cpu: the same products, summed in other orders).
+// Adjoint gap for zero-mean x, y within 1e-7 as on cpu (the same products, summed in other orders; atomics only
+// reorder the sums; measured 2e-9 on an H200 and llvmpipe).
 inline void matchedPairMatchesCpu(const std::string& backend) {
   const Geometry g = circularScan(12, 40);
   const VolumeGrid grid = VolumeGrid::centred({32, 28, 24}, {7.0, 8.0, 9.0});
@@ -109,7 +110,7 @@ inline void matchedPairMatchesCpu(const std::string& backend) {
   };
   const double gap = std::abs(dot(b, y) - dot(x, vb)) / std::sqrt(dot(b, b) * dot(y, y));
   std::printf("%s matched adjoint gap / (|Ax| |y|): %.3e\n", backend.c_str(), gap);
-  EXPECT_LT(gap, 1e-5);
+  EXPECT_LT(gap, 1e-7);
 }
 
 }  // namespace glrecon::test

@@ -325,8 +325,10 @@ void CpuOperator::transposeBack(const float* projections, const std::size_t* vie
             if (dir[1] != 0.0f) {
               const double ta = (y0 - 1.0 - o.sourceIndex[1]) / dir[1], tb = (y1 - o.sourceIndex[1]) / dir[1];
               const double ka = (std::min(ta, tb) - tmin) / step - 0.5, kb = (std::max(ta, tb) - tmin) / step - 0.5;
-              k0 = static_cast<int>(std::max(0.0, std::floor(ka) - 1.0));
-              k1 = static_cast<int>(std::min<double>(samples, std::ceil(kb) + 2.0));
+              // Clamped in double before the conversion: a ray nearly parallel to the slabs (the centre row of an odd
+              // detector: dir y ~ 1e-10) gives ka, kb ~ 1e10, beyond int (converted, INT_MIN: 2^31 samples per ray).
+              k0 = static_cast<int>(std::clamp(std::floor(ka) - 1.0, 0.0, static_cast<double>(samples)));
+              k1 = static_cast<int>(std::clamp(std::ceil(kb) + 2.0, 0.0, static_cast<double>(samples)));
             } else if (o.sourceIndex[1] < y0 - 1.0f || o.sourceIndex[1] >= static_cast<float>(y1)) {
               continue;
             }

@@ -154,7 +154,7 @@ struct IterativeReconstructor::State {
   int risingIterations = 0;
   // ASD-POCS: the volume the iteration started from, the TV step length (0 until the first iteration sets it), the
   // TV gradient and its field.
-  std::vector<float> previous, tvField[3], tvGradient;
+  std::vector<float> previous, afterData, tvField[3], tvGradient;
   double tvStep = 0.0;
   // A subset's data, forward projection and correction.
   std::vector<float> ax, b, correction;
@@ -259,8 +259,8 @@ std::uint64_t IterativeReconstructor::State::hostBytes(int subsetCount) const {
   // subset's data and CGLS's r and q; B_S 1 per subset where it is cached (up to 512 MiB). Four bytes each.
   const std::uint64_t volume = std::uint64_t{4} * voxels, data = std::uint64_t{4} * views * pixels;
   const std::uint64_t cache = std::min<std::uint64_t>(volume * static_cast<std::uint64_t>(subsetCount), std::uint64_t{512} << 20);
-  // ASD-POCS: the previous iterate, the TV field's three components and its gradient.
-  return 6 * volume + 5 * data + (method == IterativeMethod::Cgls ? 0 : cache) + (method == IterativeMethod::AsdPocs ? 5 * volume : 0);
+  // ASD-POCS: the previous iterate, the volume after the data step, the TV field's three components and its gradient.
+  return 6 * volume + 5 * data + (method == IterativeMethod::Cgls ? 0 : cache) + (method == IterativeMethod::AsdPocs ? 6 * volume : 0);
 }
 
 void IterativeReconstructor::State::setUp() {
@@ -428,7 +428,7 @@ void IterativeReconstructor::State::totalVariationSteps() {
   }
   change = std::sqrt(change);
   if (tvStep == 0.0) tvStep = options.tvAlpha * change;
-  const std::vector<float> afterData = x;
+  afterData = x;
   // eps: the smoothing of |D x| at 0, far below any edge worth keeping (1e-6 of the largest density).
   const float eps = static_cast<float>(std::max(largest, 1e-30) * 1e-6);
   for (int step = 0; step < options.tvSteps && tvStep > 0.0; ++step) {
@@ -457,12 +457,12 @@ void IterativeReconstructor::State::applyStoppingRules() {
   const double now = done.back().residual;
   char text[160];
   if (options.stopResidual > 0.0 && now <= options.stopResidual * report.dataNorm) {
-    std::snprintf(text, sizeof text, "the residual reached %.4g of ||b|| at iteration %d (%s %g)", now / report.dataNorm, done.back().iteration,
-                  field("stopResidual").c_str(), options.stopResidual);
+    std::snprintf(text, sizeof text, "the residual reached %.4g of ||b|| (measured by iteration %d on the volume it started from; %s %g)",
+                  now / report.dataNorm, done.back().iteration, field("stopResidual").c_str(), options.stopResidual);
   } else if (options.stopChange > 0.0 && done.size() >= 2 && done[done.size() - 2].residual - now < options.stopChange * done[done.size() - 2].residual) {
     const double before = done[done.size() - 2].residual;
-    std::snprintf(text, sizeof text, "iteration %d changed the residual by %.3g of it (%s %g)", done.back().iteration, (before - now) / before,
-                  field("stopChange").c_str(), options.stopChange);
+    std::snprintf(text, sizeof text, "the residual fell by %.3g of itself from iteration %d's measure to iteration %d's (%s %g)",
+                  (before - now) / before, done.back().iteration - 1, done.back().iteration, field("stopChange").c_str(), options.stopChange);
   } else {
     return;
   }
@@ -492,9 +492,16 @@ bool IterativeReconstructor::step() {
     st.subsetUpdate();
   }
   if (st.last.subset == st.last.subsets) {
+    // ASD-POCS's TV phase ends its iteration: its time counts in the iteration's.
+    if (st.method == IterativeMethod::AsdPocs) {
+      st.totalVariationSteps();
+      st.last.seconds = since(st.iterationStart);
+    }
     // Any method whose residual rose over three iterations running is past its best (on few views SART's and SIRT's
-    // errors grow with the iterations): said once, in the report.
-    if (!st.report.iterations.empty() && st.last.residual > st.report.iterations.back().residual) {
+    // errors grow with the iterations): said once, in the report. A rise is one above rounding's reach (1e-4 of the
+    // residual: the residual sums ~1e6 float terms; the recursion of CGLS and the subset methods' partial sums drift
+    // by ~1e-6): a plateau is not a rise.
+    if (!st.report.iterations.empty() && st.last.residual > st.report.iterations.back().residual * (1.0 + 1e-4)) {
       if (++st.risingIterations == 3 && st.report.warning.empty())
         st.report.warning = std::string(methodName(st.method)) + ": the residual rose over the 3 iterations to iteration " +
                             std::to_string(st.last.iteration) + " (to " + std::to_string(st.last.residual) +
@@ -503,7 +510,6 @@ bool IterativeReconstructor::step() {
       st.risingIterations = 0;
     }
     st.report.iterations.push_back(st.last);
-    if (st.method == IterativeMethod::AsdPocs) st.totalVariationSteps();
     if (!st.stopped) st.applyStoppingRules();
     if (st.stopped) st.iteration = st.options.iterations;
     ++st.iteration;
