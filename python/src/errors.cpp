@@ -6,6 +6,22 @@
 #include "glrecon/limits.h"
 
 namespace glrecon::python {
+namespace {
+
+// Raises `type` with `message`, bytes that are not UTF-8 written as \xNN: messages quote what the user gave (a file
+// name, a backend, a variant), and a name in another encoding (b"\x80.mha", backend=b"\x80") made PyErr_SetString's
+// decoding fail: the exception came out with no message at all.
+void raise(const py::object& type, const std::string& message) {
+  PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()), "backslashreplace");
+  if (!text) {  // cannot happen with backslashreplace; never an exception without its message
+    PyErr_Clear();
+    text = PyUnicode_FromString("(a message that could not be decoded)");
+  }
+  PyErr_SetObject(type.ptr(), text);
+  Py_XDECREF(text);
+}
+
+}  // namespace
 
 void bindErrors(py::module_& m) {
   static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
@@ -19,19 +35,19 @@ void bindErrors(py::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const InputError& e) {
-      input(e.render(pythonName).c_str());
+      raise(input, e.render(pythonName));
     } catch (const GeometryError& e) {
-      geometryError(e.render(pythonName).c_str());
+      raise(geometryError, e.render(pythonName));
     } catch (const UsageError& e) {
-      usage(e.render(pythonName).c_str());
+      raise(usage, e.render(pythonName));
     } catch (const gl::GlError& e) {
-      glError(e.render(pythonName).c_str());
+      raise(glError, e.render(pythonName));
     } catch (const CudaError& e) {
-      cudaError(e.render(pythonName).c_str());
+      raise(cudaError, e.render(pythonName));
     } catch (const DeviceError& e) {
-      deviceError(e.render(pythonName).c_str());
+      raise(deviceError, e.render(pythonName));
     } catch (const Error& e) {
-      error(e.render(pythonName).c_str());
+      raise(error, e.render(pythonName));
     }
   });
 }
