@@ -684,6 +684,17 @@ for _f in (sart, sirt, cgls, osem, asd_pocs):
     _f.__doc__ += _COMMON_DOC
 
 
+def _unflattened(v, shape):
+    """A flat vector (n,) or column (n, 1), as SciPy hands them, of ``shape``'s size, as an array of ``shape``: a vector
+    of another length gave NumPy's "cannot reshape" ValueError, a string NumPy's own."""
+    array = _real_array(v, "v", (1, 2), (2 ** 62, 2 ** 62))
+    count = int(_np.prod(shape))
+    if array.size != count or (array.ndim == 2 and array.shape[1] != 1):
+        raise InputError(f"v: shape: expected a flat vector of {count} values (or a column of them) for {tuple(shape)}, "
+                         f"found {array.shape}")
+    return array.reshape(shape)
+
+
 class Operator:
     """The projector pair of one backend over a geometry and a volume grid, kept between calls (its device buffers
     made once): ``A.forward(x)`` projects a (z, y, x) volume to (views, v, u) line integrals, ``A.back(y)`` is B,
@@ -740,11 +751,11 @@ class Operator:
 
     def matvec(self, v):
         shape = self.projection_shape if self._transposed else self.volume_shape
-        return self.forward(_np.reshape(v, shape)).reshape(-1)
+        return self.forward(_unflattened(v, shape)).reshape(-1)
 
     def rmatvec(self, v):
         shape = self.volume_shape if self._transposed else self.projection_shape
-        return self.back(_np.reshape(v, shape)).reshape(-1)
+        return self.back(_unflattened(v, shape)).reshape(-1)
 
     def as_linear_operator(self):
         """A ``scipy.sparse.linalg.LinearOperator`` (SciPy must be installed)."""
