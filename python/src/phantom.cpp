@@ -1,6 +1,7 @@
 // The Shepp-Logan phantom: voxelized on a grid, and projected analytically (a simulated scan).
 #include "bindings.h"
 #include "glrecon/phantom.h"
+#include "glrecon/validate.h"
 
 namespace glrecon::python {
 
@@ -33,6 +34,9 @@ void bindPhantom(py::module_& m) {
       py::gil_scoped_release release;
       projections = simulateScan(phantom, geometry, options);  // as `glrecon phantom` makes it: the same noise
     }
+    // Checked as `glrecon phantom` checks what it simulated (src/app/commands/phantom.cpp): noise_i0=5e-324 gave
+    // -log(1 / i0) = -inf in every pixel, handed back without an error.
+    checkFiniteValues(projections, "phantom", "simulated projection", kMaxProjectionValue);
     const auto s = projections.spacing, o = projections.origin;
     return py::make_tuple(toNumpy(std::move(projections)), triple(s), triple(o));
   });
