@@ -62,7 +62,8 @@ inline void iterativeBackendMatchesCpu(const std::string& backend, IterativeMeth
 // cuda (same kernels, the update in the same float operations); within `ulps` units in the last place of the
 // largest value on GL, whose division may be off by 2.5 ulp (GLSL 4.50, 4.7.1): over 4 subsets, each update's
 // few roundings, fed back through the forward projections into the next correction (scaled by 0.3 here), stay
-// well within 64 ulp. Additive with positivity and a mask, and multiplicative.
+// well within 64 ulp. Additive with positivity and a mask, and multiplicative: the second rule runs the same subsets on
+// the same operator, so it reads the B_S(1) the GPU backends kept from the first (their cache must equal a fresh one).
 inline void iterateOnDeviceMatchesHostPath(const std::string& backend, double ulps) {
   const Geometry g = test::circularScan(20, 32);
   const VolumeGrid grid = VolumeGrid::centred({24, 20, 22}, glm::dvec3(10.0));

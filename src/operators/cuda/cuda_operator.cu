@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,15 @@ struct RayBuffers {
   cuda::DeviceBuffer<float> update, weights; // B_S(c), B_S(1)
   cuda::DeviceBuffer<unsigned char> mask;
   cuda::DeviceBuffer<int> maximum;
+  // B_S(1) and its largest value per subset (keyed by its views), kept while they fit in half the device's free
+  // memory at the first update (and 8 GiB): they depend on the geometry and the pair only, and recomputing them cost
+  // one of every subset's two back projections.
+  struct SubsetWeights {
+    cuda::DeviceBuffer<float> weights;
+    float largest = 0.0f;
+  };
+  std::map<std::vector<std::size_t>, SubsetWeights> weightCache;
+  std::size_t cacheCapacity = 0;  // subsets' weights the cache may hold; set at the first update
 };
 
 class CudaOperator final : public ConeBeamOperator {
@@ -521,18 +531,34 @@ void CudaOperator::updateSubset(const float* correction, const std::size_t* view
     r.update = cuda::DeviceBuffer<float>(n);
     r.weights = cuda::DeviceBuffer<float>(n);
     r.maximum = cuda::DeviceBuffer<int>(1);
+    std::size_t freeBytes = 0, totalBytes = 0;
+    GLRECON_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
+    r.cacheCapacity = std::min<std::size_t>(freeBytes / 2, std::size_t{8} << 30) / (n * sizeof(float));
   }
   adjointInto(correction, views, count, r.update.get(), /*clear=*/true);
-  const std::size_t pixels = static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv;
-  ones_.resize(std::max(ones_.size(), std::min<std::size_t>(count, cuda::kMaxRayViews) * pixels), 1.0f);
-  adjointInto(ones_.data(), views, count, r.weights.get(), /*clear=*/true, /*repeatFirstBatch=*/true);
-  GLRECON_CUDA(cudaMemset(r.maximum.get(), 0, sizeof(int)));
-  cuda::launchMaxWeight(r.weights.get(), n, r.maximum.get());
-  int bits = 0;
-  GLRECON_CUDA(cudaMemcpy(&bits, r.maximum.get(), sizeof(int), cudaMemcpyDeviceToHost));
+  const std::vector<std::size_t> key(views, views + count);
+  auto cached = r.weightCache.find(key);
+  const float* weights = nullptr;
   float largest = 0.0f;
-  std::memcpy(&largest, &bits, sizeof largest);
-  cuda::launchSubsetUpdate(volume_.get(), r.update.get(), r.weights.get(), masked_ ? r.mask.get() : nullptr, n,
+  if (cached != r.weightCache.end()) {
+    weights = cached->second.weights.get();
+    largest = cached->second.largest;
+  } else {
+    const bool keep = r.weightCache.size() < r.cacheCapacity;
+    cuda::DeviceBuffer<float> kept = keep ? cuda::DeviceBuffer<float>(n) : cuda::DeviceBuffer<float>();
+    float* target = keep ? kept.get() : r.weights.get();
+    const std::size_t pixels = static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv;
+    ones_.resize(std::max(ones_.size(), std::min<std::size_t>(count, cuda::kMaxRayViews) * pixels), 1.0f);
+    adjointInto(ones_.data(), views, count, target, /*clear=*/true, /*repeatFirstBatch=*/true);
+    GLRECON_CUDA(cudaMemset(r.maximum.get(), 0, sizeof(int)));
+    cuda::launchMaxWeight(target, n, r.maximum.get());
+    int bits = 0;
+    GLRECON_CUDA(cudaMemcpy(&bits, r.maximum.get(), sizeof(int), cudaMemcpyDeviceToHost));
+    std::memcpy(&largest, &bits, sizeof largest);
+    weights = target;
+    if (keep) r.weightCache.emplace(key, RayBuffers::SubsetWeights{std::move(kept), largest});
+  }
+  cuda::launchSubsetUpdate(volume_.get(), r.update.get(), weights, masked_ ? r.mask.get() : nullptr, n,
                            subsetWeightFloor(largest, count), rule.multiplicative, rule.lambda, rule.positivity);
   timings_.back += since(start);
 }

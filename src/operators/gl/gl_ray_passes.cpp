@@ -11,6 +11,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "device/gl/context.h"
 #include "device/gl/shader.h"
 
 namespace glrecon::detail {
@@ -125,25 +126,46 @@ void GlRayPasses::updateSubset(GLuint iterate, const float* correction, const st
     }
     largest_ = gl::createBuffer();
     glNamedBufferStorage(largest_.id(), sizeof(GLuint), nullptr, GL_DYNAMIC_STORAGE_BIT);
+    // B_S(1) per subset kept in half the device memory free now (where the driver tells; else 512 MiB, as the host
+    // operators cache theirs), at most 8 GiB: it depends on the geometry and the pair only, and recomputing it cost one
+    // of every subset's two back projections.
+    const long long freeBytes = gl::freeDeviceMemory();
+    const std::uint64_t budget = freeBytes > 0 ? std::min<std::uint64_t>(static_cast<std::uint64_t>(freeBytes) / 2, std::uint64_t{8} << 30)
+                                               : std::uint64_t{512} << 20;
+    cacheCapacity_ = static_cast<std::size_t>(budget / (4 * static_cast<std::uint64_t>(grid_.voxelCount())));
   }
-  backInto(correction, views, count, updateTarget_.id(), /*clear=*/true);
-  ones_.resize(std::max(ones_.size(), std::min<std::size_t>(count, maxLayers_) * static_cast<std::size_t>(nu_) * nv_), 1.0f);
-  backInto(ones_.data(), views, count, weightTarget_.id(), /*clear=*/true, /*repeatFirstBatch=*/true);
   const GLuint groups[3] = {static_cast<GLuint>((grid_.size[0] + 7) / 8), static_cast<GLuint>((grid_.size[1] + 7) / 8),
                             static_cast<GLuint>((grid_.size[2] + 3) / 4)};
-  // The largest weight, to the host (4 bytes) for the floor, computed there as applySubsetRule does.
-  const GLuint zero = 0;
-  glNamedBufferSubData(largest_.id(), 0, sizeof zero, &zero);
-  glUseProgram(maxProgram_.id());
-  glUniform3i(glGetUniformLocation(maxProgram_.id(), "volumeSize"), grid_.size[0], grid_.size[1], grid_.size[2]);
-  glBindImageTexture(1, weightTarget_.id(), 0, GL_TRUE, 0, GL_READ_ONLY, GL_R32F);
-  glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 1, largest_.id());
-  glDispatchCompute(groups[0], groups[1], groups[2]);
-  glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);
-  GLuint bits = 0;
-  glGetNamedBufferSubData(largest_.id(), 0, sizeof bits, &bits);
+  backInto(correction, views, count, updateTarget_.id(), /*clear=*/true);
+  const std::vector<std::size_t> key(views, views + count);
+  GLuint weights = weightTarget_.id();
   float largest = 0.0f;
-  std::memcpy(&largest, &bits, sizeof largest);
+  if (auto cached = weightCache_.find(key); cached != weightCache_.end()) {
+    weights = cached->second.weights.id();
+    largest = cached->second.largest;
+  } else {
+    gl::Texture kept;
+    if (weightCache_.size() < cacheCapacity_) {
+      kept = gl::createTexture(GL_TEXTURE_2D_ARRAY);
+      glTextureStorage3D(kept.id(), 1, GL_R32F, grid_.size[0], grid_.size[1], grid_.size[2]);
+      weights = kept.id();
+    }
+    ones_.resize(std::max(ones_.size(), std::min<std::size_t>(count, maxLayers_) * static_cast<std::size_t>(nu_) * nv_), 1.0f);
+    backInto(ones_.data(), views, count, weights, /*clear=*/true, /*repeatFirstBatch=*/true);
+    // The largest weight, to the host (4 bytes) for the floor, computed there as applySubsetRule does.
+    const GLuint zero = 0;
+    glNamedBufferSubData(largest_.id(), 0, sizeof zero, &zero);
+    glUseProgram(maxProgram_.id());
+    glUniform3i(glGetUniformLocation(maxProgram_.id(), "volumeSize"), grid_.size[0], grid_.size[1], grid_.size[2]);
+    glBindImageTexture(1, weights, 0, GL_TRUE, 0, GL_READ_ONLY, GL_R32F);
+    glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 1, largest_.id());
+    glDispatchCompute(groups[0], groups[1], groups[2]);
+    glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);
+    GLuint bits = 0;
+    glGetNamedBufferSubData(largest_.id(), 0, sizeof bits, &bits);
+    std::memcpy(&largest, &bits, sizeof largest);
+    if (kept) weightCache_.emplace(key, SubsetWeights{std::move(kept), largest});
+  }
   const float floor = subsetWeightFloor(largest, count);
   const GLuint program = updateProgram_.id();
   glUseProgram(program);
@@ -154,7 +176,7 @@ void GlRayPasses::updateSubset(GLuint iterate, const float* correction, const st
   glUniform1f(glGetUniformLocation(program, "weightFloor"), floor);
   glUniform1f(glGetUniformLocation(program, "lambda"), rule.lambda);
   glBindImageTexture(0, iterate, 0, GL_TRUE, 0, GL_READ_WRITE, GL_R32F);
-  glBindImageTexture(1, weightTarget_.id(), 0, GL_TRUE, 0, GL_READ_ONLY, GL_R32F);
+  glBindImageTexture(1, weights, 0, GL_TRUE, 0, GL_READ_ONLY, GL_R32F);
   glBindImageTexture(2, updateTarget_.id(), 0, GL_TRUE, 0, GL_READ_ONLY, GL_R32F);
   if (masked_) glBindTextureUnit(3, maskTexture_.id());
   glDispatchCompute(groups[0], groups[1], groups[2]);

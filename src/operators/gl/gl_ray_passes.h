@@ -2,6 +2,7 @@
 // The forward and Adjoint passes of the GL operators (see gl_ray_passes.cpp), made at their first use in the
 // operator's context. Internal to src/operators/gl.
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "device/gl/shader.h"
@@ -56,6 +57,13 @@ class GlRayPasses {
   // The matched pair: its programs and the transpose's buffer of float bits.
   gl::Program matchedForward_, matchedBack_, matchedCopy_;
   gl::Buffer scatter_;
+  // B_S(1) and its largest value per subset (keyed by its views), kept while they fit (see updateSubset).
+  struct SubsetWeights {
+    gl::Texture weights;
+    float largest = 0.0f;
+  };
+  std::map<std::vector<std::size_t>, SubsetWeights> weightCache_;
+  std::size_t cacheCapacity_ = 0;
   bool masked_ = false;
   std::vector<float> ones_;
 };
