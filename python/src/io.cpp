@@ -5,6 +5,7 @@
 #include "glrecon/io.h"
 #include "glrecon/limits.h"
 #include "glrecon/preprocess.h"
+#include "glrecon/validate.h"
 
 namespace glrecon::python {
 namespace {
@@ -29,6 +30,19 @@ py::tuple readProjectionsTuple(const std::string& spec) {
   return py::make_tuple(toNumpy(std::move(image)), triple(spacing), triple(origin));
 }
 
+// Raw intensities, flat and dark fields as the command line reads them (fdk --i0/--flat/--dark: projection files, whose
+// values are checked as they are read): finite and within kMaxProjectionValue, or an InputError naming the projection
+// and the pixel. A NaN intensity had become the largest line integral (-ln 1e-6) and a NaN flat pixel a dead one, both
+// silently; 1e30 went through where the command line refuses it.
+void checkIntensities(const FloatArray& a, const char* name) {
+  const std::size_t count = static_cast<std::size_t>(a.size());
+  const std::size_t bad = firstValueOutside(a.data(), count, kMaxProjectionValue);
+  if (bad >= count) return;
+  const int nu = static_cast<int>(a.shape(a.ndim() - 1));
+  const std::size_t pixels = static_cast<std::size_t>(nu) * static_cast<std::size_t>(a.shape(a.ndim() - 2));
+  throwBadProjectionValue(name, bad / pixels, bad % pixels, nu, a.data()[bad]);
+}
+
 }  // namespace
 
 void bindIo(py::module_& m) {
@@ -45,6 +59,9 @@ void bindIo(py::module_& m) {
     // i0 stands in for a missing flat field: the command line's bounds on --i0 (i0=inf gave every pixel the clamp).
     if (!flat) checkValue("i0", i0);
     Image image = toImage(p, spacing, origin, "projections");
+    checkIntensities(p, "projections");
+    if (flat) checkIntensities(*flat, "flat");
+    if (dark) checkIntensities(*dark, "dark");
     const Image flatImage = flat ? toImage(*flat, spacing, origin, "flat") : Image{};
     const Image darkImage = dark ? toImage(*dark, spacing, origin, "dark") : Image{};
     PreprocessStats stats;
