@@ -12,7 +12,7 @@ cd "$(dirname "$0")"
 packages=(cmake g++ ninja-build pkg-config libfftw3-dev libtinyxml2-dev libcli11-dev libglm-dev libpng-dev
           zlib1g-dev libgtest-dev libegl-dev libopengl-dev libglew-dev libegl-mesa0 libgl1-mesa-dri libglfw3-dev
           libcairo2-dev xvfb xauth libtiff-dev pybind11-dev python3-dev python3-numpy python3-pytest python3-matplotlib
-          python3-setuptools python3-hypothesis)
+          python3-setuptools python3-hypothesis python3-scipy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
