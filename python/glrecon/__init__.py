@@ -217,12 +217,15 @@ def _float_array(value, name, ndims, limits):
     A conversion's memory is checked first (a broadcast array of 2**62 elements holds no memory; its float32 copy
     would need exabytes), and a value float32 cannot hold (1e300 in float64) is refused rather than made infinite."""
     array = _real_array(value, name, ndims, limits)
-    if array.dtype == _np.float32 and array.flags.c_contiguous:
+    # Aligned too: an array at an odd address (a view into a bytes buffer) is C-contiguous float32 all the same, and
+    # pybind11 handed its address to the library, whose float reads there are undefined behaviour (UBSan aborted;
+    # vectorized loops may assume the alignment).
+    if array.dtype == _np.float32 and array.flags.c_contiguous and array.flags.aligned:
         return array
     _glrecon._check_memory(name, f"a float32 copy of the {array.dtype} array {array.shape}", 4 * array.size)
     try:
         with _np.errstate(over="raise", invalid="ignore"):
-            return _np.ascontiguousarray(array, dtype=_np.float32)
+            return _np.require(array, _np.float32, ["C", "A"])
     except FloatingPointError:
         big = _np.abs(array[_np.isfinite(array)]).max()
         raise InputError(f"{name}: values: expected values float32 can hold (within {_FLOAT32_MAX:.7g} in magnitude), "
@@ -292,7 +295,9 @@ class Geometry:
         """Views given as rows of 12 numbers, glrecon's own form: source (3), centre of pixel (0, 0) (3),
         u step (3), v step (3), world mm; ``detector`` = (nu, nv)."""
         rows = _real_array(vectors, "vectors", (2,), (1000000, 12))
-        return cls(_glrecon.Geometry._from_vectors(_np.asarray(rows, dtype=_np.float64),
+        # Aligned as well as C-contiguous: pybind11 takes an array at an odd address as it is, and reading its doubles
+        # there is undefined behaviour (UBSan: "reference binding to misaligned address").
+        return cls(_glrecon.Geometry._from_vectors(_np.require(rows, _np.float64, ["C", "A"]),
                                                    _several(detector, "detector", 2, _detector_pixels, False)))
 
     def with_detector(self, detector, pixel, origin=None):

@@ -17,7 +17,13 @@ std::optional<Backend> backendOf(const std::string& name, bool allowAuto) {
   throw UsageError(field("backend") + ": expected one of " + known + (allowAuto ? ", auto" : "") + ", found '" + name + "'");
 }
 
-FloatArray floatArray(const py::array& input) { return FloatArray(py::reinterpret_borrow<py::object>(input)); }
+FloatArray floatArray(const py::array& input) {
+  // An array at an odd address is copied: pybind11 takes one that is C-contiguous float32 as it is, and the library's
+  // float reads there are undefined behaviour. (The package hands over aligned arrays; this covers _glrecon's callers.)
+  if (!(input.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_))
+    return FloatArray(py::module_::import("numpy").attr("require")(input, "float32", py::make_tuple("C", "A")));
+  return FloatArray(py::reinterpret_borrow<py::object>(input));
+}
 
 py::array toNumpy(Image&& image) {
   auto* owner = new Image(std::move(image));
@@ -36,7 +42,9 @@ Image toImage(const FloatArray& array, const std::array<double, 3>& spacing, con
   checkHostMemory(name, "a copy of the " + std::to_string(nx) + " x " + std::to_string(ny) + " x " + std::to_string(nz) + " array",
                   std::uint64_t{4} * static_cast<std::uint64_t>(array.size()));
   Image image({nx, ny, nz}, spacing, origin);
-  std::memcpy(image.data.data(), array.data(), image.data.size() * sizeof(float));
+  // An empty array's data pointer may be null, and memcpy from null is undefined even for 0 bytes (UBSan); the
+  // writers and the checks after this refuse the empty image naming its size.
+  if (!image.data.empty()) std::memcpy(image.data.data(), array.data(), image.data.size() * sizeof(float));
   return image;
 }
 
