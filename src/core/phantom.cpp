@@ -136,6 +136,14 @@ Image projectPhantom(const Phantom& phantom, const Geometry& geometry, const Pro
           }
         double value = sum / (n * n);
         if (options.noiseI0 > 0.0) {
+          // Poisson counts of noiseI0 exp(-p) photons need p >= 0: a negative density (a negative density scale) made
+          // the mean astronomically large or infinite and the sampler ran for ever. Below -1e-9 it is no rounding of
+          // nested chords (~10 chords of <= 1e3 mm x density ~1 in double: ~1e-12).
+          if (value < -1e-9)
+            throwInputError("phantom", "simulated projection " + std::to_string(view) + " pixel (" + std::to_string(u) + ", " + std::to_string(v) + ")",
+                            "a non-negative line integral under Poisson noise (" + field("noiseI0") +
+                                " counts the unattenuated photons; negative densities brighten the beam)",
+                            std::to_string(value));
           std::poisson_distribution<long long> counts(options.noiseI0 * std::exp(-value));
           // A zero count is read as one photon so the line integral stays finite (as a detector offset would).
           value = -std::log(std::max<long long>(counts(rng), 1) / options.noiseI0);
