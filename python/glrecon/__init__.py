@@ -447,7 +447,8 @@ def write_image(path, array, spacing=None, origin=None, overwrite=False):
 
 def line_integrals(projections, flat=None, dark=None, i0=0.0):
     """Raw intensities to line integrals, as ``fdk --flat/--dark/--i0``: p = -ln((I - dark) / (flat - dark)),
-    flat = ``i0`` when no flat field is given. Returns a new float32 array (the input is not changed)."""
+    flat = ``i0`` when no flat field is given. Returns a new float32 array of the input's shape (one projection
+    (v, u) stays 2D; the input is not changed)."""
     spacing = getattr(projections, "spacing", (1.0, 1.0, 1.0))
     origin = getattr(projections, "origin", (0.0, 0.0, 0.0))
     spacing, origin = _triple(spacing, "projections.spacing"), _triple(origin, "projections.origin")
@@ -457,7 +458,8 @@ def line_integrals(projections, flat=None, dark=None, i0=0.0):
     # i0 stands in for a missing flat field: then the command line's bounds (--i0); with a flat field it is unused.
     i0 = _number(i0, "i0", "i0" if flat is None else None)
     out, clamped, dead = _glrecon._line_integrals(raw, spacing, origin, flat, dark, i0)
-    return ImageArray(out, spacing, origin)
+    # The library's Image is 3D: a (v, u) projection came back as (1, v, u).
+    return ImageArray(out.reshape(raw.shape), spacing, origin)
 
 
 # ---- reconstruction -------------------------------------------------------------------------------------
