@@ -397,17 +397,23 @@ def from_tigre(DSO, DSD, angles, n_detector, d_detector, off_detector=(0.0, 0.0)
     dv, du = _reals(d_detector, "d_detector", 2, False)
     off_v, off_u = _reals(off_detector, "off_detector", 2, False)
     off = _np.asarray(_reals(off_origin, "off_origin", 3, False), dtype=_np.float64)
+    # An angle NaN or infinite has no sine (NumPy warned "invalid value encountered in cos", then the geometry's check
+    # refused a NaN vector without naming the angle).
+    bad = _np.flatnonzero(~_np.isfinite(angles))
+    if bad.size:
+        raise InputError(f"angles: expected finite angles in radians, found {_shown(angles[bad[0]])} at index {bad[0]}")
     c, s = _np.cos(angles), _np.sin(angles)
 
     def rot(x, y, z):  # R(a) (x, y, z) for every angle: (views, 3)
         return _np.stack([c * x - s * y, s * x + c * y, _np.full_like(c, z)], axis=1)
 
-    src = rot(DSO, 0.0, 0.0) - off
-    centre = rot(DSO - DSD, off_u, off_v) - off
-    u = rot(0.0, du, 0.0)
-    v = _np.tile([0.0, 0.0, dv], (len(angles), 1))
-    d0 = centre - 0.5 * (nu - 1) * u - 0.5 * (nv - 1) * v
-    rows = _np.hstack([x @ _ASTRA_TO_GLRECON.T for x in (src, d0, u, v)])
+    with _np.errstate(over="ignore", invalid="ignore"):  # 1e300 mm pixels overflow here; the geometry's checks refuse them
+        src = rot(DSO, 0.0, 0.0) - off
+        centre = rot(DSO - DSD, off_u, off_v) - off
+        u = rot(0.0, du, 0.0)
+        v = _np.tile([0.0, 0.0, dv], (len(angles), 1))
+        d0 = centre - 0.5 * (nu - 1) * u - 0.5 * (nv - 1) * v
+        rows = _np.hstack([x @ _ASTRA_TO_GLRECON.T for x in (src, d0, u, v)])
     return Geometry.from_vectors(rows, (nu, nv))
 
 
