@@ -240,12 +240,15 @@ _IMAGE_AXES = (_INT_MAX, _INT_MAX, _INT_MAX)
 
 
 def _layout_numbers(value, name):
-    """An ``ImageArray``'s spacing or origin as a detector layout reads it: (u, v[, view]), each a finite number (the
-    attributes can hold anything: a number alone gave Python's "'float' object is not iterable")."""
+    """An ``ImageArray``'s spacing or origin as a detector layout reads it: (u, v[, view]), each a finite number, or one
+    number for all, as ImageArray() and line_integrals take it (the attributes can hold anything: a number alone gave
+    Python's "'float' object is not iterable")."""
     if value is None:
         return None
     if isinstance(value, _np.ndarray) and value.ndim == 0:
         value = value[()]
+    if isinstance(value, _numbers.Number) and not isinstance(value, bool):
+        value = (value,) * 3
     if isinstance(value, (_numbers.Number, _np.bool_, str, bytes)):
         raise TypeError(f"{name}: expected (u, v[, view]) numbers, found {type(value).__name__}")
     try:
