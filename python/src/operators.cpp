@@ -64,7 +64,7 @@ py::array iterative(const std::string& methodName_, const py::array& input, cons
   options.tvReduction = tvReduction;
   options.tvRatio = tvRatio;
   options.lambdaReduction = lambdaReduction;
-  if (iterations < 1) throw UsageError(field("iterations") + ": expected at least 1, found " + std::to_string(iterations));
+  checkValue("iterations", iterations);
   const VolumeGrid grid = makeGrid(size, voxel, volumeOrigin);
   const ScanInput scan = scanInput(input, spacing, origin, pygeometry);
   const Geometry& geometry = scan.geometry;

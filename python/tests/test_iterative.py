@@ -122,7 +122,6 @@ def in_python_words(cli_message):
 def test_errors_carry_the_cli_messages(scan, tmp_path):
     p, geo = inputs(scan)
     cases = [
-        ("sart", {"iterations": 0}, ["-n", "0"], glrecon.UsageError),
         ("sart", {"subsets": 25}, ["--subsets", "25"], glrecon.UsageError),
         ("sirt", {"lamb": 2.0}, ["--lambda", "2"], glrecon.UsageError),
         ("osem", {"subsets": 30}, ["--subsets", "30"], glrecon.UsageError),
@@ -139,8 +138,13 @@ def test_errors_carry_the_cli_messages(scan, tmp_path):
         assert in_python_words(r.stderr.strip().splitlines()[-1].split("error: ", 1)[1]) == str(e.value), (r.stderr, str(e.value))
         assert "--" not in str(e.value), str(e.value)
     assert not (tmp_path / "v.mha").exists()
-    with pytest.raises(glrecon.UsageError, match="^iterations: expected at least 1, found 0"):
-        glrecon.osem(p, geo, size=16, spacing=16, iterations=0)
+    # Bounds of glrecon/limits.h: the same words, the command line quoting the text it was given.
+    for n in (0, 100001, 2 ** 31 - 1):
+        with pytest.raises(glrecon.UsageError, match=f"^iterations: expected a whole number of iterations from 1 to 100000, found {n}$"):
+            glrecon.osem(p, geo, size=16, spacing=16, iterations=n)
+        r = cli(scan, "osem", "-g", "scan/geometry.xml", "-p", "scan/projections.mha", "-o", str(tmp_path / "v.mha"), *GRID, "-n", str(n),
+                ok=False)
+        assert r.returncode == 2 and f"glrecon: usage error: --iterations: expected a whole number of iterations from 1 to 100000, found '{n}'" in r.stderr
     with pytest.raises(glrecon.InputError, match="number of projections: expected 24 as in the geometry, found 23"):
         glrecon.sart(p[:23], geo, size=16, spacing=16)
     bad = p.copy()

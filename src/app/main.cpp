@@ -92,6 +92,11 @@ int run(int argc, char** argv) {
   const std::vector<std::unique_ptr<Command>> commands = makeCommands();
   for (const auto& command : commands) command->add(app);
   addOptionChecks(app);
+  // CLI11's own errors (a value out of bounds, a missing option) in the words of every other usage error, so that
+  // scripts and the Python bindings' tests find one prefix.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return "glrecon: usage error: " + std::string(e.what()) + "\nRun with --help for more information.\n";
+  });
   // Outputs written in this run are staged or temporary until complete: a signal removes them.
   installCleanupSignalHandlers();
   if (const std::string unknown = unknownSubcommand(app, argc, argv); !unknown.empty()) {

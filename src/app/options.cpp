@@ -293,7 +293,7 @@ IterativeOptions IterativeParameters::options(IterativeMethod method) const {
   options.tvReduction = totalVariation.tvReduction;
   options.tvRatio = totalVariation.tvRatio;
   options.lambdaReduction = totalVariation.lambdaReduction;
-  if (iterations < 1) throw UsageError("--iterations: expected at least 1, found " + std::to_string(iterations));
+  checkValue("iterations", iterations);
   return options;
 }
 

@@ -128,6 +128,9 @@ const ValueBounds* valueBounds(const std::string& fieldName) {
   // 100000^2), start 100000 threads, wrap around (an every of -1 into an unsigned count) or write NaN volumes.
   static const std::map<std::string, ValueBounds> table = {
       {"threads", {0, 4096, true, true, "a whole number of threads from 0 (all) to 4096"}},
+      // 100000 covers any published schedule (TIGRE's and ASTRA's demos run up to a few thousand); 2^31 - 1, C's int,
+      // was a run of days.
+      {"iterations", {1, 1e5, true, true, "a whole number of iterations from 1 to 100000"}},
       {"stopResidual", {0, 1, true, false, "a fraction of ||b|| from 0 (off) to 1"}},
       {"stopChange", {0, 1, true, false, "a fraction of the residual from 0 (off) to 1"}},
       {"tvSteps", {1, 1000, true, true, "a whole number of TV steps from 1 to 1000"}},

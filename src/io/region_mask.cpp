@@ -47,10 +47,16 @@ RegionOfInterest readMask(const std::string& spec, const VolumeGrid& grid) {
 }  // namespace
 
 RegionOfInterest makeRegionOfInterest(const std::string& spec, const Geometry& geometry, const VolumeGrid& grid) {
+  // The mask (a byte per voxel) and its row spans, checked before they are allocated: a 65536^3 grid asked for 256 TiB
+  // (std::bad_alloc), one that fits the address space but not the memory met the OOM killer.
+  const std::uint64_t rows = static_cast<std::uint64_t>(grid.size[1]) * static_cast<std::uint64_t>(grid.size[2]);
+  checkHostMemory(spec, "a region-of-interest mask of " + std::to_string(grid.size[0]) + " x " + std::to_string(grid.size[1]) + " x " +
+                            std::to_string(grid.size[2]) + " voxels",
+                  rows * static_cast<std::uint64_t>(grid.size[0]) + rows * sizeof(std::pair<int, int>));
   std::optional<RegionOfInterest> region = shapeRegionOfInterest(spec, geometry, grid);
   if (!region) region = readMask(spec, grid);
   requireVoxelsInside(*region, spec, grid);
-  return *region;
+  return std::move(*region);
 }
 
 }  // namespace glrecon

@@ -104,6 +104,15 @@ std::unique_ptr<ConeBeamOperator> makeOperator(Backend backend, const Geometry& 
   if (options.pair == ProjectorPair::Matched && backend == Backend::GraphicsMp)
     throw UsageError(field("projector") + " matched: expected cpu, graphics, compute or cuda, found " + std::string(info.name) +
                      " (an FDK backprojector only)");
+  if (backend == Backend::Cpu) {
+    // Its volume and the update a back projection accumulates, a float each per voxel of its block, checked before
+    // they are allocated (a huge grid from Python gave std::bad_alloc or the OOM killer).
+    const int rows = options.blockRows > 0 ? std::min(options.blockRows, grid.size[1]) : grid.size[1];
+    checkHostMemory("cpu operator", "its volume and update of " + std::to_string(grid.size[0]) + " x " + std::to_string(rows) + " x " +
+                                        std::to_string(grid.size[2]) + " voxels",
+                    std::uint64_t{8} * static_cast<std::uint64_t>(grid.size[0]) * static_cast<std::uint64_t>(rows) *
+                        static_cast<std::uint64_t>(grid.size[2]));
+  }
   switch (backend) {
     case Backend::Cpu: return std::make_unique<CpuOperator>(geometry, grid, options);
     case Backend::Graphics: return makeGraphicsOperator(geometry, grid, options, false);

@@ -102,7 +102,8 @@ TEST(CliIterative, BadInputFailsClearlyWithoutOutput) {
     int code;
     std::vector<std::string> fragments;
   } cases[] = {
-      {"sart" + kGrid + "-o out.mha --iterations 0", 2, {"--iterations", "at least 1", "found 0"}},
+      {"sart" + kGrid + "-o out.mha --iterations 0", 2, {"--iterations", "from 1 to 100000", "found '0'"}},
+      {"cgls" + kGrid + "-o out.mha --iterations 2147483647", 2, {"--iterations", "from 1 to 100000", "found '2147483647'"}},
       {"sart" + kGrid + "-o out.mha --subsets 13", 2, {"--subsets", "1 to 12", "found 13"}},
       {"osem -g scan/geometry.xml -p scan/projections.mha --size 16,16,15 --spacing 15 -o out.mha --initial scan/phantom.mha", 1, {"--initial", "DimSize", "16,16,15"}},
       {"cgls" + kGrid + "-o out.mha --backend gpu", 2, {"--backend", "'gpu'"}},

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <random>
 
@@ -33,6 +34,30 @@ TEST(Phantom, ChordOfOneEllipsoidIsExact) {
   }
   // A segment that ends inside the ellipsoid counts only the part inside.
   EXPECT_NEAR(phantom.lineIntegral(centre - 100.0 * ex, centre), a * density, 1e-9);
+}
+
+TEST(Phantom, ChordOfATinyEllipsoidFarAwayKeepsItsPrecision) {
+  // A sphere of radius r seen from 1000 mm along a ray passing at h from its centre: chord 2 sqrt(r^2 - h^2). Solved
+  // about the source, the quadratic's discriminant cancelled at eps (1000 / r)^2 relative: r = 1e-6 mm gave 345 times
+  // the diameter. The rounding left is that of the ray's position next to the sphere, eps |a - centre| / r relative in
+  // the distance h, which 1 - h^2/r^2 and the square root carry to the chord amplified by at most h^2/(r^2 - h^2) = 4.3
+  // (h = 0.9 r): 16 eps (1000 / r) covers it with the dot products' few roundings. Rays along an axis are exact.
+  constexpr double eps = std::numeric_limits<double>::epsilon();
+  for (const double radius : {1.0, 1e-3, 1e-5, 1e-7}) {
+    const Phantom sphere({Ellipsoid{{0, 0, 0}, {radius, radius, radius}, 0.0, 1.0}});
+    for (const double offset : {0.0, 0.5, 0.9}) {
+      const double expected = 2 * radius * std::sqrt(1 - offset * offset);
+      const glm::dvec3 source(-1000.0, offset * radius, 0.0), end(1000.0, offset * radius, 0.0);
+      EXPECT_NEAR(sphere.lineIntegral(source, end), expected, 4 * eps * expected) << radius << " " << offset;
+      EXPECT_NEAR(sphere.rayIntegral(source, {0.0, offset * radius, 0.0}), expected, 4 * eps * expected) << radius;
+      // Tilted 30 degrees about z, through the same closest point; the far end given 2000 mm away so that the direction
+      // b - a holds double's precision (through a + along, b - a lost eps 1000 of a unit vector).
+      const glm::dvec3 along(std::cos(0.5236), std::sin(0.5236), 0.0), across(-along.y, along.x, 0.0);
+      const glm::dvec3 tiltedSource = offset * radius * across - 1000.0 * along;
+      EXPECT_NEAR(sphere.rayIntegral(tiltedSource, tiltedSource + 2000.0 * along), expected, 16 * eps * (1000.0 / radius) * expected)
+          << radius << " " << offset;
+    }
+  }
 }
 
 TEST(Phantom, LineIntegralMatchesFineNumericalIntegration) {

@@ -345,7 +345,10 @@ TEST(Iterative, BadInputIsRefusedBeforeAnyWork) {
   auto attempt = [&](IterativeOptions o) { reconstructIterative(*p, g, b, grid, o); };
   IterativeOptions o;
   o.iterations = 0;
-  test::expectError<UsageError>([&] { attempt(o); }, {"iterations", "at least 1", "found 0"});
+  test::expectError<UsageError>([&] { attempt(o); }, {"iterations", "from 1 to 100000", "found 0"});
+  // 2^31 - 1 iterations ran for days: bounded in glrecon/limits.h.
+  o.iterations = 100001;
+  test::expectError<UsageError>([&] { attempt(o); }, {"iterations", "from 1 to 100000", "found 100001"});
   o = {};
   o.subsets = 7;
   test::expectError<UsageError>([&] { attempt(o); }, {"subsets", "1 to 6", "found 7"});

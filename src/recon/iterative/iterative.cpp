@@ -186,8 +186,7 @@ struct IterativeReconstructor::State {
 void IterativeReconstructor::State::check() {
   const std::size_t nu = geometry.detector.nu;
   // ---- preconditions, before any work ----
-  if (options.iterations < 1)
-    throw UsageError(field("iterations") + ": expected at least 1, found " + std::to_string(options.iterations));
+  checkValue("iterations", options.iterations);
   checkValue("stopResidual", options.stopResidual);
   checkValue("stopChange", options.stopChange);
   if (method == IterativeMethod::AsdPocs) {
