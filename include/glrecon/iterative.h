@@ -9,6 +9,11 @@
 ///   ASD-POCS        per iteration one SART sweep with x >= 0 (data consistency), then `tvSteps` steps of steepest
 ///                   descent on the total variation, their length adapted to the sweep's change (Sidky & Pan 2008;
 ///                   TIGRE's few-view workhorse)
+///   PDHG-TV         min 1/2 |A x - b|^2 + lambda TV(x) over x >= 0 by Chambolle & Pock's primal-dual algorithm
+///                   (2011; for CT: Sidky, Jorgensen & Pan 2012) with diagonal preconditioning (Pock & Chambolle
+///                   2011): per iteration one forward and one back projection, no inner TV solver, no step to tune;
+///                   convergent for a matched pair (--projector matched). lambda = tvWeight s |A|^2 (|A|^2 bounded by
+///                   max B 1 max A 1, s = max b / max A 1 the data's density scale), so tvWeight is unitless
 /// Ordered subsets: subset s holds the views v with v mod S == s (each subset spans the whole arc); the subsets are
 /// visited in bit-reversed order of s (0, S/2, S/4, 3S/4, ... for a power of two), so consecutive subsets are far
 /// apart in angle. Rays with A 1 = 0 (missing the volume) and voxels with B 1 = 0 (seen by no view of the subset)
@@ -25,7 +30,7 @@
 
 namespace glrecon {
 
-enum class IterativeMethod { Sart, Sirt, Cgls, Osem, AsdPocs };
+enum class IterativeMethod { Sart, Sirt, Cgls, Osem, AsdPocs, PdhgTv };
 IterativeMethod parseIterativeMethod(const std::string& name);
 const char* methodName(IterativeMethod method);
 
@@ -43,6 +48,8 @@ struct IterativeOptions {
   /// volume more than tvRatio |dx| (TV would otherwise outweigh the data); the relaxation's reduction per iteration.
   int tvSteps = 20;
   double tvAlpha = 0.002, tvReduction = 0.95, tvRatio = 0.95, lambdaReduction = 0.99;
+  /// PDHG-TV: the TV term's weight relative to the data's curvature |A|^2 at the data's density scale.
+  double tvWeight = 0.001;
   std::vector<std::uint8_t> mask;  ///< region of interest (1 inside), x fastest; empty: the whole volume
   const Image* initial = nullptr;  ///< starting volume on the same grid; nullptr: 0 (osem: a positive constant)
   /// Call back after every subset too (a live view of SART's progress), not only at the end of each iteration: on

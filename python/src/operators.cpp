@@ -49,7 +49,7 @@ py::array iterative(const std::string& methodName_, const py::array& input, cons
                     const std::optional<FloatArray>& initial, const std::optional<std::array<double, 3>>& initialSpacing,
                     const std::optional<std::array<double, 3>>& initialOrigin, const std::string& roi, const std::string& backend, int gpu,
                     int threads, double step, const std::string& pair, double stopResidual, double stopChange, int tvSteps, double tvAlpha,
-                    double tvReduction, double tvRatio, double lambdaReduction, const py::object& progress, bool printProgress,
+                    double tvReduction, double tvRatio, double lambdaReduction, double tvWeight, const py::object& progress, bool printProgress,
                     py::dict report) {
   IterativeOptions options;
   options.method = parseIterativeMethod(methodName_);
@@ -64,6 +64,7 @@ py::array iterative(const std::string& methodName_, const py::array& input, cons
   options.tvReduction = tvReduction;
   options.tvRatio = tvRatio;
   options.lambdaReduction = lambdaReduction;
+  options.tvWeight = tvWeight;
   checkValue("iterations", iterations);
   const VolumeGrid grid = makeGrid(size, voxel, volumeOrigin);
   const ScanInput scan = scanInput(input, spacing, origin, pygeometry);

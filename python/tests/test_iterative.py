@@ -189,6 +189,7 @@ def test_asd_pocs_and_the_stopping_rules_equal_the_cli(scan, tmp_path):
     p, g = inputs(scan)
     for method, kwargs, args in [
         (glrecon.asd_pocs, dict(iterations=3, tv_steps=5), ["asd-pocs", "--iterations", "3", "--tv-steps", "5"]),
+        (glrecon.pdhg_tv, dict(iterations=4, tv_weight=0.01), ["pdhg-tv", "--iterations", "4", "--tv-weight", "0.01"]),
         (glrecon.cgls, dict(iterations=6, projector="matched", stop_change=0.2),
          ["cgls", "--iterations", "6", "--projector", "matched", "--stop-change", "0.2"]),
     ]:
@@ -196,13 +197,15 @@ def test_asd_pocs_and_the_stopping_rules_equal_the_cli(scan, tmp_path):
         v = method(p, g, size=16, spacing=16, report=report, **kwargs)
         cli(scan, *args, "-g", "scan/geometry.xml", "-p", "scan/projections.mha", "-o", str(tmp_path / "v.mha"), *GRID, "--overwrite", "-q")
         assert np.array_equal(v, glrecon.read_image(tmp_path / "v.mha")), args[0]
-        if method is glrecon.asd_pocs:
-            assert v.min() >= 0.0  # x >= 0 after both phases
+        if method in (glrecon.asd_pocs, glrecon.pdhg_tv):
+            assert v.min() >= 0.0  # x >= 0: part of both methods
     assert "stop_change 0.2" in report["stop_reason"] and len(report["residuals"]) < 6, report
     with pytest.raises(glrecon.UsageError, match="projector"):
         glrecon.sirt(p, g, size=16, spacing=16, projector="exact")
     with pytest.raises(glrecon.UsageError, match="stop_residual"):
         glrecon.sirt(p, g, size=16, spacing=16, stop_residual=2.0)
+    with pytest.raises(glrecon.UsageError, match="tv_weight: expected a weight from 0"):
+        glrecon.pdhg_tv(p, g, size=16, spacing=16, tv_weight=-1.0)
 
 
 def test_operator_forward_back_transpose_and_scipy(scan):

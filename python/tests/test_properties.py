@@ -1,6 +1,6 @@
 """Property tests (issue 20, part 6): random arguments into every public function of the glrecon package: Geometry
 (circular, from_vectors, with_detector, write_rtk), read_rtk_geometry, from_astra_vec, from_tigre, ImageArray,
-read_image, read_projections, write_image, line_integrals, fdk, project, sart, sirt, cgls, osem, asd_pocs, Operator
+read_image, read_projections, write_image, line_integrals, fdk, project, sart, sirt, cgls, osem, asd_pocs, pdhg_tv, Operator
 (forward, back, .T, matvec, rmatvec), phantom.shepp_logan and phantom.project.
 
 Shapes, dtypes (float16/32/64, integers, bool, complex, object, strings), memory layouts (non-contiguous, negative
@@ -995,7 +995,7 @@ def test_project(data):
             assert_homogeneous(p, twice, "project")
 
 
-METHODS = ("sart", "sirt", "cgls", "osem", "asd_pocs")
+METHODS = ("sart", "sirt", "cgls", "osem", "asd_pocs", "pdhg_tv")
 PROJECTOR_PAIRS = st.sampled_from(["interpolating", "matched"])
 
 
@@ -1026,7 +1026,8 @@ def test_iterative(data):
                       tv_alpha=args.number("tv_alpha", sane_floats(1e-4, 1)), tv_reduction=args.number("tv_reduction", sane_floats(0.5, 1)),
                       tv_ratio=args.number("tv_ratio", sane_floats(0.1, 10)),
                       lambda_reduction=args.number("lambda_reduction", sane_floats(0.5, 1)))
-    if args.odd("initial given"):
+    if method == "pdhg_tv":
+        kwargs["tv_weight"] = args.number("tv_weight", sane_floats(0, 0.1), odd=st.sampled_from([-1e-3, 100.0, 101.0]))
         shape = grid_shape(args.items["size"])
         kwargs["initial"] = volume_for(args, shape if shape and math.prod(shape) <= 4096 else None, "initial", POSITIVE_DATA)
     if long_run(kwargs["iterations"], 100):
@@ -1043,12 +1044,12 @@ def test_iterative(data):
     assert report["residuals"] and all(math.isfinite(r) and r >= 0 for r in report["residuals"]), report["residuals"]
     assert math.isfinite(report["final_residual"]) and math.isfinite(report["data_norm"])
     assert len(report["residuals"]) <= int(kwargs["iterations"])
-    if method == "osem" or method == "asd_pocs" or kwargs.get("positivity"):
+    if method in ("osem", "asd_pocs", "pdhg_tv") or kwargs.get("positivity"):
         assert (vol >= 0).all(), f"{method} gave negative densities"
     # Homogeneity: SART, SIRT and CGLS from x0 = 0 are linear in the data, OS-EM (multiplicative, from a constant) is
     # homogeneous of degree 1, and so are positivity's clamp (max(2x, 0) = 2 max(x, 0)) and the stopping rules (their
-    # thresholds are fractions of ||b||): f(2b) = 2 f(b), as assert_homogeneous derives. Not ASD-POCS: its TV gradient
-    # has a smoothing epsilon. Not from an initial volume, which is not doubled.
+    # thresholds are fractions of ||b||): f(2b) = 2 f(b), as assert_homogeneous derives. So is PDHG-TV (its TV bound
+    # scales with max b, its steps do not depend on b). Not ASD-POCS: its TV gradient has a smoothing epsilon. Not from an initial volume, which is not doubled.
     if method != "asd_pocs" and "initial" not in kwargs and isinstance(p, np.ndarray) and peak(p) <= 1e30:
         kwargs["report"] = {}
         twice = result_of(calling(getattr(glrecon, method), doubled(p), geometry, **args.fresh(kwargs)))

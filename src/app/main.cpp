@@ -28,7 +28,8 @@ std::vector<std::unique_ptr<Command>> makeCommands() {
   commands.push_back(makeScanSimCommand());
   commands.push_back(makeViewCommand());
   commands.push_back(makeProjectCommand());
-  for (IterativeMethod method : {IterativeMethod::Sart, IterativeMethod::Sirt, IterativeMethod::Cgls, IterativeMethod::Osem, IterativeMethod::AsdPocs})
+  for (IterativeMethod method : {IterativeMethod::Sart, IterativeMethod::Sirt, IterativeMethod::Cgls, IterativeMethod::Osem, IterativeMethod::AsdPocs,
+                                   IterativeMethod::PdhgTv})
     commands.push_back(makeIterativeMethodCommand(method));
   commands.push_back(makeCompareCommand());
   commands.push_back(makeBenchIterativeCommand());

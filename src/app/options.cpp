@@ -279,6 +279,12 @@ void IterativeParameters::addTotalVariation(CLI::App* command) {
   command->add_option("--lambda-reduction", tv.lambdaReduction, "Relaxation factor per iteration")->capture_default_str();
 }
 
+void IterativeParameters::addPrimalDual(CLI::App* command) {
+  IterativeOptions& tv = totalVariation;
+  command->add_option("--tv-weight", tv.tvWeight, "TV weight relative to the data term (unitless: higher is smoother, 0 is least squares with x >= 0)")
+      ->capture_default_str();
+}
+
 IterativeOptions IterativeParameters::options(IterativeMethod method) const {
   IterativeOptions options;
   options.method = method;
@@ -293,6 +299,7 @@ IterativeOptions IterativeParameters::options(IterativeMethod method) const {
   options.tvReduction = totalVariation.tvReduction;
   options.tvRatio = totalVariation.tvRatio;
   options.lambdaReduction = totalVariation.lambdaReduction;
+  options.tvWeight = totalVariation.tvWeight;
   checkValue("iterations", iterations);
   return options;
 }

@@ -140,11 +140,13 @@ struct IterativeParameters {
   double lambda = 0.0;
   bool positivity = false;
   double stopResidual = 0.0, stopChange = 0.0;
-  IterativeOptions totalVariation;  // ASD-POCS's tv* and lambdaReduction (the library's defaults)
+  IterativeOptions totalVariation;  // ASD-POCS's tv* and lambdaReduction, PDHG-TV's tvWeight (the library's defaults)
   /// --stop-residual and --stop-change, the same for every method.
   void addStoppingRules(CLI::App* command);
   /// ASD-POCS's --tv-steps, --tv-alpha, --tv-reduction, --tv-ratio, --lambda-reduction.
   void addTotalVariation(CLI::App* command);
+  /// PDHG-TV's --tv-weight.
+  void addPrimalDual(CLI::App* command);
   IterativeOptions options(IterativeMethod method) const;
 };
 

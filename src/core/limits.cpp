@@ -138,6 +138,7 @@ const ValueBounds* valueBounds(const std::string& fieldName) {
       {"tvReduction", {0, 1, false, false, "a factor in (0, 1]"}},
       {"tvRatio", {0, 100, false, false, "a ratio in (0, 100]"}},
       {"lambdaReduction", {0, 1, false, false, "a factor in (0, 1]"}},
+      {"tvWeight", {0, 100, true, false, "a weight from 0 (no TV) to 100"}},
       {"filterThreads", {0, 4096, true, true, "a whole number of threads from 0 (all) to 4096"}},
       {"every", {1, 1e9, true, true, "a positive whole number of projections"}},
       {"queue", {1, 1e6, true, true, "a whole number of projections from 1 to 1000000"}},

@@ -1,4 +1,4 @@
-// glrecon bench-iterative: the projector pair and one iteration of each method (SART, OS-EM, SIRT, CGLS, ASD-POCS)
+// glrecon bench-iterative: the projector pair and one iteration of each method (SART, OS-EM, SIRT, CGLS, ASD-POCS, PDHG-TV)
 // timed per backend on a simulated Shepp-Logan scan.
 #include <CLI/CLI.hpp>
 
@@ -53,8 +53,8 @@ class BenchIterativeCommand final : public Command {
     const Image truth = voxelizePhantom(phantom, grid, 2, threads);
     std::printf("%d^3 voxels, %d projections of %d^2 (%s), %s pair\n", scan.size, scan.projections, scan.detector,
                 "Shepp-Logan, RTK table, scale 100 mm", pair.c_str());
-    std::printf("%-10s %10s %12s %10s %9s %12s %12s %11s %11s %14s\n", "backend", "forward s", "G samples/s", "proj/s", "back s", "SART iter s",
-                "OS-EM iter s", "SIRT iter s", "CGLS iter s", "ASD-POCS iter s");
+    std::printf("%-10s %10s %12s %10s %9s %12s %12s %11s %11s %14s %13s\n", "backend", "forward s", "G samples/s", "proj/s", "back s",
+                "SART iter s", "OS-EM iter s", "SIRT iter s", "CGLS iter s", "ASD-POCS iter s", "PDHG-TV iter s");
     for (const std::string& name : splitList(backends)) {
       try {
         measure(name, geometry, grid, b, truth);
@@ -66,7 +66,8 @@ class BenchIterativeCommand final : public Command {
     std::printf("Each method's second iteration (the first also computes B_S(1), which the GPU backends then keep per subset; CGLS's "
                 "computes r = b - A x). SART, OS-EM and ASD-POCS: 10 ordered subsets (per subset a forward projection and B(c); on "
                 "the GPU backends the iterate stays on the device, only projections and corrections cross; ASD-POCS adds 20 TV steps "
-                "on the host). SIRT: one subset. CGLS: on the host over the operator.\n");
+                "on the host). SIRT: one subset. CGLS and PDHG-TV: on the host over the operator (PDHG-TV: a forward and a back projection of "
+                "every view and its TV dual on the host).\n");
   }
 
   // One backend's row: forward from a host volume (its upload counted) to host projections; back from host projections
@@ -99,7 +100,7 @@ class BenchIterativeCommand final : public Command {
     io.iterations = 2;
     io.method = IterativeMethod::Sart;
     io.subsets = std::min(scan.projections, 10);
-    IterativeReport sart, osem, sirt, cgls, asd;
+    IterativeReport sart, osem, sirt, cgls, asd, pdhg;
     reconstructIterative(*p, geometry, b, grid, io, &sart);
     io.method = IterativeMethod::Osem;
     reconstructIterative(*p, geometry, b, grid, io, &osem);
@@ -110,10 +111,12 @@ class BenchIterativeCommand final : public Command {
     reconstructIterative(*p, geometry, b, grid, io, &sirt);
     io.method = IterativeMethod::Cgls;
     reconstructIterative(*p, geometry, b, grid, io, &cgls);
+    io.method = IterativeMethod::PdhgTv;
+    reconstructIterative(*p, geometry, b, grid, io, &pdhg);
     const double samples = countRaySamples(geometry, grid, p->step());
-    std::printf("%-10s %10.3f %12.3f %10.1f %9.3f %12.3f %12.3f %11.3f %11.3f %14.3f   %s\n", name.c_str(), fwd, samples / fwd * 1e-9,
+    std::printf("%-10s %10.3f %12.3f %10.1f %9.3f %12.3f %12.3f %11.3f %11.3f %14.3f %13.3f   %s\n", name.c_str(), fwd, samples / fwd * 1e-9,
                 scan.projections / fwd, bck, sart.iterations.back().seconds, osem.iterations.back().seconds, sirt.iterations.back().seconds,
-                cgls.iterations.back().seconds, asd.iterations.back().seconds, p->description().c_str());
+                cgls.iterations.back().seconds, asd.iterations.back().seconds, pdhg.iterations.back().seconds, p->description().c_str());
   }
 };
 

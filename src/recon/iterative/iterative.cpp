@@ -82,6 +82,47 @@ void totalVariationGradient(const std::vector<float>& x, const std::array<int, 3
   });
 }
 
+
+// PDHG-TV's gradient pair: D x, the forward differences along x, y, z (0 past the last voxel, as the TV above), and
+// its transpose D^T z (z's three components laid one after another): D^T z(p) = sum over axes of z(p - e) - z(p),
+// each term present where its difference is.
+void forwardDifferences(const std::vector<float>& x, const std::array<int, 3>& n, float scale, std::vector<float>& out) {
+  const std::size_t nx = n[0], ny = n[1], nz = n[2], plane = nx * ny, voxels = x.size();
+  out.resize(3 * voxels);
+  parallelFor(nz, 1, 0, [&](std::size_t k0, std::size_t k1) {
+    for (std::size_t k = k0; k < k1; ++k)
+      for (std::size_t j = 0; j < ny; ++j)
+        for (std::size_t i = 0; i < nx; ++i) {
+          const std::size_t p = k * plane + j * nx + i;
+          out[p] = i + 1 < nx ? scale * (x[p + 1] - x[p]) : 0.0f;
+          out[voxels + p] = j + 1 < ny ? scale * (x[p + nx] - x[p]) : 0.0f;
+          out[2 * voxels + p] = k + 1 < nz ? scale * (x[p + plane] - x[p]) : 0.0f;
+        }
+  });
+}
+
+void addTransposedDifferences(const std::vector<float>& z, const std::array<int, 3>& n, float scale, std::vector<float>& out) {
+  const std::size_t nx = n[0], ny = n[1], nz = n[2], plane = nx * ny, voxels = out.size();
+  const float* zx = z.data();
+  const float* zy = zx + voxels;
+  const float* zz = zy + voxels;
+  parallelFor(nz, 1, 0, [&](std::size_t k0, std::size_t k1) {
+    for (std::size_t k = k0; k < k1; ++k)
+      for (std::size_t j = 0; j < ny; ++j)
+        for (std::size_t i = 0; i < nx; ++i) {
+          const std::size_t p = k * plane + j * nx + i;
+          float g = 0.0f;
+          if (i > 0) g += zx[p - 1];
+          if (i + 1 < nx) g -= zx[p];
+          if (j > 0) g += zy[p - nx];
+          if (j + 1 < ny) g -= zy[p];
+          if (k > 0) g += zz[p - plane];
+          if (k + 1 < nz) g -= zz[p];
+          out[p] += scale * g;
+        }
+  });
+}
+
 }  // namespace
 
 IterativeMethod parseIterativeMethod(const std::string& name) {
@@ -90,7 +131,8 @@ IterativeMethod parseIterativeMethod(const std::string& name) {
   if (name == "cgls") return IterativeMethod::Cgls;
   if (name == "osem" || name == "os-em" || name == "mlem") return IterativeMethod::Osem;
   if (name == "asd-pocs" || name == "asdpocs") return IterativeMethod::AsdPocs;
-  throw UsageError(field("method") + ": expected sart, sirt, cgls, osem or asd-pocs, found '" + name + "'");
+  if (name == "pdhg-tv" || name == "pdhg" || name == "chambolle-pock") return IterativeMethod::PdhgTv;
+  throw UsageError(field("method") + ": expected sart, sirt, cgls, osem, asd-pocs or pdhg-tv, found '" + name + "'");
 }
 
 const char* methodName(IterativeMethod method) {
@@ -100,6 +142,7 @@ const char* methodName(IterativeMethod method) {
     case IterativeMethod::Cgls: return "cgls";
     case IterativeMethod::Osem: return "osem";
     case IterativeMethod::AsdPocs: return "asd-pocs";
+    case IterativeMethod::PdhgTv: return "pdhg-tv";
   }
   return "?";
 }
@@ -156,6 +199,10 @@ struct IterativeReconstructor::State {
   // TV gradient and its field.
   std::vector<float> previous, afterData, tvField[3], tvGradient;
   double tvStep = 0.0;
+  // PDHG-TV: the iterate before x and both forward projections, the dual variables (data: y; gradient: z, three
+  // components), the per-ray and per-voxel steps, the TV bound lambda; scratch.
+  std::vector<float> xPrevious, axNow, axPrevious, dualData, dualGradient, scratch, rayStep, voxelStep;
+  double dualBound = 0.0, nu = 1.0;
   // A subset's data, forward projection and correction.
   std::vector<float> ax, b, correction;
 
@@ -181,6 +228,8 @@ struct IterativeReconstructor::State {
   void subsetUpdate();
   void applyStoppingRules();
   void totalVariationSteps();
+  void startPdhg();
+  void pdhgIteration();
 };
 
 void IterativeReconstructor::State::check() {
@@ -196,6 +245,9 @@ void IterativeReconstructor::State::check() {
     checkValue("tvRatio", options.tvRatio);
     checkValue("lambdaReduction", options.lambdaReduction);
   }
+  if (method == IterativeMethod::PdhgTv) {
+    checkValue("tvWeight", options.tvWeight);
+  }
   // The scan, the grid and the data as every reconstruction checks them (glrecon/validate.h): a volume outside the beam,
   // a spacing of 1e-300 or projections near float's limit would otherwise end in an all-zero, NaN or infinite volume.
   checkScanAndGrid(geometry, grid, methodName(method));
@@ -207,7 +259,7 @@ void IterativeReconstructor::State::check() {
                                                 : 1;
   if (subsets < 1 || static_cast<std::size_t>(subsets) > views)
     throw UsageError(field("subsets") + ": expected 1 to " + std::to_string(views) + " (the number of projections), found " + std::to_string(subsets));
-  if ((method == IterativeMethod::Sirt || method == IterativeMethod::Cgls) && subsets != 1)
+  if ((method == IterativeMethod::Sirt || method == IterativeMethod::Cgls || method == IterativeMethod::PdhgTv) && subsets != 1)
     throw UsageError(std::string(field("subsets") + ": ") + methodName(method) + " uses every projection at once: expected 1, found " + std::to_string(subsets));
   double lambda = options.lambda;
   if (lambda == 0.0)
@@ -215,6 +267,7 @@ void IterativeReconstructor::State::check() {
   if (!(lambda > 0.0 && lambda < 2.0)) throw UsageError(field("lambda") + ": expected a relaxation in (0, 2), found " + std::to_string(lambda));
   if (method == IterativeMethod::Cgls && options.positivity)
     throw UsageError(field("positivity") + ": cgls cannot clamp (it would break the conjugate directions); use sart, sirt or osem");
+  // PDHG-TV always keeps x >= 0 (part of the problem it solves); its relaxation is its step sizes.
   if (!options.mask.empty() && options.mask.size() != voxels)
     throwInputError(field("roi"), "mask size", std::to_string(voxels) + " voxels", std::to_string(options.mask.size()));
   if (method == IterativeMethod::Osem)
@@ -259,7 +312,11 @@ std::uint64_t IterativeReconstructor::State::hostBytes(int subsetCount) const {
   const std::uint64_t volume = std::uint64_t{4} * voxels, data = std::uint64_t{4} * views * pixels;
   const std::uint64_t cache = std::min<std::uint64_t>(volume * static_cast<std::uint64_t>(subsetCount), std::uint64_t{512} << 20);
   // ASD-POCS: the previous iterate, the volume after the data step, the TV field's three components and its gradient.
-  return 6 * volume + 5 * data + (method == IterativeMethod::Cgls ? 0 : cache) + (method == IterativeMethod::AsdPocs ? 6 * volume : 0);
+  // PDHG-TV: the previous iterate, the voxel steps, the gradient's dual (three volumes) and its differences (three),
+  // A x twice, y, the ray steps.
+  const bool subsetMethod = method != IterativeMethod::Cgls && method != IterativeMethod::PdhgTv;
+  return 6 * volume + 5 * data + (subsetMethod ? cache : 0) + (method == IterativeMethod::AsdPocs ? 6 * volume : 0) +
+         (method == IterativeMethod::PdhgTv ? 8 * volume + 4 * data : 0);
 }
 
 void IterativeReconstructor::State::setUp() {
@@ -283,7 +340,7 @@ void IterativeReconstructor::State::setUp() {
   rayFloor = static_cast<float>(std::max(kRelativeFloor * *std::max_element(rayLength.begin(), rayLength.end()), op.step()));
   // B_S 1 per subset, kept when it fits in 512 MiB and the iterate is on the host (a device op computes
   // it next to the iterate; otherwise updateIterate computes it each time).
-  cacheWeights = method != IterativeMethod::Cgls && !op.computesSubsetWeights() && static_cast<double>(order.size()) * voxels * 4 <= 512.0 * (1 << 20);
+  cacheWeights = method != IterativeMethod::Cgls && method != IterativeMethod::PdhgTv && !op.computesSubsetWeights() && static_cast<double>(order.size()) * voxels * 4 <= 512.0 * (1 << 20);
   zeros.assign(voxels, 0.0f);
   if (cacheWeights) {
     const std::vector<float> onesProjections(views * pixels, 1.0f);
@@ -312,6 +369,8 @@ void IterativeReconstructor::State::setUp() {
     q.resize(views * pixels);
     s.resize(voxels);
     startCgls();
+  } else if (method == IterativeMethod::PdhgTv) {
+    startPdhg();
   } else {
     rule.multiplicative = method == IterativeMethod::Osem;
     rule.lambda = static_cast<float>(lambda);
@@ -410,6 +469,91 @@ void IterativeReconstructor::State::subsetUpdate() {
   last = {iteration, static_cast<int>(subsetsDone), static_cast<int>(order.size()), std::sqrt(squares), since(iterationStart)};
 }
 
+// PDHG-TV's set-up, Pock & Chambolle's diagonal preconditioning (ICCV 2011, alpha = 1) of K = [A; nu D]: per ray
+// sigma = 1 / (A 1), the row sums of A (rays that miss the volume keep a zero dual); per gradient component
+// 1 / (2 nu) (a row of D holds +1 and -1); per voxel tau = 1 / (B 1 + 6 nu), the column sums of A and of nu D (a voxel
+// enters at most six differences). Every step fits its ray's or voxel's own scale, as SIRT's normalisation does, and
+// no step needs tuning; the guarantee holds for B = A^T (the matched pair). nu = |A| / |D| balances the two blocks
+// (Sidky, Jorgensen & Pan): without it the gradient's dual moved by D xbar / 2 a step towards a bound of lambda and
+// TV never acted within 50 iterations. |A|^2 is bounded by max(B 1) max(A 1) (Schur), |D|^2 by 12. The TV weight
+// lambda = tvWeight s |A|^2, s = max b / max A 1 the data's density scale, so tvWeight is unitless (doubling the
+// densities doubles lambda, as the data term's pull doubles).
+void IterativeReconstructor::State::startPdhg() {
+  const auto setUpStart = Clock::now();
+  const std::vector<float> onesProjections(views * pixels, 1.0f);
+  std::vector<float> columnSums(voxels);
+  backInto(onesProjections.data(), all, columnSums.data());
+  voxelStep.resize(voxels);
+  float largestColumn = 0.0f;
+  for (std::size_t i = 0; i < voxels; ++i) largestColumn = std::max(largestColumn, columnSums[i]);
+  rayStep.resize(views * pixels);
+  for (std::size_t i = 0; i < rayStep.size(); ++i) rayStep[i] = rayLength[i] > rayFloor ? 1.0f / rayLength[i] : 0.0f;
+  const double largestB = *std::max_element(projections.data.begin(), projections.data.end());
+  const double longest = *std::max_element(rayLength.begin(), rayLength.end());
+  const double density = longest > 0.0 ? std::max(largestB, 0.0) / longest : 0.0;
+  const double normASquared = static_cast<double>(largestColumn) * longest;
+  nu = std::sqrt(normASquared / 12.0);
+  if (!(nu > 0.0)) nu = 1.0;  // no ray crosses the volume: nothing to balance
+  for (std::size_t i = 0; i < voxels; ++i)
+    voxelStep[i] = inside(i) ? static_cast<float>(1.0 / (std::max(columnSums[i], 0.0f) + 6.0 * nu)) : 0.0f;
+  // The dual of lambda TV(x) = (lambda / nu) |nu D x|_1: the ball of radius lambda / nu.
+  dualBound = options.tvWeight * density * normASquared / nu;
+  dualData.assign(views * pixels, 0.0f);
+  dualGradient.assign(3 * voxels, 0.0f);
+  xPrevious = x;
+  axNow.resize(views * pixels);
+  op.setVolume(x.data());
+  op.forward(all.data(), views, axNow.data());
+  axPrevious = axNow;
+  report.setupSeconds += since(setUpStart);
+}
+
+// One preconditioned Chambolle-Pock iteration (theta = 1) with xbar = 2 x - x_previous, whose projection is
+// 2 A x - A x_previous (A is linear: no extra forward projection):
+//   y <- (y + sigma (A xbar - b)) / (1 + sigma)     per ray: the data term's proximal step (1/2 |. - b|^2)
+//   z <- clip(z + nu D xbar / (2 nu), lambda / nu)  per voxel onto the ball: the dual of lambda TV
+//   x <- max(0, x - tau (B y + nu D^T z)), 0 outside the region
+// then A x for the next iteration; the residual recorded is |b - A x| of the iterate the iteration started from.
+void IterativeReconstructor::State::pdhgIteration() {
+  double squares = 0;
+  for (std::size_t i = 0; i < axNow.size(); ++i) {
+    const double residual = static_cast<double>(projections.data[i]) - axNow[i];
+    squares += residual * residual;
+  }
+  const double residual = std::sqrt(squares);
+  for (std::size_t i = 0; i < dualData.size(); ++i) {
+    const float axBar = 2.0f * axNow[i] - axPrevious[i];
+    dualData[i] = (dualData[i] + rayStep[i] * (axBar - projections.data[i])) / (1.0f + rayStep[i]);
+  }
+  scratch.resize(voxels);
+  for (std::size_t i = 0; i < voxels; ++i) scratch[i] = 2.0f * x[i] - xPrevious[i];
+  forwardDifferences(scratch, grid.size, 0.5f, tvField[0]);
+  const float bound = static_cast<float>(dualBound);
+  float* zx = dualGradient.data();
+  float* zy = zx + voxels;
+  float* zz = zy + voxels;
+  const float* d = tvField[0].data();
+  parallelFor(voxels, 4096, 0, [&](std::size_t i0, std::size_t i1) {
+    for (std::size_t i = i0; i < i1; ++i) {
+      const float a = zx[i] + d[i], b = zy[i] + d[voxels + i], c = zz[i] + d[2 * voxels + i];
+      const float length = std::sqrt(a * a + b * b + c * c);
+      const float shrink = length > bound ? bound / length : 1.0f;
+      zx[i] = a * shrink;
+      zy[i] = b * shrink;
+      zz[i] = c * shrink;
+    }
+  });
+  backInto(dualData.data(), all, scratch.data());
+  addTransposedDifferences(dualGradient, grid.size, static_cast<float>(nu), scratch);
+  xPrevious.swap(x);
+  x.resize(voxels);
+  for (std::size_t i = 0; i < voxels; ++i) x[i] = std::max(0.0f, xPrevious[i] - voxelStep[i] * scratch[i]);
+  axPrevious.swap(axNow);
+  op.setVolume(x.data());
+  op.forward(all.data(), views, axNow.data());
+  last = {iteration, 1, 1, residual, since(iterationStart)};
+}
+
 // ASD-POCS's TV phase after a SART sweep (Sidky & Pan 2008, as TIGRE's ASD_POCS): tvSteps steps of length tvStep
 // along the normalised TV gradient. The first iteration sets tvStep = tvAlpha |dx|, dx the sweep's change; whenever
 // the TV steps move the volume more than tvRatio |dx| they would outweigh the data, and tvStep shrinks by tvReduction.
@@ -487,6 +631,8 @@ bool IterativeReconstructor::step() {
   if (st.iteration > st.options.iterations) return false;
   if (st.method == IterativeMethod::Cgls) {
     st.cglsIteration();
+  } else if (st.method == IterativeMethod::PdhgTv) {
+    st.pdhgIteration();
   } else {
     st.subsetUpdate();
   }
@@ -500,7 +646,9 @@ bool IterativeReconstructor::step() {
     // errors grow with the iterations): said once, in the report. A rise is one above rounding's reach (1e-4 of the
     // residual: the residual sums ~1e6 float terms; the recursion of CGLS and the subset methods' partial sums drift
     // by ~1e-6): a plateau is not a rise.
-    if (!st.report.iterations.empty() && st.last.residual > st.report.iterations.back().residual * (1.0 + 1e-4)) {
+    // Not PDHG-TV: its objective holds TV too, and its residual may rise on the way to the optimum by design.
+    if (st.method != IterativeMethod::PdhgTv && !st.report.iterations.empty() &&
+        st.last.residual > st.report.iterations.back().residual * (1.0 + 1e-4)) {
       if (++st.risingIterations == 3 && st.report.warning.empty())
         st.report.warning = std::string(methodName(st.method)) + ": the residual rose over the 3 iterations to iteration " +
                             std::to_string(st.last.iteration) + " (to " + std::to_string(st.last.residual) +
@@ -521,7 +669,9 @@ bool IterativeReconstructor::step() {
 
 const IterationRecord& IterativeReconstructor::last() const { return state_->last; }
 
-int IterativeReconstructor::subsets() const { return state_->method == IterativeMethod::Cgls ? 1 : static_cast<int>(state_->order.size()); }
+int IterativeReconstructor::subsets() const {
+  return state_->method == IterativeMethod::Cgls || state_->method == IterativeMethod::PdhgTv ? 1 : static_cast<int>(state_->order.size());
+}
 
 ConeBeamOperator& IterativeReconstructor::op() { return state_->op; }
 
