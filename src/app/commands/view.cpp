@@ -34,7 +34,7 @@ class ViewCommand final : public Command {
     c->add_option("--screenshot-at", screenshotAt, "Window: also save a screenshot (glrecon-view-N.png) once N projections are in");
     c->add_option("--close-after", closeAfter, "Window: close after this many projections, as a user closing it would (scripts)");
     c->add_option("--method", method,
-                  "fdk (streaming), or an iterative method shown after every subset: sart, sirt, cgls, osem, asd-pocs (--backend auto means cpu "
+                  "fdk (streaming), or an iterative method shown after every subset: sart, sirt, cgls, osem, asd-pocs, pdhg-tv (--backend auto means cpu "
                   "for these; --simulate then scans 90 projections of 128^2)")
         ->capture_default_str();
     c->add_option("--iterations,-n", parameters.iterations, "Iterative methods: iterations")->capture_default_str();
@@ -42,6 +42,7 @@ class ViewCommand final : public Command {
     c->add_option("--lambda", parameters.lambda, "sart, sirt: relaxation in (0, 2) (default: sart 0.8 with one projection per subset, else 1)");
     c->add_flag("--positivity", parameters.positivity, "sart, sirt, osem: clamp negative voxels to 0 after every update");
     parameters.addStoppingRules(c);
+    parameters.addPrimalDual(c);
     live.add(c);
     c->callback([this] { run(); });
   }
