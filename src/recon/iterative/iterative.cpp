@@ -33,16 +33,41 @@ int bitReverse(int value, int bits) {
   return r;
 }
 
+// The host's vector operations (CGLS, PDHG-TV, ASD-POCS's TV phase) on every core: single-threaded they took half of
+// a CGLS or PDHG-TV iteration at 256^3 on a 16-core host beside the GPU's projections. Sums are taken per block of
+// kVectorBlock items in parallel and the blocks' sums added in order, so a result does not depend on the number of
+// threads (the same bits on every machine).
+constexpr std::size_t kVectorBlock = std::size_t{1} << 16;
+
+template <class Term>
+double blockedSum(std::size_t n, const Term& term) {
+  const std::size_t blocks = (n + kVectorBlock - 1) / kVectorBlock;
+  std::vector<double> partial(blocks, 0.0);
+  parallelFor(blocks, 1, 0, [&](std::size_t b0, std::size_t b1) {
+    for (std::size_t b = b0; b < b1; ++b) {
+      double sum = 0;
+      for (std::size_t i = b * kVectorBlock, end = std::min(n, i + kVectorBlock); i < end; ++i) sum += term(i);
+      partial[b] = sum;
+    }
+  });
+  double sum = 0;
+  for (double p : partial) sum += p;
+  return sum;
+}
+
+template <class Body>
+void forEachIndex(std::size_t n, const Body& body) {
+  parallelFor(n, kVectorBlock, 0, [&](std::size_t i0, std::size_t i1) {
+    for (std::size_t i = i0; i < i1; ++i) body(i);
+  });
+}
+
 double sumSquares(const std::vector<float>& v) {
-  double s = 0;
-  for (float x : v) s += static_cast<double>(x) * x;
-  return s;
+  return blockedSum(v.size(), [&](std::size_t i) { return static_cast<double>(v[i]) * v[i]; });
 }
 
 double dot(const std::vector<float>& a, const std::vector<float>& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += static_cast<double>(a[i]) * b[i];
-  return s;
+  return blockedSum(a.size(), [&](std::size_t i) { return static_cast<double>(a[i]) * b[i]; });
 }
 
 // The gradient of the smoothed isotropic total variation TV(x) = sum_p sqrt(eps^2 + |D x(p)|^2), D the forward
@@ -387,10 +412,11 @@ void IterativeReconstructor::State::setUp() {
 void IterativeReconstructor::State::startCgls() {
   op.setVolume(x.data());
   op.forward(all.data(), views, q.data());
-  for (std::size_t i = 0; i < r.size(); ++i) r[i] = projections.data[i] - q[i];
+  forEachIndex(r.size(), [&](std::size_t i) { r[i] = projections.data[i] - q[i]; });
   backInto(r.data(), all, s.data());
-  for (std::size_t i = 0; i < voxels; ++i)
+  forEachIndex(voxels, [&](std::size_t i) {
     if (!inside(i)) s[i] = 0.0f;
+  });
   p = s;
   gamma = sumSquares(s);
 }
@@ -425,15 +451,16 @@ void IterativeReconstructor::State::cglsIteration() {
     return record();
   }
   const double alpha = rq / qq;
-  for (std::size_t i = 0; i < voxels; ++i) x[i] += static_cast<float>(alpha * p[i]);
-  for (std::size_t i = 0; i < r.size(); ++i) r[i] -= static_cast<float>(alpha * q[i]);
+  forEachIndex(voxels, [&](std::size_t i) { x[i] += static_cast<float>(alpha * p[i]); });
+  forEachIndex(r.size(), [&](std::size_t i) { r[i] -= static_cast<float>(alpha * q[i]); });
   backInto(r.data(), all, s.data());
-  for (std::size_t i = 0; i < voxels; ++i)
+  forEachIndex(voxels, [&](std::size_t i) {
     if (!inside(i)) s[i] = 0.0f;
+  });
   const double next = sumSquares(s);
   const double beta = next / gamma;
   gamma = next;
-  for (std::size_t i = 0; i < voxels; ++i) p[i] = static_cast<float>(s[i] + beta * p[i]);
+  forEachIndex(voxels, [&](std::size_t i) { p[i] = static_cast<float>(s[i] + beta * p[i]); });
   directionIsGradient = false;
   record();
 }
@@ -515,18 +542,16 @@ void IterativeReconstructor::State::startPdhg() {
 //   x <- max(0, x - tau (B y + nu D^T z)), 0 outside the region
 // then A x for the next iteration; the residual recorded is |b - A x| of the iterate the iteration started from.
 void IterativeReconstructor::State::pdhgIteration() {
-  double squares = 0;
-  for (std::size_t i = 0; i < axNow.size(); ++i) {
-    const double residual = static_cast<double>(projections.data[i]) - axNow[i];
-    squares += residual * residual;
-  }
-  const double residual = std::sqrt(squares);
-  for (std::size_t i = 0; i < dualData.size(); ++i) {
+  const double residual = std::sqrt(blockedSum(axNow.size(), [&](std::size_t i) {
+    const double difference = static_cast<double>(projections.data[i]) - axNow[i];
+    return difference * difference;
+  }));
+  forEachIndex(dualData.size(), [&](std::size_t i) {
     const float axBar = 2.0f * axNow[i] - axPrevious[i];
     dualData[i] = (dualData[i] + rayStep[i] * (axBar - projections.data[i])) / (1.0f + rayStep[i]);
-  }
+  });
   scratch.resize(voxels);
-  for (std::size_t i = 0; i < voxels; ++i) scratch[i] = 2.0f * x[i] - xPrevious[i];
+  forEachIndex(voxels, [&](std::size_t i) { scratch[i] = 2.0f * x[i] - xPrevious[i]; });
   forwardDifferences(scratch, grid.size, 0.5f, tvField[0]);
   const float bound = static_cast<float>(dualBound);
   float* zx = dualGradient.data();
@@ -547,7 +572,7 @@ void IterativeReconstructor::State::pdhgIteration() {
   addTransposedDifferences(dualGradient, grid.size, static_cast<float>(nu), scratch);
   xPrevious.swap(x);
   x.resize(voxels);
-  for (std::size_t i = 0; i < voxels; ++i) x[i] = std::max(0.0f, xPrevious[i] - voxelStep[i] * scratch[i]);
+  forEachIndex(voxels, [&](std::size_t i) { x[i] = std::max(0.0f, xPrevious[i] - voxelStep[i] * scratch[i]); });
   axPrevious.swap(axNow);
   op.setVolume(x.data());
   op.forward(all.data(), views, axNow.data());
@@ -563,13 +588,12 @@ void IterativeReconstructor::State::totalVariationSteps() {
     op.readVolume(x.data());
     hostCurrent = true;
   }
-  double change = 0, largest = 0;
-  for (std::size_t i = 0; i < voxels; ++i) {
+  double largest = 0;
+  for (float v : x) largest = std::max(largest, static_cast<double>(std::abs(v)));
+  const double change = std::sqrt(blockedSum(voxels, [&](std::size_t i) {
     const double d = static_cast<double>(x[i]) - previous[i];
-    change += d * d;
-    largest = std::max(largest, static_cast<double>(std::abs(x[i])));
-  }
-  change = std::sqrt(change);
+    return d * d;
+  }));
   if (tvStep == 0.0) tvStep = options.tvAlpha * change;
   afterData = x;
   // eps: the smoothing of |D x| at 0, far below any edge worth keeping (1e-6 of the largest density).
@@ -579,15 +603,14 @@ void IterativeReconstructor::State::totalVariationSteps() {
     const double norm = std::sqrt(sumSquares(tvGradient));
     if (!(norm > 0.0)) break;
     const float scale = static_cast<float>(tvStep / norm);
-    for (std::size_t i = 0; i < voxels; ++i) x[i] -= scale * tvGradient[i];
+    forEachIndex(voxels, [&](std::size_t i) { x[i] -= scale * tvGradient[i]; });
   }
   // x >= 0 again: TV's steps may take a voxel at 0 below it, and the result is a density.
   for (float& v : x) v = std::max(v, 0.0f);
-  double moved = 0;
-  for (std::size_t i = 0; i < voxels; ++i) {
+  const double moved = blockedSum(voxels, [&](std::size_t i) {
     const double d = static_cast<double>(x[i]) - afterData[i];
-    moved += d * d;
-  }
+    return d * d;
+  });
   if (std::sqrt(moved) > options.tvRatio * change) tvStep *= options.tvReduction;
   rule.lambda = static_cast<float>(rule.lambda * options.lambdaReduction);
   op.setVolume(x.data());
