@@ -240,10 +240,14 @@ struct IterativeReconstructor::State {
     op.back(values, subset.data(), subset.size(), Weighting::Adjoint);
     op.readVolume(out);
   }
-  void gather(const std::vector<std::size_t>& subset) {
+  // The subset's data, one projection after another: the projections themselves where the subset is every view in
+  // order (SIRT: no 94 MB copy per iteration at 256^2 x 360), else gathered into `b`.
+  const float* gather(const std::vector<std::size_t>& subset) {
+    if (subset.size() == views) return projections.data.data();
     b.resize(subset.size() * pixels);
     for (std::size_t i = 0; i < subset.size(); ++i)
       std::copy_n(projections.slice(static_cast<int>(subset[i])), pixels, b.begin() + i * pixels);
+    return b.data();
   }
   void check();
   void startCgls();
@@ -467,24 +471,24 @@ void IterativeReconstructor::State::cglsIteration() {
 
 void IterativeReconstructor::State::subsetUpdate() {
   const std::vector<std::size_t>& subset = order[subsetsDone];
-  gather(subset);
-  ax.resize(b.size());
+  const float* data = gather(subset);
+  const std::size_t values = subset.size() * pixels;
+  ax.resize(values);
   op.forward(subset.data(), subset.size(), ax.data());
-  correction.resize(b.size());
-  for (std::size_t i = 0; i < subset.size(); ++i) {
-    const float* length = rayLength.data() + subset[i] * pixels;
-    for (std::size_t k = 0; k < pixels; ++k) {
-      const std::size_t j = i * pixels + k;
-      const float residual = b[j] - ax[j];
-      squares += static_cast<double>(residual) * residual;
-      if (method == IterativeMethod::Osem)
-        // b / (A x): rays that miss the volume carry no information; a ray whose forward projection is 0
-        // while b > 0 (the voxels it crosses are all 0 and stay 0 multiplicatively) gets no update either.
-        correction[j] = (length[k] > rayFloor && ax[j] > 0.0f) ? b[j] / ax[j] : 0.0f;
-      else
-        correction[j] = length[k] > rayFloor ? residual / length[k] : 0.0f;
-    }
-  }
+  correction.resize(values);
+  // On every core (single-threaded this loop was a fifth of a SIRT iteration at 256^3 beside the GPU's projections),
+  // its sum of squares in fixed blocks added in order (blockedSum): the same bits for any number of threads.
+  squares += blockedSum(values, [&](std::size_t j) {
+    const float length = rayLength[subset[j / pixels] * pixels + j % pixels];
+    const float residual = data[j] - ax[j];
+    if (method == IterativeMethod::Osem)
+      // b / (A x): rays that miss the volume carry no information; a ray whose forward projection is 0
+      // while b > 0 (the voxels it crosses are all 0 and stay 0 multiplicatively) gets no update either.
+      correction[j] = (length > rayFloor && ax[j] > 0.0f) ? data[j] / ax[j] : 0.0f;
+    else
+      correction[j] = length > rayFloor ? residual / length : 0.0f;
+    return static_cast<double>(residual) * residual;
+  });
   // A voxel that only grazes a view's detector edge has a weight of rounding size there, and its update
   // (a ratio of two such numbers) is rounding too: texture units interpolate with 8-bit fractions, so a
   // bilinear weight under 1/256 of a full one reads 0 on one backend and not on another. Such voxels wait
