@@ -357,6 +357,27 @@ TEST(Iterative, StoppingRulesEndTheRunWhereTheyHold) {
   test::expectError<UsageError>([&] { run(c, o, &x); }, {"a fraction of ||b|| from 0 (off) to 1", "1.5"});
 }
 
+// The callback gets the figures and the reconstructor, not a copy of the volume: the iterate stays where the
+// operator keeps it unless the callback asks (it was read back every iteration for a callback that only printed).
+// Where it asks, it gets the iterate of that moment: after the last iteration, the result.
+TEST(Iterative, CallbackFetchesTheVolumeOnlyWhenItAsks) {
+  const Case c = makeCase(12);
+  auto op = makeOperator(Backend::Cpu, c.geometry, c.grid);
+  IterativeOptions o;
+  o.method = IterativeMethod::Sirt;
+  o.iterations = 3;
+  int calls = 0;
+  std::vector<float> fetched;
+  const Image result = reconstructIterative(*op, c.geometry, c.projections, c.grid, o, nullptr,
+                                            [&](const IterationRecord& r, IterativeReconstructor& reconstructor) {
+                                              ++calls;
+                                              EXPECT_TRUE(reconstructor.iterateOnOperator()) << "read back before the callback asked";
+                                              if (r.iteration == 3) fetched = reconstructor.volume();
+                                            });
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(fetched, result.data);
+}
+
 TEST(Iterative, SubsetOrderIsBitReversedAndCoversEveryView) {
   const auto order = orderedSubsets(10, 4);
   ASSERT_EQ(order.size(), 4u);

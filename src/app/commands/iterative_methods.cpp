@@ -98,7 +98,7 @@ class IterativeMethodCommand final : public Command {
     IterativeReport report;
     const double norm = dataNorm(projections);
     const Image result = reconstructIterative(*op, geometry, projections, grid, options, &report,
-                                              [&](const IterationRecord& r, const std::vector<float>&) {
+                                              [&](const IterationRecord& r, IterativeReconstructor&) {
                                                 if (quiet || r.subset != r.subsets) return;
                                                 std::fprintf(stderr, "%s iteration %d/%d: residual %.6g (%.4g of ||b||), %.3f s\n",
                                                              methodName(method), r.iteration, parameters.iterations, r.residual,

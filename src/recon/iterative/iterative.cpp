@@ -742,7 +742,7 @@ Image reconstructIterative(ConeBeamOperator& op, const Geometry& geometry, const
   for (bool more = true; more;) {
     more = reconstructor.step();
     const IterationRecord& r = reconstructor.last();
-    if (callback && (r.subset == r.subsets || options.everySubset)) callback(r, reconstructor.volume());
+    if (callback && (r.subset == r.subsets || options.everySubset)) callback(r, reconstructor);
   }
   return reconstructor.finish(report);
 }
