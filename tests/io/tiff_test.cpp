@@ -262,6 +262,20 @@ TEST(Tiff, FloatVolumeRoundTripWithImageJCalibration) {
   EXPECT_EQ(readImage((dir / "v.tif").string()).size, (std::array<int, 3>{3, 3, 1}));
 }
 
+// An origin at the 1e7 mm coordinate bound, with a spacing that no 32-bit rational holds exactly (103 mm: its
+// resolution 1/103 is rounded to 2^-32 relative), reads back: it came back at 1e7 (1 + 2e-10) and was refused as
+// beyond the bound (the Python property tests found it). Within that rounding it is the bound itself.
+TEST(Tiff, AnOriginAtTheCoordinateBoundReadsBack) {
+  const auto dir = test::scratchDir();
+  Image original({1, 1, 1}, {1.0, 103.0, 1.0}, {0.0, 1e7, -1e7});
+  original.data = {0.5f};
+  writeTiff((dir / "edge.tif").string(), original, false);
+  const Image back = readTiff((dir / "edge.tif").string());
+  EXPECT_EQ(back.origin[1], 1e7);
+  EXPECT_EQ(back.origin[2], -1e7);
+  EXPECT_NEAR(back.spacing[1], 103.0, 103.0 * 0x1p-31);
+}
+
 TEST(Tiff, StackOfSinglePageFilesInNaturalOrder) {
   const auto dir = test::scratchDir();
   fs::create_directories(dir / "scan");
@@ -539,6 +553,9 @@ TEST(Tiff, UnusableResolutionTagsAreRefused) {
        {"page 0: ImageDescription spacing=", "a positive finite number", "found '-0.5'"}},
       {"origin", {description("ImageJ=1.54f\nxorigin=12abc\n")},
        {"page 0: ImageDescription xorigin=", "found '12abc'"}},
+      // Past the 1e7 mm bound by more than a rational's rounding (1 mm pixels: 2e7 mm).
+      {"origin beyond the bound", {description("ImageJ=1.54f\nxorigin=2e7\n")},
+       {"page 0: ImageDescription xorigin=", "within 1e7 mm", "found '2e7'"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
