@@ -111,7 +111,7 @@ class CudaOperator final : public ConeBeamOperator {
   /// The pending window's pass, once its array holds the projections (uploaded on copyStream_).
   void pass();
   RayBuffers& rays();
-  void uploadRayViews(const std::size_t* views, int n);
+  bool uploadRayViews(const std::size_t* views, int n);
   /// B (Adjoint) of host projections into the device volume `to`: added to it, or (`clear`) the first batch stored.
   void adjointInto(const float* projections, const std::size_t* views, std::size_t count, float* to, bool clear,
                    bool repeatFirstBatch = false);
@@ -429,10 +429,10 @@ RayBuffers& CudaOperator::rays() {
   return *rays_;
 }
 
-void CudaOperator::uploadRayViews(const std::size_t* views, int n) {
+bool CudaOperator::uploadRayViews(const std::size_t* views, int n) {
   std::vector<const detail::ProjectorView*> list(n);
   for (int p = 0; p < n; ++p) list[p] = &views_[views[p]];
-  cuda::uploadRayViews(list.data(), n);
+  return cuda::uploadRayViews(list.data(), n);
 }
 
 void CudaOperator::forward(const std::size_t* views, std::size_t count, float* projections) {
@@ -495,7 +495,7 @@ void CudaOperator::adjointInto(const float* projections, const std::size_t* view
   }
   for (std::size_t first = 0; first < count; first += cuda::kMaxRayViews) {
     const int n = static_cast<int>(std::min<std::size_t>(cuda::kMaxRayViews, count - first));
-    uploadRayViews(views + first, n);
+    const bool yInvariant = uploadRayViews(views + first, n);
     cudaMemcpy3DParms copy{};
     copy.srcPtr = make_cudaPitchedPtr(const_cast<float*>(projections + (repeatFirstBatch ? 0 : first * pixels)), nu * sizeof(float), nu, nv);
     copy.dstArray = r.projectionArray.get();
@@ -504,7 +504,7 @@ void CudaOperator::adjointInto(const float* projections, const std::size_t* view
     GLRECON_CUDA(cudaMemcpy3D(&copy));
     // A cleared target's first batch stores its sums; otherwise each batch adds to what is there.
     cuda::launchAdjointBack(r.projectionTexture.get(), make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), spacing(), n,
-                            !clear || first > 0, to);
+                            !clear || first > 0, yInvariant, to);
   }
 }
 

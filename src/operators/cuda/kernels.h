@@ -27,10 +27,14 @@ void launchFdkBack(int run, bool yInvariant, cudaStream_t stream, float* volume,
 // ---- ray_kernels.cu ----
 /// Views per forward or Adjoint launch at most: their constants in constant memory.
 inline constexpr int kMaxRayViews = 256;
-/// The constants of `n` views (synchronous: the previous launch has read the old ones).
-void uploadRayViews(const glrecon::detail::ProjectorView* const* views, int n);
+/// The constants of `n` views (synchronous: the previous launch has read the old ones). True where u, the depth and
+/// the perspective divisor do not change along y in any of them (RTK's gantry about y, untilted detectors).
+bool uploadRayViews(const glrecon::detail::ProjectorView* const* views, int n);
 void launchForward(cudaTextureObject_t volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out);
-void launchAdjointBack(cudaTextureObject_t projections, int3 size, float3 spacing, int count, bool accumulate, float* volume);
+/// `yInvariant` (uploadRayViews' answer): runs of y voxels per thread, as the Fdk kernel's (the same products in
+/// another order: within the interpolating pair's bounds of cpu, not its bits).
+void launchAdjointBack(cudaTextureObject_t projections, int3 size, float3 spacing, int count, bool accumulate, bool yInvariant,
+                       float* volume);
 /// The matched pair: forward with float trilinear weights from the linear volume, and its exact transpose (adds to
 /// `volume`; projections in linear device memory).
 void launchForwardExact(const float* volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out);

@@ -159,6 +159,43 @@ __global__ void backKernel(cudaTextureObject_t projections, int3 size, float3 sp
   volume[index] = accumulate ? volume[index] + sum : sum;
 }
 
+// backKernel for views whose u, depth and divisor do not change along y (RTK's gantry about y, untilted detectors):
+// one thread per (x, z) and a run of kBackRun consecutive y voxels, as the Fdk kernel's runs. Per view the thread
+// reads the constants once and computes u, 1/w, the depth and its cube once; per voxel v is one multiply-add, the
+// weight's distance one square root. A warp covers 32 neighbouring x: coalesced stores, neighbouring fetches.
+// Measured before it: the voxel-per-thread kernel at about 110 G updates/s on an H200 (256^3 from 360 views).
+constexpr int kBackRun = 8;
+__global__ void __launch_bounds__(128) backRunsKernel(cudaTextureObject_t projections, int3 size, float3 spacing, int count, bool accumulate,
+                                                      float* volume) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x, k = blockIdx.y * blockDim.y + threadIdx.y, j0 = blockIdx.z * kBackRun;
+  if (i >= size.x || k >= size.z) return;
+  const float fi = static_cast<float>(i), fk = static_cast<float>(k), fj0 = static_cast<float>(j0);
+  float sum[kBackRun];
+#pragma unroll
+  for (int r = 0; r < kBackRun; ++r) sum[r] = 0.0f;
+  for (int p = 0; p < count; ++p) {
+    const DeviceView& o = kViews[p];
+    const float invW = 1.0f / (o.rows[2].x * fi + o.rows[2].z * fk + o.rows[2].w);
+    const float u = (o.rows[0].x * fi + o.rows[0].z * fk + o.rows[0].w) * invW + 0.5f;
+    const float v0 = (o.rows[1].x * fi + o.rows[1].y * fj0 + o.rows[1].z * fk + o.rows[1].w) * invW + 0.5f, vStep = o.rows[1].y * invW;
+    const float rx = (fi - o.sourceIndex.x) * spacing.x, rz = (fk - o.sourceIndex.z) * spacing.z;
+    const float depth = rx * o.normal.x + rz * o.normal.z;
+    const float scale = o.weight / (depth * depth * depth), across = rx * rx + rz * rz;
+#pragma unroll
+    for (int r = 0; r < kBackRun; ++r) {
+      const float ry = (fj0 + static_cast<float>(r) - o.sourceIndex.y) * spacing.y;
+      sum[r] += tex2DLayered<float>(projections, u, v0 + static_cast<float>(r) * vStep, p) * (scale * sqrtf(across + ry * ry));
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kBackRun; ++r) {
+    const int j = j0 + r;
+    if (j >= size.y) break;
+    const size_t index = (static_cast<size_t>(k) * size.y + j) * size.x + i;
+    volume[index] = accumulate ? volume[index] + sum[r] : sum[r];
+  }
+}
+
 // The largest of n non-negative floats (B_S 1): positive floats' bit patterns order as the values do, so an integer
 // atomicMax over them is exact. *result starts at 0.
 __global__ void maxKernel(const float* values, size_t n, int* result) {
@@ -187,8 +224,9 @@ __global__ void subsetUpdateKernel(float* x, const float* update, const float* w
 
 }  // namespace
 
-void uploadRayViews(const glrecon::detail::ProjectorView* const* views, int n) {
+bool uploadRayViews(const glrecon::detail::ProjectorView* const* views, int n) {
   DeviceView host[kMaxRayViews];
+  bool yInvariant = true;
   for (int p = 0; p < n; ++p) {
     const glrecon::detail::ProjectorView& o = *views[p];
     host[p].sourceIndex = make_float3(o.sourceIndex[0], o.sourceIndex[1], o.sourceIndex[2]);
@@ -198,9 +236,11 @@ void uploadRayViews(const glrecon::detail::ProjectorView* const* views, int n) {
     host[p].normal = make_float3(o.normal[0], o.normal[1], o.normal[2]);
     host[p].weight = o.weight;
     for (int r = 0; r < 3; ++r) host[p].rows[r] = make_float4(o.matrix[r][0], o.matrix[r][1], o.matrix[r][2], o.matrix[r][3]);
+    yInvariant = yInvariant && o.matrix[0][1] == 0.0f && o.matrix[2][1] == 0.0f && o.normal[1] == 0.0f;
   }
   // Synchronous: the previous kernel has finished reading the constants before they change.
   GLRECON_CUDA(cudaMemcpyToSymbol(kViews, host, sizeof(DeviceView) * n));
+  return yInvariant;
 }
 
 void launchForward(cudaTextureObject_t volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out) {
@@ -221,9 +261,15 @@ void launchTransposeBack(const float* projections, int3 size, float3 spacing, fl
   GLRECON_CUDA(cudaGetLastError());
 }
 
-void launchAdjointBack(cudaTextureObject_t projections, int3 size, float3 spacing, int count, bool accumulate, float* volume) {
-  const dim3 block(16, 16, 1), blocks((size.x + 15) / 16, (size.y + 15) / 16, size.z);
-  backKernel<<<blocks, block>>>(projections, size, spacing, count, accumulate, volume);
+void launchAdjointBack(cudaTextureObject_t projections, int3 size, float3 spacing, int count, bool accumulate, bool yInvariant,
+                       float* volume) {
+  if (yInvariant) {
+    const dim3 block(32, 4, 1), blocks((size.x + 31) / 32, (size.z + 3) / 4, (size.y + kBackRun - 1) / kBackRun);
+    backRunsKernel<<<blocks, block>>>(projections, size, spacing, count, accumulate, volume);
+  } else {
+    const dim3 block(16, 16, 1), blocks((size.x + 15) / 16, (size.y + 15) / 16, size.z);
+    backKernel<<<blocks, block>>>(projections, size, spacing, count, accumulate, volume);
+  }
   GLRECON_CUDA(cudaGetLastError());
 }
 
