@@ -6,6 +6,7 @@
 ///                   steps by exact line search, so the residual never rises with an unmatched pair; restarted from
 ///                   B r where a direction stops descending, stopped where B r does not descend either)
 ///   OS-EM / MLEM    x *= (B_S 1)^-1 B_S [ b_S / (A_S x) ]                              (Hudson & Larkin 1994)
+///                   (negative line integrals, noise where a ray crosses little object, are taken as 0, with a warning)
 ///   ASD-POCS        per iteration one SART sweep with x >= 0 (data consistency), then `tvSteps` steps of steepest
 ///                   descent on the total variation, their length adapted to the sweep's change (Sidky & Pan 2008;
 ///                   TIGRE's few-view workhorse)
@@ -79,7 +80,8 @@ struct IterativeReport {
   double lambda = 0.0;
   int restarts = 0;        ///< CGLS: restarts from B r where the conjugate direction stopped descending
   std::string stopReason;  ///< why the run ended before its iterations (a stopping rule; CGLS: B r no longer descends)
-  std::string warning;     ///< set when the residual rose over three iterations running (field references marked)
+  std::string warning;     ///< what the result needs said (field references marked): the residual rose over three iterations
+                           ///< running; osem took negative line integrals as 0. "; " between several
 };
 
 class IterativeReconstructor;
@@ -91,7 +93,7 @@ using IterationCallback = std::function<void(const IterationRecord& record, Iter
 
 /// An iterative reconstruction, step by step (a viewer draws between steps; reconstructIterative runs it through).
 /// The constructor checks everything before work starts (InputError / UsageError naming the field, expected and
-/// found): iterations >= 1, 1 <= subsets <= views, lambda in (0, 2), osem data finite and >= 0 with some positive value,
+/// found): iterations >= 1, 1 <= subsets <= views, lambda in (0, 2), osem data finite with some positive value,
 /// the initial volume on `grid`, the mask's size; then computes the normalisations (A 1, B_S 1).
 class IterativeReconstructor {
  public:
