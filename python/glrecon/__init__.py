@@ -697,7 +697,7 @@ def asd_pocs(projections, geometry, size=256, spacing=1.0, origin=None, iteratio
                       stop_change, (tv_steps, tv_alpha, tv_reduction, tv_ratio, lambda_reduction, 0.001))
 
 
-def pdhg_tv(projections, geometry, size=256, spacing=1.0, origin=None, iterations=150, tv_weight=0.001, initial=None, roi="",
+def pdhg_tv(projections, geometry, size=256, spacing=1.0, origin=None, iterations=300, tv_weight=0.001, initial=None, roi="",
             backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, projector="matched", stop_residual=0.0,
             stop_change=0.0):
     """PDHG-TV, as ``glrecon pdhg-tv``: min 1/2 |A x - b|^2 + lambda TV(x) over x >= 0 by Chambolle & Pock's

@@ -39,7 +39,7 @@ class IterativeMethodCommand final : public Command {
     volume.add(c);
     // PDHG-TV converges in more, cheaper iterations than the others, and its guarantee asks for the matched pair.
     if (method == IterativeMethod::PdhgTv) {
-      parameters.iterations = 150;
+      parameters.iterations = 300;
       projector.pair = "matched";
     }
     c->add_option("--iterations,-n", parameters.iterations, "Iterations (passes over all projections)")->capture_default_str();
