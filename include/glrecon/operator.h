@@ -174,11 +174,19 @@ class ConeBeamOperator {
   /// Voxels updateSubset may change (voxels bytes, 1 inside; nullptr: every voxel); must outlive the operator's use.
   virtual void setUpdateMask(const std::uint8_t* mask) = 0;
   /// x = SubsetRule(x, B_S(correction), B_S(1)) over the subset `views` (Adjoint weighting; corrections laid out as
-  /// forward's projections). `cachedWeights` = B_S(1) when the caller keeps it (host operators), else computed here.
+  /// forward's projections; nullptr: the correction correctSubset formed on the device). `cachedWeights` = B_S(1) when the caller keeps it (host operators), else computed here.
   virtual void updateSubset(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
                             const float* cachedWeights = nullptr) = 0;
   /// True where updateSubset computes B_S(1) itself next to the volume (the GPU backends): callers keep no weights.
   virtual bool computesSubsetWeights() const { return false; }
+  /// The subset methods' data kept on the device (cuda): all projections and their ray lengths A 1 (views x nv x nu
+  /// each), the length below which a ray counts as missing the volume, and the rule (multiplicative: b / A x where
+  /// A 1 > floor and A x > 0; additive: (b - A x) / A 1 where A 1 > floor; else 0). False where the operator keeps no
+  /// data on a device (the base), or its device lacks the memory: the caller then forms corrections on the host.
+  virtual bool setSubsetData(const float* projections, const float* rayLengths, float rayFloor, bool multiplicative);
+  /// After setSubsetData: A_S x of the subset's views and its correction, formed and kept on the device for the next
+  /// updateSubset(nullptr, ...), so that nothing crosses to the host; returns sum over the subset's rays of (b - A x)^2.
+  virtual double correctSubset(const std::size_t* views, std::size_t count);
 
   // ---- projections resident on the device (filled by the FDK filter's device twins, glrecon/filter.h) ----
   /// The window of device projections to fill next (GPU backends; nullptr for cpu): free (the pass that last read it

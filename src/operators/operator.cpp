@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include <glm/geometric.hpp>
 
@@ -162,6 +163,12 @@ double countRaySamples(const Geometry& geometry, const VolumeGrid& grid, double 
         if (!miss && tmax > tmin) total += std::ceil((tmax - tmin) / static_cast<float>(step));
       }
   return total;
+}
+
+bool ConeBeamOperator::setSubsetData(const float*, const float*, float, bool) { return false; }
+
+double ConeBeamOperator::correctSubset(const std::size_t*, std::size_t) {
+  throw std::logic_error("correctSubset: this operator keeps no data on a device (setSubsetData returned false)");
 }
 
 }  // namespace glrecon

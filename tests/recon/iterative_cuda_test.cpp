@@ -31,5 +31,9 @@ TEST_F(CudaIterative, IterateOnTheDeviceEqualsTheHostPath) {
   iterateOnDeviceMatchesHostPath("cuda", 0);
 }
 
+TEST_F(CudaIterative, CorrectionsOnTheDeviceEqualTheHostPath) {
+  deviceCorrectionsMatchHostPath("cuda");
+}
+
 }  // namespace
 }  // namespace glrecon

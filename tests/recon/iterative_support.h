@@ -131,4 +131,62 @@ inline void iterateOnDeviceMatchesHostPath(const std::string& backend, double ul
   }
 }
 
+// Operators that form each subset's correction on their device (setSubsetData, correctSubset, updateSubset(nullptr)):
+// against the same operator fed corrections formed on the host from its forward projections (the reconstructor's
+// host path, the same float operations), the iterate must agree bit for bit and the residual's sum of squares to
+// the order of its double sums (1e-12 relative). Additive and multiplicative, rays that miss the volume included (a
+// detector wider than the grid's shadow, so some A 1 are 0).
+inline void deviceCorrectionsMatchHostPath(const std::string& backend) {
+  const Geometry g = test::circularScan(12, 40);
+  const VolumeGrid grid = VolumeGrid::centred({20, 18, 20}, glm::dvec3(8.0));
+  const Image b = projectPhantom(thickSkullPhantom(), g, {});
+  const std::size_t pixels = 40 * 40, views = g.size(), voxels = grid.voxelCount();
+  const auto order = orderedSubsets(views, 3);
+  for (const bool multiplicative : {false, true}) {
+    std::unique_ptr<ConeBeamOperator> p = test::makeNamed(backend, g, grid);
+    std::vector<float> ones(voxels, 1.0f), lengths(views * pixels);
+    std::vector<std::size_t> all(views);
+    std::iota(all.begin(), all.end(), std::size_t{0});
+    p->setVolume(ones.data());
+    p->forward(all.data(), views, lengths.data());
+    const float floor = 0.5f;
+    SubsetRule rule;
+    rule.multiplicative = multiplicative;
+    rule.lambda = 0.8f;
+    std::vector<float> start(voxels, multiplicative ? 0.01f : 0.0f), onDevice(voxels), onHost(voxels);
+    std::vector<double> squaresDevice, squaresHost;
+    for (const bool device : {true, false}) {
+      p->setVolume(start.data());
+      p->setUpdateMask(nullptr);
+      if (device) ASSERT_TRUE(p->setSubsetData(b.data.data(), lengths.data(), floor, multiplicative)) << backend;
+      for (const auto& subset : order) {
+        if (device) {
+          squaresDevice.push_back(p->correctSubset(subset.data(), subset.size()));
+          p->updateSubset(nullptr, subset.data(), subset.size(), rule);
+          continue;
+        }
+        std::vector<float> ax(subset.size() * pixels), correction(ax.size());
+        p->forward(subset.data(), subset.size(), ax.data());
+        double squares = 0;
+        for (std::size_t j = 0; j < ax.size(); ++j) {
+          const std::size_t at = subset[j / pixels] * pixels + j % pixels;
+          const float data = b.data[at], length = lengths[at], residual = data - ax[j];
+          squares += static_cast<double>(residual) * residual;
+          correction[j] = multiplicative ? ((length > floor && ax[j] > 0.0f) ? data / ax[j] : 0.0f) : (length > floor ? residual / length : 0.0f);
+        }
+        squaresHost.push_back(squares);
+        p->updateSubset(correction.data(), subset.data(), subset.size(), rule);
+      }
+      p->readVolume(device ? onDevice.data() : onHost.data());
+    }
+    const char* what = multiplicative ? "osem" : "sart";
+    EXPECT_NE(onDevice, start) << backend << " " << what << ": the subsets changed nothing";
+    EXPECT_EQ(onDevice, onHost) << backend << " " << what;
+    ASSERT_EQ(squaresDevice.size(), squaresHost.size());
+    for (std::size_t s = 0; s < squaresHost.size(); ++s) EXPECT_NEAR(squaresDevice[s], squaresHost[s], 1e-12 * squaresHost[s]) << what << s;
+    std::vector<std::size_t> two{0, 1};
+    EXPECT_THROW(p->updateSubset(nullptr, two.data(), 2, rule), std::logic_error) << "no correction pending";
+  }
+}
+
 }  // namespace glrecon::test

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -74,6 +75,14 @@ struct RayBuffers {
   };
   std::map<std::vector<std::size_t>, SubsetWeights> weightCache;
   std::size_t cacheCapacity = 0;  // subsets' weights the cache may hold; set at the first update
+  // The subset methods' data (setSubsetData): every projection and its ray length, the last subset's correction, its
+  // view indices and the residual's per-block sums.
+  cuda::DeviceBuffer<float> data, lengths, correction;
+  cuda::DeviceBuffer<int> viewIndex;
+  cuda::DeviceBuffer<double> partials;
+  float rayFloor = 0.0f;
+  bool multiplicative = false;
+  std::size_t correctionViews = 0;  // views of the correction correctSubset formed (0: none pending)
 };
 
 class CudaOperator final : public ConeBeamOperator {
@@ -92,6 +101,8 @@ class CudaOperator final : public ConeBeamOperator {
   void updateSubset(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
                     const float* cachedWeights) override;
   bool computesSubsetWeights() const override { return true; }
+  bool setSubsetData(const float* projections, const float* rayLengths, float rayFloor, bool multiplicative) override;
+  double correctSubset(const std::size_t* views, std::size_t count) override;
   using ConeBeamOperator::back;
   DeviceProjections* nextWindow() override;
   void back(DeviceProjections& window, const std::size_t* views, std::size_t count) override;
@@ -112,9 +123,13 @@ class CudaOperator final : public ConeBeamOperator {
   void pass();
   RayBuffers& rays();
   bool uploadRayViews(const std::size_t* views, int n);
-  /// B (Adjoint) of host projections into the device volume `to`: added to it, or (`clear`) the first batch stored.
+  /// B (Adjoint) of projections into the device volume `to`: added to it, or (`clear`) the first batch stored. The
+  /// projections are in host memory, or (`onDevice`) in device memory.
   void adjointInto(const float* projections, const std::size_t* views, std::size_t count, float* to, bool clear,
-                   bool repeatFirstBatch = false);
+                   bool repeatFirstBatch = false, bool onDevice = false);
+  /// A of the held volume for `views`, batch by batch into the device buffer of forward's output; `batchDone(first, n)`
+  /// after each batch of n views starting at views[first].
+  void projectBatches(const std::size_t* views, std::size_t count, const std::function<void(std::size_t first, int n)>& batchDone);
   void requireWholeGrid(const char* what) const;
   float3 spacing() const {
     return make_float3(static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z));
@@ -435,16 +450,14 @@ bool CudaOperator::uploadRayViews(const std::size_t* views, int n) {
   return cuda::uploadRayViews(list.data(), n);
 }
 
-void CudaOperator::forward(const std::size_t* views, std::size_t count, float* projections) {
-  requireWholeGrid("forward");
+void CudaOperator::projectBatches(const std::size_t* views, std::size_t count,
+                                  const std::function<void(std::size_t first, int n)>& batchDone) {
   for (std::size_t p = 0; p < count; ++p)
     if (views[p] >= geometry_.size()) throw std::out_of_range("forward: view index beyond the geometry");
-  const auto start = std::chrono::steady_clock::now();
   GLRECON_CUDA(cudaSetDevice(device_));
   launch();
   GLRECON_CUDA(cudaDeviceSynchronize());
   RayBuffers& r = rays();
-  const std::size_t pixels = static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv;
   if (options_.pair == ProjectorPair::Matched) {
     // The matched pair's A: float trilinear weights read from the volume itself (transposeKernel is its transpose).
     for (std::size_t first = 0; first < count; first += cuda::kMaxRayViews) {
@@ -452,9 +465,8 @@ void CudaOperator::forward(const std::size_t* views, std::size_t count, float* p
       uploadRayViews(views + first, n);
       cuda::launchForwardExact(volume_.get(), make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), spacing(), static_cast<float>(step_),
                                geometry_.detector.nu, geometry_.detector.nv, n, r.projections.get());
-      GLRECON_CUDA(cudaMemcpy(projections + first * pixels, r.projections.get(), pixels * n * sizeof(float), cudaMemcpyDeviceToHost));
+      batchDone(first, n);
     }
-    timings_.forward += since(start);
     return;
   }
   // The rays sample the volume's 3D copy (trilinear, border 0).
@@ -469,13 +481,68 @@ void CudaOperator::forward(const std::size_t* views, std::size_t count, float* p
     uploadRayViews(views + first, n);
     cuda::launchForward(r.volumeTexture.get(), make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), spacing(), static_cast<float>(step_),
                         geometry_.detector.nu, geometry_.detector.nv, n, r.projections.get());
-    GLRECON_CUDA(cudaMemcpy(projections + first * pixels, r.projections.get(), pixels * n * sizeof(float), cudaMemcpyDeviceToHost));
+    batchDone(first, n);
   }
+}
+
+void CudaOperator::forward(const std::size_t* views, std::size_t count, float* projections) {
+  requireWholeGrid("forward");
+  const auto start = std::chrono::steady_clock::now();
+  const std::size_t pixels = static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv;
+  projectBatches(views, count, [&](std::size_t first, int n) {
+    GLRECON_CUDA(cudaMemcpy(projections + first * pixels, rays().projections.get(), pixels * n * sizeof(float), cudaMemcpyDeviceToHost));
+  });
   timings_.forward += since(start);
 }
 
+bool CudaOperator::setSubsetData(const float* projections, const float* rayLengths, float rayFloor, bool multiplicative) {
+  requireWholeGrid("setSubsetData");
+  GLRECON_CUDA(cudaSetDevice(device_));
+  RayBuffers& r = rays();
+  const std::size_t pixels = static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv, values = geometry_.size() * pixels;
+  // The data, the ray lengths and a whole subset's correction: where they would take more than half of what is free,
+  // the corrections stay on the host (the caller's path), leaving the device to the volume and the weights' cache.
+  std::size_t freeBytes = 0, totalBytes = 0;
+  GLRECON_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
+  if (3 * values * sizeof(float) > freeBytes / 2) return false;
+  r.data = cuda::DeviceBuffer<float>(values);
+  r.lengths = cuda::DeviceBuffer<float>(values);
+  r.correction = cuda::DeviceBuffer<float>(values);
+  r.viewIndex = cuda::DeviceBuffer<int>(geometry_.size());
+  r.partials = cuda::DeviceBuffer<double>(cuda::kCorrectionBlocks);
+  GLRECON_CUDA(cudaMemcpy(r.data.get(), projections, values * sizeof(float), cudaMemcpyHostToDevice));
+  GLRECON_CUDA(cudaMemcpy(r.lengths.get(), rayLengths, values * sizeof(float), cudaMemcpyHostToDevice));
+  r.rayFloor = rayFloor;
+  r.multiplicative = multiplicative;
+  r.correctionViews = 0;
+  return true;
+}
+
+double CudaOperator::correctSubset(const std::size_t* views, std::size_t count) {
+  requireWholeGrid("correctSubset");
+  RayBuffers& r = rays();
+  if (!r.data) throw std::logic_error("correctSubset: no data on the device (setSubsetData first)");
+  const auto start = std::chrono::steady_clock::now();
+  const std::size_t pixels = static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv;
+  std::vector<int> indices(views, views + count);
+  GLRECON_CUDA(cudaSetDevice(device_));
+  GLRECON_CUDA(cudaMemcpy(r.viewIndex.get(), indices.data(), count * sizeof(int), cudaMemcpyHostToDevice));
+  // Per batch the partial sums come back (kCorrectionBlocks doubles) and are added in order: the same bits every run.
+  double squares = 0.0;
+  std::vector<double> partials(cuda::kCorrectionBlocks);
+  projectBatches(views, count, [&](std::size_t first, int n) {
+    cuda::launchCorrection(r.projections.get(), r.data.get(), r.lengths.get(), r.viewIndex.get() + first, n, pixels, r.rayFloor,
+                           r.multiplicative, r.correction.get() + first * pixels, r.partials.get());
+    GLRECON_CUDA(cudaMemcpy(partials.data(), r.partials.get(), partials.size() * sizeof(double), cudaMemcpyDeviceToHost));
+    for (double p : partials) squares += p;
+  });
+  r.correctionViews = count;
+  timings_.forward += since(start);
+  return squares;
+}
+
 void CudaOperator::adjointInto(const float* projections, const std::size_t* views, std::size_t count, float* to, bool clear,
-                               bool repeatFirstBatch) {
+                               bool repeatFirstBatch, bool onDevice) {
   RayBuffers& r = rays();
   const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
   const std::size_t pixels = static_cast<std::size_t>(nu) * nv;
@@ -487,7 +554,7 @@ void CudaOperator::adjointInto(const float* projections, const std::size_t* view
       const int n = static_cast<int>(std::min<std::size_t>(cuda::kMaxRayViews, count - first));
       uploadRayViews(views + first, n);
       GLRECON_CUDA(cudaMemcpy(r.projections.get(), projections + (repeatFirstBatch ? 0 : first * pixels), pixels * n * sizeof(float),
-                              cudaMemcpyHostToDevice));
+                              onDevice ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice));
       cuda::launchTransposeBack(r.projections.get(), make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), spacing(), static_cast<float>(step_),
                                 nu, nv, n, to);
     }
@@ -500,7 +567,7 @@ void CudaOperator::adjointInto(const float* projections, const std::size_t* view
     copy.srcPtr = make_cudaPitchedPtr(const_cast<float*>(projections + (repeatFirstBatch ? 0 : first * pixels)), nu * sizeof(float), nu, nv);
     copy.dstArray = r.projectionArray.get();
     copy.extent = make_cudaExtent(nu, nv, n);
-    copy.kind = cudaMemcpyHostToDevice;
+    copy.kind = onDevice ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice;
     GLRECON_CUDA(cudaMemcpy3D(&copy));
     // A cleared target's first batch stores its sums; otherwise each batch adds to what is there.
     cuda::launchAdjointBack(r.projectionTexture.get(), make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), spacing(), n,
@@ -535,7 +602,14 @@ void CudaOperator::updateSubset(const float* correction, const std::size_t* view
     GLRECON_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
     r.cacheCapacity = std::min<std::size_t>(freeBytes / 2, std::size_t{8} << 30) / (n * sizeof(float));
   }
-  adjointInto(correction, views, count, r.update.get(), /*clear=*/true);
+  if (correction) {
+    adjointInto(correction, views, count, r.update.get(), /*clear=*/true);
+  } else {
+    // The correction correctSubset formed for these views on the device.
+    if (r.correctionViews != count) throw std::logic_error("updateSubset: no correction on the device for this subset (correctSubset first)");
+    adjointInto(r.correction.get(), views, count, r.update.get(), /*clear=*/true, /*repeatFirstBatch=*/false, /*onDevice=*/true);
+    r.correctionViews = 0;
+  }
   const std::vector<std::size_t> key(views, views + count);
   auto cached = r.weightCache.find(key);
   const float* weights = nullptr;

@@ -39,6 +39,14 @@ void launchAdjointBack(cudaTextureObject_t projections, int3 size, float3 spacin
 /// `volume`; projections in linear device memory).
 void launchForwardExact(const float* volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out);
 void launchTransposeBack(const float* projections, int3 size, float3 spacing, float step, int nu, int nv, int count, float* volume);
+/// The subset's corrections from its forward projections `projected` (count views of `pixels`, the i-th being view
+/// viewIndex[i] of `data` and `lengths`): additive (b - A x) / A 1 or multiplicative b / A x, 0 where A 1 <= floor
+/// (and A x <= 0 for the multiplicative rule), as the host computes them. The sum of (b - A x)^2: per block of a fixed
+/// grid of kCorrectionBlocks blocks into partials[kCorrectionBlocks] (added in order by the caller: the same bits
+/// every run).
+inline constexpr int kCorrectionBlocks = 512;
+void launchCorrection(const float* projected, const float* data, const float* lengths, const int* viewIndex, int count, std::size_t pixels,
+                      float floor, bool multiplicative, float* correction, double* partials);
 /// The largest of n non-negative floats' bits into *result (which must start at 0).
 void launchMaxWeight(const float* values, std::size_t n, int* result);
 void launchSubsetUpdate(float* x, const float* update, const float* weights, const unsigned char* mask, std::size_t n, float floor,

@@ -196,6 +196,29 @@ __global__ void __launch_bounds__(128) backRunsKernel(cudaTextureObject_t projec
   }
 }
 
+__global__ void __launch_bounds__(256) correctionKernel(const float* projected, const float* data, const float* lengths,
+                                                        const int* viewIndex, int count, size_t pixels, float floor,
+                                                        bool multiplicative, float* correction, double* partials) {
+  __shared__ double sums[256];
+  double sum = 0.0;
+  const size_t n = static_cast<size_t>(count) * pixels;
+  for (size_t e = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const size_t i = e / pixels, k = e % pixels;
+    const size_t at = static_cast<size_t>(viewIndex[i]) * pixels + k;
+    const float b = data[at], length = lengths[at], ax = projected[e];
+    const float residual = b - ax;
+    sum += static_cast<double>(residual) * residual;
+    correction[e] = multiplicative ? ((length > floor && ax > 0.0f) ? b / ax : 0.0f) : (length > floor ? residual / length : 0.0f);
+  }
+  sums[threadIdx.x] = sum;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) sums[threadIdx.x] += sums[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partials[blockIdx.x] = sums[0];
+}
+
 // The largest of n non-negative floats (B_S 1): positive floats' bit patterns order as the values do, so an integer
 // atomicMax over them is exact. *result starts at 0.
 __global__ void maxKernel(const float* values, size_t n, int* result) {
@@ -270,6 +293,12 @@ void launchAdjointBack(cudaTextureObject_t projections, int3 size, float3 spacin
     const dim3 block(16, 16, 1), blocks((size.x + 15) / 16, (size.y + 15) / 16, size.z);
     backKernel<<<blocks, block>>>(projections, size, spacing, count, accumulate, volume);
   }
+  GLRECON_CUDA(cudaGetLastError());
+}
+
+void launchCorrection(const float* projected, const float* data, const float* lengths, const int* viewIndex, int count, std::size_t pixels,
+                      float floor, bool multiplicative, float* correction, double* partials) {
+  correctionKernel<<<kCorrectionBlocks, 256>>>(projected, data, lengths, viewIndex, count, pixels, floor, multiplicative, correction, partials);
   GLRECON_CUDA(cudaGetLastError());
 }
 
