@@ -1101,15 +1101,15 @@ def test_operator(data):
         assert same_bits(A.T.forward(y), by) and same_bits(A.rmatvec(np.asarray(y).ravel()), by.ravel())
     if str(pair) == "matched" and sum(A.shape) <= 400:
         # B = A^T entry by entry (the matrices built column by column from unit vectors: up to 400 calls). The two sides
-        # compute each weight by their own float path (the same float sample positions; the trilinear weights' products
-        # and the sums over a ray's samples in other orders). An entry sums the samples of one ray inside one voxel's
-        # trilinear support (at most 2 sqrt(3) of the largest spacing long): n <= ceil(2 sqrt(3) max spacing / step) + 1
-        # terms, each a product of three weights and the step (2 roundings of half an ulp each side), added in n - 1
-        # roundings: each side within (n + 2) float32 ulps (2^-23 relative) of the largest entry, the two apart by
-        # twice that. The bound is absolute: the long profile found 6e-8 between 6.1028e-5 and 6.1087e-5, an entry 1e-3
-        # apart in relative terms and one ulp of the largest (0.9998), so relative bounds on entries, or on <A x, y>
-        # against <A |x|, |y|>, do not hold for the matched pair. (A flat 8 ulps failed there at 9.4 ulps: 4^3 voxels of
-        # 10 mm, 5 samples per support.)
+        # compute each weight by their own float path. An entry sums the samples of one ray inside one voxel's trilinear
+        # support (at most 2 sqrt(3) of the largest spacing long): n <= ceil(2 sqrt(3) max spacing / step) + 1 terms,
+        # each step * wx * wy * wz. Two sources of difference, each side: a weight (in [0, 1], 1 - f or f of a float
+        # fraction) is rounded by up to half an ulp of 1 (2^-24) whatever its size, so a term by 3 2^-24 step in
+        # absolute terms (a grazing entry of 0.0035 differed by 8.9e-8: 25 ulps of itself, 0.25 ulp of 1 times the 6 mm
+        # step); the products and the n - 1 additions by (n + 2) 2^-23 of the entry. The two sides apart by twice the
+        # sum. A flat 8 ulps of the largest entry failed at 9.4 ulps (4^3 voxels of 10 mm, 5 samples per support), and
+        # relative bounds on entries, or on <A x, y> against <A |x|, |y|>, do not hold for the matched pair (an entry
+        # of 6.1e-5 differed by 1e-3 of itself); a transposition error moves entries by a whole weight times the step.
         n, m = A.shape[1], A.shape[0]
         forward = np.stack([A.matvec(np.eye(1, n, j, np.float32)[0]) for j in range(n)], axis=1).astype(np.float64)
         back = np.stack([A.rmatvec(np.eye(1, m, i, np.float32)[0]) for i in range(m)], axis=1).astype(np.float64)
@@ -1117,9 +1117,10 @@ def test_operator(data):
         assert np.isfinite(forward).all() and (forward >= 0).all()  # trilinear weights times a step: never negative
         largest = max(np.abs(forward).max(), np.abs(back).max())
         gap = np.abs(forward.T - back).max()
-        step = float(options["step"]) if options["step"] is not None else 0.5 * min(grid_spacing)
+        given_step = float(options["step"]) if options["step"] is not None else 0.0
+        step = given_step if given_step > 0 else 0.5 * min(grid_spacing)  # 0: the default, half the smallest spacing
         samples = math.ceil(2 * math.sqrt(3) * max(grid_spacing) / step) + 1
-        bound = 2 * (samples + 2) * 2.0 ** -23 * largest
+        bound = 2 * ((samples + 2) * 2.0 ** -23 * largest + samples * 3 * 2.0 ** -24 * step)
         assert gap <= bound, f"matched pair: max |A^T - B| = {gap!r}, bound {bound!r} ({samples} samples), largest entry {largest!r}"
     wrong_size = args.draw(st.integers(0, 3), label="a flat vector's length off by")
     if wrong_size:
