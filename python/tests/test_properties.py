@@ -1049,8 +1049,15 @@ def test_iterative(data):
     # Homogeneity: SART, SIRT and CGLS from x0 = 0 are linear in the data, OS-EM (multiplicative, from a constant) is
     # homogeneous of degree 1, and so are positivity's clamp (max(2x, 0) = 2 max(x, 0)) and the stopping rules (their
     # thresholds are fractions of ||b||): f(2b) = 2 f(b), as assert_homogeneous derives. So is PDHG-TV (its TV bound
-    # scales with max b, its steps do not depend on b). Not ASD-POCS: its TV gradient has a smoothing epsilon. Not from an initial volume, which is not doubled.
-    if method != "asd_pocs" and "initial" not in kwargs and isinstance(p, np.ndarray) and peak(p) <= 1e30:
+    # scales with max b, its steps do not depend on b). Not ASD-POCS: its TV gradient has a smoothing epsilon. Not from
+    # an initial volume, which is not doubled. Not OS-EM on data near float's subnormal range (a value under 2^-90):
+    # its voxels then shrink into subnormals, whose rounding is absolute, and b / A x divides by them, turning that
+    # rounding into relative error (the long profile: 8.4 ulps with a datum of 1.18e-38 beside 1.0).
+    positive = np.abs(np.asarray(p, np.float64))[np.asarray(p) != 0] if isinstance(p, np.ndarray) and np.size(p) else np.zeros(0)
+    near_subnormal = method == "osem" and positive.size and positive.min() < 2.0 ** -90
+    if near_subnormal:
+        event("homogeneity not checked: osem with data near float's subnormal range")
+    if method != "asd_pocs" and not near_subnormal and "initial" not in kwargs and isinstance(p, np.ndarray) and peak(p) <= 1e30:
         kwargs["report"] = {}
         twice = result_of(calling(getattr(glrecon, method), doubled(p), geometry, **args.fresh(kwargs)))
         if twice is not None:
