@@ -160,6 +160,10 @@ Image withoutNegatives(const Image& projections) {
   return copy;
 }
 
+// The methods that update the operator's volume subset by subset (SART, SIRT, OS-EM, ASD-POCS); CGLS and PDHG-TV work
+// on host vectors over every view.
+bool updatesBySubsets(IterativeMethod method) { return method != IterativeMethod::Cgls && method != IterativeMethod::PdhgTv; }
+
 }  // namespace
 
 IterativeMethod parseIterativeMethod(const std::string& name) {
@@ -243,8 +247,8 @@ struct IterativeReconstructor::State {
   std::vector<float> previous, afterData, tvField[3], tvGradient;
   double tvStep = 0.0;
   // PDHG-TV: the iterate before x and both forward projections, the dual variables (data: y; gradient: z, three
-  // components), the per-ray and per-voxel steps, the TV bound lambda; scratch.
-  std::vector<float> xPrevious, axNow, axPrevious, dualData, dualGradient, scratch, rayStep, voxelStep;
+  // components) and the differences it moves by, the per-ray and per-voxel steps, the TV bound lambda; scratch.
+  std::vector<float> xPrevious, axNow, axPrevious, dualData, dualGradient, differences, scratch, rayStep, voxelStep;
   double dualBound = 0.0, nu = 1.0;
   // A subset's data, forward projection and correction.
   std::vector<float> ax, b, correction;
@@ -313,7 +317,7 @@ void IterativeReconstructor::State::check() {
                                                 : 1;
   if (subsets < 1 || static_cast<std::size_t>(subsets) > views)
     throw UsageError(field("subsets") + ": expected 1 to " + std::to_string(views) + " (the number of projections), found " + std::to_string(subsets));
-  if ((method == IterativeMethod::Sirt || method == IterativeMethod::Cgls || method == IterativeMethod::PdhgTv) && subsets != 1)
+  if ((method == IterativeMethod::Sirt || !updatesBySubsets(method)) && subsets != 1)
     throw UsageError(std::string(field("subsets") + ": ") + methodName(method) + " uses every projection at once: expected 1, found " + std::to_string(subsets));
   double lambda = options.lambda;
   if (lambda == 0.0)
@@ -376,8 +380,7 @@ std::uint64_t IterativeReconstructor::State::hostBytes(int subsetCount) const {
   // ASD-POCS: the previous iterate, the volume after the data step, the TV field's three components and its gradient.
   // PDHG-TV: the previous iterate, the voxel steps, the gradient's dual (three volumes) and its differences (three),
   // A x twice, y, the ray steps.
-  const bool subsetMethod = method != IterativeMethod::Cgls && method != IterativeMethod::PdhgTv;
-  return 6 * volume + 5 * data + (subsetMethod ? cache : 0) + (method == IterativeMethod::AsdPocs ? 6 * volume : 0) +
+  return 6 * volume + 5 * data + (updatesBySubsets(method) ? cache : 0) + (method == IterativeMethod::AsdPocs ? 6 * volume : 0) +
          (method == IterativeMethod::PdhgTv ? 8 * volume + 4 * data : 0);
 }
 
@@ -402,7 +405,7 @@ void IterativeReconstructor::State::setUp() {
   rayFloor = static_cast<float>(std::max(kRelativeFloor * *std::max_element(rayLength.begin(), rayLength.end()), op.step()));
   // B_S 1 per subset, kept when it fits in 512 MiB and the iterate is on the host (a device op computes
   // it next to the iterate; otherwise updateIterate computes it each time).
-  cacheWeights = method != IterativeMethod::Cgls && method != IterativeMethod::PdhgTv && !op.computesSubsetWeights() && static_cast<double>(order.size()) * voxels * 4 <= 512.0 * (1 << 20);
+  cacheWeights = updatesBySubsets(method) && !op.computesSubsetWeights() && static_cast<double>(order.size()) * voxels * 4 <= 512.0 * (1 << 20);
   zeros.assign(voxels, 0.0f);
   if (cacheWeights) {
     const std::vector<float> onesProjections(views * pixels, 1.0f);
@@ -600,12 +603,12 @@ void IterativeReconstructor::State::pdhgIteration() {
   });
   scratch.resize(voxels);
   forEachIndex(voxels, [&](std::size_t i) { scratch[i] = 2.0f * x[i] - xPrevious[i]; });
-  forwardDifferences(scratch, grid.size, 0.5f, tvField[0]);
+  forwardDifferences(scratch, grid.size, 0.5f, differences);
   const float bound = static_cast<float>(dualBound);
   float* zx = dualGradient.data();
   float* zy = zx + voxels;
   float* zz = zy + voxels;
-  const float* d = tvField[0].data();
+  const float* d = differences.data();
   parallelFor(voxels, 4096, 0, [&](std::size_t i0, std::size_t i1) {
     for (std::size_t i = i0; i < i1; ++i) {
       const float a = zx[i] + d[i], b = zy[i] + d[voxels + i], c = zz[i] + d[2 * voxels + i];
@@ -744,7 +747,7 @@ bool IterativeReconstructor::step() {
 const IterationRecord& IterativeReconstructor::last() const { return state_->last; }
 
 int IterativeReconstructor::subsets() const {
-  return state_->method == IterativeMethod::Cgls || state_->method == IterativeMethod::PdhgTv ? 1 : static_cast<int>(state_->order.size());
+  return updatesBySubsets(state_->method) ? static_cast<int>(state_->order.size()) : 1;
 }
 
 ConeBeamOperator& IterativeReconstructor::op() { return state_->op; }
