@@ -579,9 +579,14 @@ def project(volume, geometry, backend="cpu", step=None, gpu=0, threads=0, spacin
     return ImageArray(out, s, o)
 
 
+# The TV parameters' defaults (the library's IterativeOptions): asd_pocs and pdhg_tv pass those they take.
+_TV_DEFAULTS = {"tv_steps": 20, "tv_alpha": 0.002, "tv_reduction": 0.95, "tv_ratio": 0.95, "lambda_reduction": 0.99, "tv_weight": 0.001}
+
+
 def _iterative(method, projections, geometry, size, spacing, origin, iterations, subsets, lamb, positivity, initial, roi,
                backend, gpu, threads, step, progress, report, projector="interpolating", stop_residual=0.0, stop_change=0.0,
-               tv=(20, 0.002, 0.95, 0.95, 0.99, 0.001)):
+               tv=None):
+    tv = {**_TV_DEFAULTS, **(tv or {})}
     if not isinstance(geometry, Geometry):
         raise UsageError(f"geometry: expected a glrecon.Geometry, found {type(geometry).__name__}")
     size = _triple(size, "size", _voxels)
@@ -600,10 +605,11 @@ def _iterative(method, projections, geometry, size, spacing, origin, iterations,
                               None if init_origin is None else _triple(init_origin, "initial.origin"), _text(roi, "roi"),
                               _text(backend, "backend"), _whole(gpu, "gpu", "gpu"), _whole(threads, "threads", "threads"), _step(step),
                               _text(projector, "projector"), _number(stop_residual, "stop_residual", "stopResidual"),
-                              _number(stop_change, "stop_change", "stopChange"), _whole(tv[0], "tv_steps", "tvSteps"),
-                              _number(tv[1], "tv_alpha", "tvAlpha"), _number(tv[2], "tv_reduction", "tvReduction"),
-                              _number(tv[3], "tv_ratio", "tvRatio"), _number(tv[4], "lambda_reduction", "lambdaReduction"),
-                              _number(tv[5], "tv_weight", "tvWeight"), callback, progress is True, info)
+                              _number(stop_change, "stop_change", "stopChange"), _whole(tv["tv_steps"], "tv_steps", "tvSteps"),
+                              _number(tv["tv_alpha"], "tv_alpha", "tvAlpha"), _number(tv["tv_reduction"], "tv_reduction", "tvReduction"),
+                              _number(tv["tv_ratio"], "tv_ratio", "tvRatio"),
+                              _number(tv["lambda_reduction"], "lambda_reduction", "lambdaReduction"),
+                              _number(tv["tv_weight"], "tv_weight", "tvWeight"), callback, progress is True, info)
     if origin is None:
         origin = tuple(-0.5 * (n - 1) * s for n, s in zip(size, voxel))
     return ImageArray(vol, voxel, origin)
@@ -694,7 +700,8 @@ def asd_pocs(projections, geometry, size=256, spacing=1.0, origin=None, iteratio
     """
     return _iterative("asd-pocs", projections, geometry, size, spacing, origin, iterations, 0 if subsets is None else subsets,
                       _relaxation(lamb, None), True, initial, roi, backend, gpu, threads, step, progress, report, projector, stop_residual,
-                      stop_change, (tv_steps, tv_alpha, tv_reduction, tv_ratio, lambda_reduction, 0.001))
+                      stop_change, dict(tv_steps=tv_steps, tv_alpha=tv_alpha, tv_reduction=tv_reduction, tv_ratio=tv_ratio,
+                                        lambda_reduction=lambda_reduction))
 
 
 def pdhg_tv(projections, geometry, size=256, spacing=1.0, origin=None, iterations=300, tv_weight=0.001, initial=None, roi="",
@@ -707,8 +714,7 @@ def pdhg_tv(projections, geometry, size=256, spacing=1.0, origin=None, iteration
     default here). The residual may rise on the way (the objective holds TV too). For few views and noise.
     """
     return _iterative("pdhg-tv", projections, geometry, size, spacing, origin, iterations, 0, 0.0, False, initial, roi, backend, gpu,
-                      threads, step, progress, report, projector, stop_residual, stop_change,
-                      (20, 0.002, 0.95, 0.95, 0.99, tv_weight))
+                      threads, step, progress, report, projector, stop_residual, stop_change, dict(tv_weight=tv_weight))
 
 
 for _f in (sart, sirt, cgls, osem, asd_pocs, pdhg_tv):
