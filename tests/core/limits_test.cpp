@@ -214,11 +214,7 @@ TEST(Limits, RunOutputsRemovesWhatARunCreatedUnlessKept) {
 }
 
 TEST(Limits, EmptyRegionsAreRefused) {
-  CircularScanSpec spec;
-  spec.projections = 8;
-  spec.nu = spec.nv = 16;
-  spec.spacingU = spec.spacingV = 32;
-  const Geometry g = makeCircularScan(spec);
+  const Geometry g = test::circularScan(8, 16);  // 32 mm pixels
   const VolumeGrid grid = VolumeGrid::centred({8, 8, 8}, glm::dvec3(8.0));
   expectError<UsageError>([&] { makeRegionOfInterest("box:500,500,500,600,600,600", g, grid); },
                           {"roi", "box:500", "none"});
@@ -226,11 +222,7 @@ TEST(Limits, EmptyRegionsAreRefused) {
 }
 
 TEST(Limits, VolumeOutOfEveryBeamIsRefused) {
-  CircularScanSpec spec;
-  spec.projections = 8;
-  spec.nu = spec.nv = 16;
-  spec.spacingU = spec.spacingV = 4;
-  const Geometry g = makeCircularScan(spec);
+  const Geometry g = test::circularScan(8, 16, 16 * 4.0);
   VolumeGrid grid = VolumeGrid::centred({8, 8, 8}, glm::dvec3(4.0));
   EXPECT_NO_THROW(checkVolumeInBeam(g, grid, "test"));
   grid.origin.y += 500;  // far above the cone (the detector covers about +-21 mm at the isocentre)

@@ -159,11 +159,7 @@ TEST(Phantom, PoissonNoiseHasTheExpectedVarianceAndIsReproducible) {
 // infinite and it ran for ever. Now an error naming the pixel, before any sampling of it; the RTK phantom itself
 // (negative ellipsoids nested in positive ones) still simulates with noise.
 TEST(Phantom, NoiseOnNegativeLineIntegralsIsRefusedNotAHang) {
-  CircularScanSpec spec;
-  spec.projections = 2;
-  spec.nu = spec.nv = 16;
-  spec.spacingU = spec.spacingV = 24.0;
-  const Geometry g = makeCircularScan(spec);
+  const Geometry g = test::circularScan(2, 16, 16 * 24.0);
   Phantom negative = Phantom::sheppLogan();
   negative.scaleDensities(-1.0);
   ProjectionOptions options;
