@@ -1,7 +1,7 @@
 // The projector pair's arithmetic (include/glrecon/operator.h), shared by the graphics and compute projectors and
 // written operation for operation as src/project/cpu_projector.cpp computes it. Prepended to each stage's file.
 struct View {
-  vec4 sourceIndex;  // xyz: the source in voxel-index coordinates
+  vec4 sourceIndex;  // xyz: the source in voxel-index coordinates; w: the main axis (0, 1, 2) of the view's planes
   vec4 e0;           // xyz: world vector from the source to the centre of pixel (0, 0)
   vec4 eu;           // xyz: world step along a detector row
   vec4 ev;           // xyz: world step along a column
@@ -12,25 +12,29 @@ layout(std430, binding = 0) readonly buffer Views { View views[]; };
 
 uniform ivec3 volumeSize;
 uniform vec3 spacing;
-uniform float stepLength;  // mm
+uniform float stepLength;  // mm; 0: one sample per voxel plane
 uniform ivec2 detectorSize;
 
 layout(binding = 0) uniform sampler3D volumeTexture;         // trilinear, border 0
 layout(binding = 1) uniform sampler2DArray projectionLayers;  // bilinear, border 0
 
-// A: the ray from the source through pixel centre `pixel`, clipped to the box [-1, n] of voxel indices (outside it the
-// trilinear interpolant with a zero border is 0) and nothing else (the whole line, past the detector too, wherever
-// the detector stands), sampled at the midpoints of steps of stepLength mm.
-// clipRay: the ray's direction (voxel-index units per mm), entry tmin and sample count n; false where it misses.
-bool clipRay(int view, vec2 pixel, out vec3 dir, out float tmin, out int n) {
+// A: the ray from the source through pixel centre `pixel` as src/operators/ray_march.h marches it, operation for
+// operation: clipped to the box [-1, n] of voxel indices (outside it the trilinear interpolant with a zero border is 0)
+// and nothing else (the whole line, past the detector too), sampled at the midpoints of steps of stepLength mm, or
+// with stepLength 0 once per voxel plane across the ray's main axis, exactly on the plane.
+// marchRay: sample k at first + k delta (voxel index), each standing for `len` mm; false where it takes none.
+bool marchRay(int view, vec2 pixel, out vec3 first, out vec3 delta, out int count, out float len) {
   const View o = views[view];
   const vec3 d = o.e0.xyz + pixel.x * o.eu.xyz + pixel.y * o.ev.xyz;
-  const float len = sqrt(d.x * d.x + d.y * d.y + d.z * d.z);
-  dir = d / len / spacing;
+  const float dl = sqrt(d.x * d.x + d.y * d.y + d.z * d.z);
+  const vec3 dir = d / dl / spacing;
   const vec3 s = o.sourceIndex.xyz;
   const vec3 hi = vec3(volumeSize);
-  tmin = 0.0;
-  n = 0;
+  float tmin = 0.0;
+  count = 0;
+  first = vec3(0.0);
+  delta = vec3(0.0);
+  len = 0.0;
   float tmax = 3.402823466e38;
   for (int a = 0; a < 3; ++a) {
     if (dir[a] != 0.0) {
@@ -42,23 +46,41 @@ bool clipRay(int view, vec2 pixel, out vec3 dir, out float tmin, out int n) {
     }
   }
   if (!(tmax > tmin)) return false;
-  n = int(ceil((tmax - tmin) / stepLength));
+  if (stepLength > 0.0) {
+    count = int(ceil((tmax - tmin) / stepLength));
+    first = s + (tmin + 0.5 * stepLength) * dir;
+    delta = stepLength * dir;
+    len = stepLength;
+    return count > 0;
+  }
+  int m = int(o.sourceIndex.w);
+  const vec3 across = abs(dir);
+  const float largest = max(across.x, max(across.y, across.z));
+  if (2.0 * across[m] < largest) m = across.x == largest ? 0 : (across.y == largest ? 1 : 2);
+  const float dm = dir[m];
+  const float entry = s[m] + tmin * dm, exit = s[m] + tmax * dm, last = hi[m] - 1.0;
+  const float c0 = dm > 0.0 ? max(ceil(entry), 0.0) : min(floor(entry), last);
+  const float c1 = dm > 0.0 ? min(floor(exit), last) : max(ceil(exit), 0.0);
+  if (dm > 0.0 ? c1 < c0 : c1 > c0) return false;
+  count = int(abs(c1 - c0)) + 1;
+  const float perPlane = 1.0 / abs(dm), t = (c0 - s[m]) / dm;
+  first = s + t * dir;
+  delta = dir * perPlane;
+  first[m] = c0;
+  delta[m] = dm > 0.0 ? 1.0 : -1.0;
+  len = perPlane;
   return true;
 }
 
 float forwardRay(int view, vec2 pixel) {
-  vec3 dir;
-  float tmin;
-  int n;
-  if (!clipRay(view, pixel, dir, tmin, n)) return 0.0;
-  const vec3 s = views[view].sourceIndex.xyz;
+  vec3 first, delta;
+  int count;
+  float len;
+  if (!marchRay(view, pixel, first, delta, count, len)) return 0.0;
   const vec3 invSize = 1.0 / vec3(volumeSize);
   float sum = 0.0;
-  for (int k = 0; k < n; ++k) {
-    const float t = tmin + (float(k) + 0.5) * stepLength;
-    sum += texture(volumeTexture, (s + t * dir + 0.5) * invSize).r;
-  }
-  return sum * stepLength;
+  for (int k = 0; k < count; ++k) sum += texture(volumeTexture, (first + float(k) * delta + 0.5) * invSize).r;
+  return sum * len;
 }
 
 // B: voxel `voxel` projected into each of `count` views (layer p of projectionLayers is views[p]), bilinear

@@ -10,9 +10,9 @@ layout(std430, binding = 1) buffer Scatter { uint scatter[]; };   // the transpo
 uniform int count;
 uniform bool accumulate;
 
-// The sample at t along the ray: its lower corner and the weights of the two voxels along each axis.
-void cornerOf(vec3 s, vec3 dir, float t, out ivec3 c, out vec3 w0, out vec3 w1) {
-  const vec3 p = clamp(s + t * dir, vec3(-1.0), vec3(volumeSize));
+// Sample k of the ray: its lower corner and the weights of the two voxels along each axis.
+void cornerOf(vec3 first, vec3 delta, int k, out ivec3 c, out vec3 w0, out vec3 w1) {
+  const vec3 p = clamp(first + float(k) * delta, vec3(-1.0), vec3(volumeSize));
   const vec3 lower = floor(p);
   c = ivec3(lower);
   w1 = p - lower;
@@ -43,18 +43,19 @@ void main() {
 #if !defined(FORWARD)
   const float value = texelFetch(projectionLayers, id, 0).r;
   if (value == 0.0) return;
-  const float w = value * stepLength;
 #endif
-  vec3 dir;
-  float tmin;
-  int n;
+  vec3 first, delta;
+  int samples;
+  float len;
   float sum = 0.0;
-  if (clipRay(id.z, vec2(id.xy), dir, tmin, n)) {
-    const vec3 s = views[id.z].sourceIndex.xyz;
-    for (int k = 0; k < n; ++k) {
+  if (marchRay(id.z, vec2(id.xy), first, delta, samples, len)) {
+#if !defined(FORWARD)
+    const float w = value * len;
+#endif
+    for (int k = 0; k < samples; ++k) {
       ivec3 c;
       vec3 w0, w1;
-      cornerOf(s, dir, tmin + (float(k) + 0.5) * stepLength, c, w0, w1);
+      cornerOf(first, delta, k, c, w0, w1);
       for (int dz = 0; dz < 2; ++dz)
         for (int dy = 0; dy < 2; ++dy)
           for (int dx = 0; dx < 2; ++dx) {
@@ -70,7 +71,7 @@ void main() {
     }
   }
 #if defined(FORWARD)
-  imageStore(target, id, vec4(sum * stepLength));
+  imageStore(target, id, vec4(sum * len));
 #endif
 #endif
 }

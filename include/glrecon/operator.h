@@ -10,8 +10,9 @@
 ///              Adjoint  the sample times V_voxel SDD^2 |r - s| / (|du x dv| depth^3): the ray density the transpose
 ///                       of `forward` integrates, so that <A x, y> ~ <x, B y> (not matched exactly: B interpolates on
 ///                       the detector where A^T would splat ray samples; tests/operators/projector_test.cpp bounds the gap).
-///   forward  projection_i = A(view_i) volume: ray-driven, trilinear samples at the midpoints of steps of `step` mm
-///            along the ray from the source to each pixel centre, clipped to where the interpolant can be non-zero.
+///   forward  projection_i = A(view_i) volume: ray-driven along the line from the source through each pixel centre,
+///            clipped to where the trilinear interpolant can be non-zero; by default one sample per voxel plane across
+///            the ray's main axis (Joseph's), or trilinear samples at the midpoints of steps of `step` mm.
 /// Conventions every backend shares (Geometry's vectors and 3x4 matrices): pixel centres at integer (u, v), a sample
 /// is 0 outside the detector and the volume, every voxel is computed with the whole grid's matrices and global indices
 /// (so a block's voxels equal the whole grid's bit for bit).
@@ -89,7 +90,7 @@ struct OperatorOptions {
   bool retune = false;           ///< with rememberWindow: search again even where the cache has an answer
   bool substackStencil = false;  ///< graphics: the paper's 8 sub-stacks sharing one 8-bit stencil, not per-slice masks
   bool profile = false;          ///< wait for the device after each step, so timings() splits upload, compute, readback
-  double step = 0.0;             ///< forward: ray-marching step in mm; 0 = half the smallest voxel spacing
+  double step = 0.0;             ///< forward: ray-marching step in mm; 0 = one sample per voxel plane (Joseph)
   /// The most y rows the operator holds at once (0: the whole grid). With fewer, the operator holds a block of rows
   /// (moveBlock) and uploads of each projection only the detector rows the block can reach (slabRowBand).
   int blockRows = 0;
@@ -104,7 +105,7 @@ struct OperatorTimings {
   double compute = 0.0;   ///< Fdk back: the passes
   double readback = 0.0;  ///< the volume to the host
   double forward = 0.0, back = 0.0;  ///< forward() and Adjoint back() / updateSubset() calls
-  double samples = 0.0;   ///< trilinear ray samples taken by forward() (every ray's step count, summed)
+  double samples = 0.0;   ///< ray samples taken by forward() (every ray's sample count, summed)
 };
 
 enum class Weighting {
@@ -145,7 +146,7 @@ class ConeBeamOperator {
   /// The grid of the rows held (the whole grid unless the operator was made for fewer rows).
   VolumeGrid blockGrid() const;
   std::size_t blockVoxels() const;
-  /// The ray-marching step of forward() in mm.
+  /// The ray-marching step of forward() in mm; 0: one sample per voxel plane.
   double step() const { return step_; }
 
   // ---- the volume held ----
@@ -248,7 +249,7 @@ std::unique_ptr<ConeBeamOperator> makeOperator(Backend backend, const Geometry& 
 struct VolumeProjection {
   Image projections;         ///< nu x nv x views, the detector's spacing and origin
   std::string description;   ///< the operator's description()
-  double step = 0.0;         ///< its ray-marching step in mm
+  double step = 0.0;         ///< its ray-marching step in mm (0: one sample per voxel plane)
   double seconds = 0.0;      ///< setVolume and forward
 };
 
@@ -258,7 +259,10 @@ struct VolumeProjection {
 VolumeProjection projectVolume(Backend backend, const Geometry& geometry, const VolumeGrid& grid, const float* volume,
                                const OperatorOptions& options = {});
 
-/// The trilinear samples forward() takes over every ray of every view (for rates in G ray-samples/s).
+/// The samples forward() takes over every ray of every view (for rates in G ray-samples/s).
 double countRaySamples(const Geometry& geometry, const VolumeGrid& grid, double step);
+
+/// How forward() samples its rays, for messages: "one sample per voxel plane" or "step 0.5 mm".
+std::string raySamplingDescription(double step);
 
 }  // namespace glrecon

@@ -543,7 +543,7 @@ def _report(report):
 
 
 def _step(step):
-    # None: the projector's default (half the smallest voxel spacing), which the extension reads as 0.
+    # None: the projector's default (one sample per voxel plane), which the extension reads as 0.
     return 0.0 if step is None else _number(step, "step")
 
 
@@ -567,7 +567,7 @@ def project(volume, geometry, backend="cpu", step=None, gpu=0, threads=0, spacin
     geometry: a ``Geometry`` with a detector (``Geometry.circular``, ``from_vectors``, or an RTK file's
         ``with_detector((nu, nv), (su, sv))``; ``glrecon project --detector``/``--detector-spacing`` centre it).
     backend: a name of ``projectors()`` (cpu, graphics, compute, cuda where built); step: ray-marching step in
-        mm (None: half the smallest voxel spacing); threads: cpu threads (0: all); gpu: device index.
+        mm (None: one sample per voxel plane, Joseph's); threads: cpu threads (0: all); gpu: device index.
 
     The ray-driven projector of include/glrecon/operator.h (trilinear samples every ``step`` along each ray)."""
     if not isinstance(geometry, Geometry):
@@ -634,7 +634,7 @@ _COMMON_DOC = """
         the grid's), e.g. an ``fdk`` result; default 0 (osem: a positive constant).
     roi: "" (the whole volume), fov, fov-cylinder, cylinder:..., box:..., sphere:... or a mask file, as ``--roi``.
     backend: a name of ``projectors()``; gpu: device index; threads: cpu threads (0: all); step: ray-marching
-        step in mm (None: half the smallest voxel spacing).
+        step in mm (None: one sample per voxel plane, Joseph's).
     projector: "interpolating" (fast; B close to A^T) or "matched" (B = A^T exactly), as ``--projector``.
     stop_residual, stop_change: stopping rules (0: off), as ``--stop-residual`` / ``--stop-change``: stop once the
         residual is at most that fraction of ||b||, or once an iteration lowered it by less than that fraction of it.

@@ -1125,8 +1125,16 @@ def test_operator(data):
         largest = max(np.abs(forward).max(), np.abs(back).max())
         gap = np.abs(forward.T - back).max()
         given_step = float(options["step"]) if options["step"] is not None else 0.0
-        step = given_step if given_step > 0 else 0.5 * min(grid_spacing)  # 0: the default, half the smallest spacing
-        samples = math.ceil(2 * math.sqrt(3) * max(grid_spacing) / step) + 1
+        if given_step > 0:
+            step = given_step
+            samples = math.ceil(2 * math.sqrt(3) * max(grid_spacing) / step) + 1
+        else:
+            # The default, one sample per voxel plane across the ray's main axis: a voxel's support there is the open
+            # interval between its neighbours' planes, so one sample reads it (planes c - 1 and c + 1 weigh it exactly
+            # 0; 3 counted as a margin), each standing for up to 2 sqrt(3) of the largest spacing (the main axis within
+            # 63 degrees of the ray: src/operators/ray_march.h).
+            step = 2 * math.sqrt(3) * max(grid_spacing)
+            samples = 3
         bound = 2 * ((samples + 2) * 2.0 ** -23 * largest + samples * 3 * 2.0 ** -24 * step)
         assert gap <= bound, f"matched pair: max |A^T - B| = {gap!r}, bound {bound!r} ({samples} samples), largest entry {largest!r}"
     wrong_size = args.draw(st.integers(0, 3), label="a flat vector's length off by")

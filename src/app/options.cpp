@@ -243,7 +243,7 @@ void ProjectorOptions::add(CLI::App* command) {
   backend.add(command, BackendOption::projectorHelp());
   command->add_option("--gpu", gpu, "GPU backends: device index")->capture_default_str();
   command->add_option("--threads", threads, "cpu backend: threads (0: all)")->capture_default_str();
-  command->add_option("--step", step, "Ray-marching step in mm (0: half the smallest voxel spacing)")->capture_default_str();
+  command->add_option("--step", step, "Forward projection's ray-marching step in mm (0: one sample per voxel plane, Joseph's)")->capture_default_str();
 }
 
 void ProjectorOptions::addPair(CLI::App* command) {

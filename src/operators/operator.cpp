@@ -6,12 +6,14 @@
 #include <limits>
 #include <stdexcept>
 
+#include <glm/common.hpp>
 #include <glm/geometric.hpp>
 
 #include "glrecon/errors.h"
 #include "glrecon/operator.h"
 #include "glrecon/slab.h"
 #include "glrecon/validate.h"
+#include "operators/ray_march.h"
 #include "operators/projector_views.h"
 
 namespace glrecon {
@@ -84,12 +86,17 @@ std::vector<ProjectorView> projectorViews(const Geometry& geometry, const Volume
     const ProjectionMatrix m = geometry.matrix(p, grid);
     for (int r = 0; r < 3; ++r)
       for (int c = 0; c < 4; ++c) o.matrix[r][c] = static_cast<float>(m.m[r][c]);
+    // In double on the host, once: every backend then samples the same planes (a per-ray choice in float could tip
+    // differently on a GPU's fused multiply-adds for rays at 45 degrees).
+    const glm::dvec3 central = (e0 + 0.5 * (geometry.detector.nu - 1) * v.uStep + 0.5 * (geometry.detector.nv - 1) * v.vStep) / grid.spacing;
+    const glm::dvec3 across = glm::abs(central);
+    o.mainAxis = across.x >= across.y && across.x >= across.z ? 0 : (across.y >= across.z ? 1 : 2);
   }
   return out;
 }
 
 double projectorStep(double step, const VolumeGrid& grid) {
-  if (step == 0.0) return 0.5 * std::min({grid.spacing.x, grid.spacing.y, grid.spacing.z});
+  if (step == 0.0) return 0.0;  // one sample per voxel plane
   // Bounded by the grid: below a hundredth of the smallest spacing trilinear samples gain nothing and the rays' sample
   // counts grow past what float sums and int counters hold (--step 1e-300 gave NaN); above twice the largest spacing
   // a ray skips whole voxels and one step can pass the whole volume (--step 1e10 gave all-zero projections).
@@ -137,7 +144,7 @@ void checkProjectorGeometry(const Geometry& geometry, const VolumeGrid& grid, co
 }  // namespace detail
 
 double countRaySamples(const Geometry& geometry, const VolumeGrid& grid, double step) {
-  // The clip of forward() without the march: the number of trilinear samples every ray of every view takes.
+  // forward()'s rays without the samples: how many samples every ray of every view takes.
   const std::vector<detail::ProjectorView> views = detail::projectorViews(geometry, grid);
   const float sp[3] = {static_cast<float>(grid.spacing.x), static_cast<float>(grid.spacing.y), static_cast<float>(grid.spacing.z)};
   const float hi[3] = {static_cast<float>(grid.size[0]), static_cast<float>(grid.size[1]), static_cast<float>(grid.size[2])};
@@ -145,24 +152,17 @@ double countRaySamples(const Geometry& geometry, const VolumeGrid& grid, double 
   for (const detail::ProjectorView& o : views)
     for (int iv = 0; iv < geometry.detector.nv; ++iv)
       for (int iu = 0; iu < geometry.detector.nu; ++iu) {
-        float d[3];
-        for (int a = 0; a < 3; ++a) d[a] = o.e0[a] + static_cast<float>(iu) * o.eu[a] + static_cast<float>(iv) * o.ev[a];
-        const float length = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-        float tmin = 0.0f, tmax = std::numeric_limits<float>::max();  // the whole line, as forward() marches it
-        bool miss = false;
-        for (int a = 0; a < 3; ++a) {
-          const float dir = d[a] / length / sp[a];
-          if (dir != 0.0f) {
-            const float t0 = (-1.0f - o.sourceIndex[a]) / dir, t1 = (hi[a] - o.sourceIndex[a]) / dir;
-            tmin = std::max(tmin, std::min(t0, t1));
-            tmax = std::min(tmax, std::max(t0, t1));
-          } else if (o.sourceIndex[a] < -1.0f || o.sourceIndex[a] > hi[a]) {
-            miss = true;
-          }
-        }
-        if (!miss && tmax > tmin) total += std::ceil((tmax - tmin) / static_cast<float>(step));
+        detail::RaySamples ray;
+        if (detail::marchRay(o, static_cast<float>(iu), static_cast<float>(iv), sp, hi, static_cast<float>(step), ray)) total += ray.count;
       }
   return total;
+}
+
+std::string raySamplingDescription(double step) {
+  if (step == 0.0) return "one sample per voxel plane";
+  char text[48];
+  std::snprintf(text, sizeof text, "step %.4g mm", step);
+  return text;
 }
 
 bool ConeBeamOperator::setSubsetData(const float*, const float*, float, bool) { return false; }

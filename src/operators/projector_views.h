@@ -17,10 +17,12 @@ struct ProjectorView {
   float normal[3];       ///< unit detector normal (source -> detector)
   float weight;          ///< V_voxel * SDD^2 / |eu x ev| (the Adjoint weighting)
   float matrix[3][4];    ///< Geometry::matrix for the grid
+  int mainAxis;          ///< the voxel axis the central ray runs most along: forward()'s sample planes (ray_march.h)
 };
 std::vector<ProjectorView> projectorViews(const Geometry& geometry, const VolumeGrid& grid);
 
-/// The step OperatorOptions::step asks for (0: half the smallest spacing); throws GeometryError for a non-positive one.
+/// The step OperatorOptions::step asks for (0: one sample per voxel plane, ray_march.h); throws GeometryError for one
+/// outside the grid's bounds.
 double projectorStep(double step, const VolumeGrid& grid);
 
 /// Throws GeometryError when a ray has zero length (the source on a pixel centre) or the volume is not in front of every

@@ -25,6 +25,8 @@ TEST_F(CudaProjector, MatchesCpu) {
   backendMatchesCpu("cuda");
 }
 
+TEST_F(CudaProjector, OneSamplePerPlaneIntegratesTheInterpolantExactly) { oneSamplePerPlaneIsExact("cuda"); }
+
 TEST_F(CudaProjector, MatchedPairMatchesCpuAndIsTheTranspose) {
   matchedPairMatchesCpu("cuda");
 }

@@ -29,6 +29,11 @@ TEST_F(GraphicsProjector, ComputeMatchesCpu) {
   backendMatchesCpu("compute");
 }
 
+TEST_F(GraphicsProjector, OneSamplePerPlaneIntegratesTheInterpolantExactly) {
+  oneSamplePerPlaneIsExact("graphics");
+  oneSamplePerPlaneIsExact("compute");
+}
+
 TEST_F(GraphicsProjector, MatchedPairMatchesCpuAndIsTheTranspose) {
   matchedPairMatchesCpu("graphics");
   matchedPairMatchesCpu("compute");

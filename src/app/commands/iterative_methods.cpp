@@ -92,9 +92,9 @@ class IterativeMethodCommand final : public Command {
     if (!roi.empty()) options.mask = makeRegionOfInterest(roi, geometry, grid).mask;
     auto op = makeOperator(chosen, geometry, grid, projector.operatorOptions());
     if (!quiet)
-      std::fprintf(stderr, "%s: %d x %d x %d voxels from %zu projections of %d x %d, %s, step %.4g mm\n", methodName(method), grid.size[0],
+      std::fprintf(stderr, "%s: %d x %d x %d voxels from %zu projections of %d x %d, %s, %s\n", methodName(method), grid.size[0],
                    grid.size[1], grid.size[2], geometry.size(), geometry.detector.nu, geometry.detector.nv, op->description().c_str(),
-                   op->step());
+                   raySamplingDescription(op->step()).c_str());
     IterativeReport report;
     const double norm = dataNorm(projections);
     const Image result = reconstructIterative(*op, geometry, projections, grid, options, &report,

@@ -43,8 +43,8 @@ class ProjectCommand final : public Command {
     writeImage(output, made.projections, overwrite);
     if (!quiet) {
       const double samples = countRaySamples(geometry, volume.grid(), made.step);
-      std::fprintf(stderr, "projected %zu views of %d x %d with %s (step %.4g mm, trilinear): %.3f s, %.1f projections/s, %.3f G ray-samples/s\n",
-                   geometry.size(), layout.nu, layout.nv, made.description.c_str(), made.step, made.seconds, geometry.size() / made.seconds,
+      std::fprintf(stderr, "projected %zu views of %d x %d with %s (%s): %.3f s, %.1f projections/s, %.3f G ray-samples/s\n",
+                   geometry.size(), layout.nu, layout.nv, made.description.c_str(), raySamplingDescription(made.step).c_str(), made.seconds, geometry.size() / made.seconds,
                    samples / made.seconds * 1e-9);
       std::fprintf(stderr, "wrote %s\n", output.c_str());
     }

@@ -16,6 +16,7 @@
 #include "glrecon/errors.h"
 #include "glrecon/parallel.h"
 #include "glrecon/slab.h"
+#include "operators/ray_march.h"
 
 namespace glrecon {
 namespace {
@@ -240,35 +241,17 @@ void CpuOperator::forward(const std::size_t* views, std::size_t count, float* pr
       float* out = projections + row * nu_;
       double taken = 0;
       for (int iu = 0; iu < nu_; ++iu) {
-        const float fu = static_cast<float>(iu), fv = static_cast<float>(iv);
-        float d[3], dir[3];
-        for (int a = 0; a < 3; ++a) d[a] = o.e0[a] + fu * o.eu[a] + fv * o.ev[a];
-        const float length = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-        // The clip box: where the trilinear interpolant with a zero border can be non-zero. The whole line through it
-        // from the source on, past the detector too: the physics' line integral, wherever the detector stands (clipped
-        // at the pixel, a detector through the isocentre halved every integral).
-        float tmin = 0.0f, tmax = std::numeric_limits<float>::max();
-        bool miss = false;
-        for (int a = 0; a < 3; ++a) {
-          dir[a] = d[a] / length / sp[a];  // voxel-index units per mm along the ray
-          if (dir[a] != 0.0f) {
-            const float t0 = (-1.0f - o.sourceIndex[a]) / dir[a], t1 = (hi[a] - o.sourceIndex[a]) / dir[a];
-            tmin = std::max(tmin, std::min(t0, t1));
-            tmax = std::min(tmax, std::max(t0, t1));
-          } else if (o.sourceIndex[a] < -1.0f || o.sourceIndex[a] > hi[a]) {
-            miss = true;
-          }
-        }
+        detail::RaySamples ray;
         float sum = 0.0f;
-        if (!miss && tmax > tmin) {
-          const int n = static_cast<int>(std::ceil((tmax - tmin) / step));
-          for (int k = 0; k < n; ++k) {
-            const float t = tmin + (static_cast<float>(k) + 0.5f) * step;
-            sum += padded.sample(o.sourceIndex[0] + t * dir[0], o.sourceIndex[1] + t * dir[1], o.sourceIndex[2] + t * dir[2]);
+        if (detail::marchRay(o, static_cast<float>(iu), static_cast<float>(iv), sp, hi, step, ray)) {
+          for (int k = 0; k < ray.count; ++k) {
+            const float fk = static_cast<float>(k);
+            sum += padded.sample(ray.first[0] + fk * ray.delta[0], ray.first[1] + fk * ray.delta[1], ray.first[2] + fk * ray.delta[2]);
           }
-          taken += n;
+          sum *= ray.length;
+          taken += ray.count;
         }
-        out[iu] = sum * step;
+        out[iu] = sum;
       }
       samples[row] = taken;
     }
@@ -301,43 +284,26 @@ void CpuOperator::transposeBack(const float* projections, const std::size_t* vie
           for (int iu = 0; iu < nu_; ++iu) {
             const float value = projections[(p * nv_ + iv) * nu_ + iu];
             if (value == 0.0f) continue;
-            // The ray as forward() computes it.
-            const float fu = static_cast<float>(iu), fv = static_cast<float>(iv);
-            float d[3], dir[3];
-            for (int a = 0; a < 3; ++a) d[a] = o.e0[a] + fu * o.eu[a] + fv * o.ev[a];
-            const float length = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-            float tmin = 0.0f, tmax = std::numeric_limits<float>::max();
-            bool miss = false;
-            for (int a = 0; a < 3; ++a) {
-              dir[a] = d[a] / length / sp[a];
-              if (dir[a] != 0.0f) {
-                const float t0 = (-1.0f - o.sourceIndex[a]) / dir[a], t1 = (hi[a] - o.sourceIndex[a]) / dir[a];
-                tmin = std::max(tmin, std::min(t0, t1));
-                tmax = std::min(tmax, std::max(t0, t1));
-              } else if (o.sourceIndex[a] < -1.0f || o.sourceIndex[a] > hi[a]) {
-                miss = true;
-              }
-            }
-            if (miss || !(tmax > tmin)) continue;
-            const int samples = static_cast<int>(std::ceil((tmax - tmin) / step));
+            detail::RaySamples ray;  // the ray as forward() marches it
+            if (!detail::marchRay(o, static_cast<float>(iu), static_cast<float>(iv), sp, hi, step, ray)) continue;
+            const int samples = ray.count;
             // Samples whose y lies in [y0 - 1, y1) reach the slab: solved in double with a sample's margin either side.
             int k0 = 0, k1 = samples;
-            if (dir[1] != 0.0f) {
-              const double ta = (y0 - 1.0 - o.sourceIndex[1]) / dir[1], tb = (y1 - o.sourceIndex[1]) / dir[1];
-              const double ka = (std::min(ta, tb) - tmin) / step - 0.5, kb = (std::max(ta, tb) - tmin) / step - 0.5;
+            if (ray.delta[1] != 0.0f) {
+              const double ka = (y0 - 1.0 - ray.first[1]) / ray.delta[1], kb = (y1 - ray.first[1]) / ray.delta[1];
               // Clamped in double before the conversion: a ray nearly parallel to the slabs (the centre row of an odd
-              // detector: dir y ~ 1e-10) gives ka, kb ~ 1e10, beyond int (converted, INT_MIN: 2^31 samples per ray).
-              k0 = static_cast<int>(std::clamp(std::floor(ka) - 1.0, 0.0, static_cast<double>(samples)));
-              k1 = static_cast<int>(std::clamp(std::ceil(kb) + 2.0, 0.0, static_cast<double>(samples)));
-            } else if (o.sourceIndex[1] < y0 - 1.0f || o.sourceIndex[1] >= static_cast<float>(y1)) {
+              // detector: delta y ~ 1e-10) gives ka, kb ~ 1e10, beyond int (converted, INT_MIN: 2^31 samples per ray).
+              k0 = static_cast<int>(std::clamp(std::floor(std::min(ka, kb)) - 1.0, 0.0, static_cast<double>(samples)));
+              k1 = static_cast<int>(std::clamp(std::ceil(std::max(ka, kb)) + 2.0, 0.0, static_cast<double>(samples)));
+            } else if (ray.first[1] < y0 - 1.0f || ray.first[1] >= static_cast<float>(y1)) {
               continue;
             }
-            const float w = value * step;
+            const float w = value * ray.length;
             for (int k = k0; k < k1; ++k) {
-              const float t = tmin + (static_cast<float>(k) + 0.5f) * step;
-              const float x = std::min(std::max(o.sourceIndex[0] + t * dir[0], -1.0f), hi[0]);
-              const float y = std::min(std::max(o.sourceIndex[1] + t * dir[1], -1.0f), hi[1]);
-              const float z = std::min(std::max(o.sourceIndex[2] + t * dir[2], -1.0f), hi[2]);
+              const float fk = static_cast<float>(k);
+              const float x = std::min(std::max(ray.first[0] + fk * ray.delta[0], -1.0f), hi[0]);
+              const float y = std::min(std::max(ray.first[1] + fk * ray.delta[1], -1.0f), hi[1]);
+              const float z = std::min(std::max(ray.first[2] + fk * ray.delta[2], -1.0f), hi[2]);
               const int i = static_cast<int>(std::floor(x)), j = static_cast<int>(std::floor(y)), kz = static_cast<int>(std::floor(z));
               if (j + 1 < y0 || j >= y1) continue;
               const float fx = x - static_cast<float>(i), fy = y - static_cast<float>(j), fz = z - static_cast<float>(kz);

@@ -5,60 +5,44 @@
 // interpolation by up to 1/512 of the neighbouring voxels' difference (see tests/operators/operator_support.h).
 #include "device/cuda/cuda.h"
 #include "operators/cuda/kernels.h"
+#include "operators/ray_march.h"
 
 namespace glrecon::cuda {
 namespace {
 
 struct DeviceView {
-  float3 sourceIndex, e0, eu, ev, normal;
+  float sourceIndex[3], e0[3], eu[3], ev[3];  // the ray's fields as marchRay (ray_march.h) reads them
+  int mainAxis;
+  float3 normal;
   float weight;
   float4 rows[3];
 };
 
 __constant__ DeviceView kViews[kMaxRayViews];
 
-// The ray through pixel (iu, iv) of view p as every backend marches it (cpu_operator.cpp): direction in voxel-index
-// units per mm, the entry tmin and the sample count n over the clip box [-1, size] (the whole line, past the
-// detector); false where the ray misses the box.
-__device__ bool clipRay(const DeviceView& o, int iu, int iv, int3 size, float3 spacing, float step, float dir[3], float& tmin, int& n) {
-  const float fu = static_cast<float>(iu), fv = static_cast<float>(iv);
-  const float d[3] = {o.e0.x + fu * o.eu.x + fv * o.ev.x, o.e0.y + fu * o.eu.y + fv * o.ev.y, o.e0.z + fu * o.eu.z + fv * o.ev.z};
-  const float len = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+// The ray through pixel (iu, iv) of view p as every backend marches it (ray_march.h).
+__device__ __forceinline__ bool rayOf(const DeviceView& o, int iu, int iv, int3 size, float3 spacing, float step, glrecon::detail::RaySamples& r) {
   const float sp[3] = {spacing.x, spacing.y, spacing.z};
-  const float s[3] = {o.sourceIndex.x, o.sourceIndex.y, o.sourceIndex.z};
   const float hi[3] = {static_cast<float>(size.x), static_cast<float>(size.y), static_cast<float>(size.z)};
-  float tmax = 3.402823466e38f;  // the whole line through the box, past the detector too (cpu_operator.cpp)
-  tmin = 0.0f;
-  for (int a = 0; a < 3; ++a) {
-    dir[a] = d[a] / len / sp[a];
-    if (dir[a] != 0.0f) {
-      const float t0 = (-1.0f - s[a]) / dir[a], t1 = (hi[a] - s[a]) / dir[a];
-      tmin = fmaxf(tmin, fminf(t0, t1));
-      tmax = fminf(tmax, fmaxf(t0, t1));
-    } else if (s[a] < -1.0f || s[a] > hi[a]) {
-      return false;
-    }
-  }
-  if (!(tmax > tmin)) return false;
-  n = static_cast<int>(ceilf((tmax - tmin) / step));
-  return true;
+  return glrecon::detail::marchRay(o, static_cast<float>(iu), static_cast<float>(iv), sp, hi, step, r);
 }
 
 __global__ void forwardKernel(cudaTextureObject_t volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out) {
   const int iu = blockIdx.x * blockDim.x + threadIdx.x, iv = blockIdx.y * blockDim.y + threadIdx.y, p = blockIdx.z;
   if (iu >= nu || iv >= nv || p >= count) return;
-  const DeviceView& o = kViews[p];
-  float dir[3], tmin;
-  int n;
+  glrecon::detail::RaySamples r;
   float result = 0.0f;
-  if (clipRay(o, iu, iv, size, spacing, step, dir, tmin, n)) {
-    const float s[3] = {o.sourceIndex.x, o.sourceIndex.y, o.sourceIndex.z};
+  if (rayOf(kViews[p], iu, iv, size, spacing, step, r)) {
+    // +0.5: texel centres; with one sample per plane the main axis's coordinate is a centre exactly, so the texture
+    // unit's trilinear fetch is a bilinear one there.
+    const float x0 = r.first[0] + 0.5f, y0 = r.first[1] + 0.5f, z0 = r.first[2] + 0.5f;
     float sum = 0.0f;
-    for (int k = 0; k < n; ++k) {
-      const float t = tmin + (static_cast<float>(k) + 0.5f) * step;
-      sum += tex3D<float>(volume, s[0] + t * dir[0] + 0.5f, s[1] + t * dir[1] + 0.5f, s[2] + t * dir[2] + 0.5f);
+#pragma unroll 4
+    for (int k = 0; k < r.count; ++k) {
+      const float fk = static_cast<float>(k);
+      sum += tex3D<float>(volume, x0 + fk * r.delta[0], y0 + fk * r.delta[1], z0 + fk * r.delta[2]);
     }
-    result = sum * step;
+    result = sum * r.length;
   }
   out[(static_cast<size_t>(p) * nv + iv) * nu + iu] = result;
 }
@@ -70,10 +54,11 @@ struct Corner {
   int i, j, k;
   float w[3][2];
 };
-__device__ Corner cornerOf(const float s[3], const float dir[3], float t, int3 size) {
-  const float x = fminf(fmaxf(s[0] + t * dir[0], -1.0f), static_cast<float>(size.x));
-  const float y = fminf(fmaxf(s[1] + t * dir[1], -1.0f), static_cast<float>(size.y));
-  const float z = fminf(fmaxf(s[2] + t * dir[2], -1.0f), static_cast<float>(size.z));
+__device__ Corner cornerOf(const glrecon::detail::RaySamples& r, int k, int3 size) {
+  const float fk = static_cast<float>(k);
+  const float x = fminf(fmaxf(r.first[0] + fk * r.delta[0], -1.0f), static_cast<float>(size.x));
+  const float y = fminf(fmaxf(r.first[1] + fk * r.delta[1], -1.0f), static_cast<float>(size.y));
+  const float z = fminf(fmaxf(r.first[2] + fk * r.delta[2], -1.0f), static_cast<float>(size.z));
   Corner c;
   c.i = static_cast<int>(floorf(x));
   c.j = static_cast<int>(floorf(y));
@@ -89,15 +74,12 @@ __device__ Corner cornerOf(const float s[3], const float dir[3], float t, int3 s
 __global__ void forwardExactKernel(const float* volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out) {
   const int iu = blockIdx.x * blockDim.x + threadIdx.x, iv = blockIdx.y * blockDim.y + threadIdx.y, p = blockIdx.z;
   if (iu >= nu || iv >= nv || p >= count) return;
-  const DeviceView& o = kViews[p];
-  float dir[3], tmin;
-  int n;
+  glrecon::detail::RaySamples r;
   float result = 0.0f;
-  if (clipRay(o, iu, iv, size, spacing, step, dir, tmin, n)) {
-    const float s[3] = {o.sourceIndex.x, o.sourceIndex.y, o.sourceIndex.z};
+  if (rayOf(kViews[p], iu, iv, size, spacing, step, r)) {
     float sum = 0.0f;
-    for (int k = 0; k < n; ++k) {
-      const Corner c = cornerOf(s, dir, tmin + (static_cast<float>(k) + 0.5f) * step, size);
+    for (int k = 0; k < r.count; ++k) {
+      const Corner c = cornerOf(r, k, size);
       float value = 0.0f;
       for (int dz = 0; dz < 2; ++dz)
         for (int dy = 0; dy < 2; ++dy)
@@ -108,7 +90,7 @@ __global__ void forwardExactKernel(const float* volume, int3 size, float3 spacin
           }
       sum += value;
     }
-    result = sum * step;
+    result = sum * r.length;
   }
   out[(static_cast<size_t>(p) * nv + iv) * nu + iu] = result;
 }
@@ -120,14 +102,11 @@ __global__ void transposeKernel(const float* projections, int3 size, float3 spac
   if (iu >= nu || iv >= nv || p >= count) return;
   const float value = projections[(static_cast<size_t>(p) * nv + iv) * nu + iu];
   if (value == 0.0f) return;
-  const DeviceView& o = kViews[p];
-  float dir[3], tmin;
-  int n;
-  if (!clipRay(o, iu, iv, size, spacing, step, dir, tmin, n)) return;
-  const float s[3] = {o.sourceIndex.x, o.sourceIndex.y, o.sourceIndex.z};
-  const float w = value * step;
-  for (int k = 0; k < n; ++k) {
-    const Corner c = cornerOf(s, dir, tmin + (static_cast<float>(k) + 0.5f) * step, size);
+  glrecon::detail::RaySamples r;
+  if (!rayOf(kViews[p], iu, iv, size, spacing, step, r)) return;
+  const float w = value * r.length;
+  for (int k = 0; k < r.count; ++k) {
+    const Corner c = cornerOf(r, k, size);
     for (int dz = 0; dz < 2; ++dz)
       for (int dy = 0; dy < 2; ++dy)
         for (int dx = 0; dx < 2; ++dx) {
@@ -149,8 +128,8 @@ __global__ void backKernel(cudaTextureObject_t projections, int3 size, float3 sp
     const float h1 = o.rows[1].x * x[0] + o.rows[1].y * x[1] + o.rows[1].z * x[2] + o.rows[1].w;
     const float h2 = o.rows[2].x * x[0] + o.rows[2].y * x[1] + o.rows[2].z * x[2] + o.rows[2].w;
     const float value = tex2DLayered<float>(projections, h0 / h2 + 0.5f, h1 / h2 + 0.5f, p);
-    const float rx = (x[0] - o.sourceIndex.x) * spacing.x, ry = (x[1] - o.sourceIndex.y) * spacing.y,
-                rz = (x[2] - o.sourceIndex.z) * spacing.z;
+    const float rx = (x[0] - o.sourceIndex[0]) * spacing.x, ry = (x[1] - o.sourceIndex[1]) * spacing.y,
+                rz = (x[2] - o.sourceIndex[2]) * spacing.z;
     const float distance = sqrtf(rx * rx + ry * ry + rz * rz);
     const float depth = rx * o.normal.x + ry * o.normal.y + rz * o.normal.z;
     sum += value * (o.weight * distance / (depth * depth * depth));
@@ -178,12 +157,12 @@ __global__ void __launch_bounds__(128) backRunsKernel(cudaTextureObject_t projec
     const float invW = 1.0f / (o.rows[2].x * fi + o.rows[2].z * fk + o.rows[2].w);
     const float u = (o.rows[0].x * fi + o.rows[0].z * fk + o.rows[0].w) * invW + 0.5f;
     const float v0 = (o.rows[1].x * fi + o.rows[1].y * fj0 + o.rows[1].z * fk + o.rows[1].w) * invW + 0.5f, vStep = o.rows[1].y * invW;
-    const float rx = (fi - o.sourceIndex.x) * spacing.x, rz = (fk - o.sourceIndex.z) * spacing.z;
+    const float rx = (fi - o.sourceIndex[0]) * spacing.x, rz = (fk - o.sourceIndex[2]) * spacing.z;
     const float depth = rx * o.normal.x + rz * o.normal.z;
     const float scale = o.weight / (depth * depth * depth), across = rx * rx + rz * rz;
 #pragma unroll
     for (int r = 0; r < kBackRun; ++r) {
-      const float ry = (fj0 + static_cast<float>(r) - o.sourceIndex.y) * spacing.y;
+      const float ry = (fj0 + static_cast<float>(r) - o.sourceIndex[1]) * spacing.y;
       sum[r] += tex2DLayered<float>(projections, u, v0 + static_cast<float>(r) * vStep, p) * (scale * sqrtf(across + ry * ry));
     }
   }
@@ -252,10 +231,13 @@ bool uploadRayViews(const glrecon::detail::ProjectorView* const* views, int n) {
   bool yInvariant = true;
   for (int p = 0; p < n; ++p) {
     const glrecon::detail::ProjectorView& o = *views[p];
-    host[p].sourceIndex = make_float3(o.sourceIndex[0], o.sourceIndex[1], o.sourceIndex[2]);
-    host[p].e0 = make_float3(o.e0[0], o.e0[1], o.e0[2]);
-    host[p].eu = make_float3(o.eu[0], o.eu[1], o.eu[2]);
-    host[p].ev = make_float3(o.ev[0], o.ev[1], o.ev[2]);
+    for (int a = 0; a < 3; ++a) {
+      host[p].sourceIndex[a] = o.sourceIndex[a];
+      host[p].e0[a] = o.e0[a];
+      host[p].eu[a] = o.eu[a];
+      host[p].ev[a] = o.ev[a];
+    }
+    host[p].mainAxis = o.mainAxis;
     host[p].normal = make_float3(o.normal[0], o.normal[1], o.normal[2]);
     host[p].weight = o.weight;
     for (int r = 0; r < 3; ++r) host[p].rows[r] = make_float4(o.matrix[r][0], o.matrix[r][1], o.matrix[r][2], o.matrix[r][3]);

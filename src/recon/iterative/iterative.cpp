@@ -399,10 +399,12 @@ void IterativeReconstructor::State::setUp() {
   rayLength.resize(views * pixels);
   op.setVolume(ones.data());
   op.forward(all.data(), views, rayLength.data());
-  // A ray shorter than one marching step inside the volume is below what A resolves: its length and its
-  // projection each carry an error of up to a step's worth of samples at the box's ends (backends differ there by
-  // one sample), so r / length would amplify rounding into a large update at the volume's edge.
-  rayFloor = static_cast<float>(std::max(kRelativeFloor * *std::max_element(rayLength.begin(), rayLength.end()), op.step()));
+  // A ray shorter than one marching step (or, one sample per plane, half the smallest voxel) inside the volume is below
+  // what A resolves: its length and its projection each carry an error of up to a sample's worth at the box's ends
+  // (backends differ there by one sample), so r / length would amplify rounding into a large update at the volume's edge.
+  const VolumeGrid& g = op.grid();
+  const double sampleFloor = op.step() > 0.0 ? op.step() : 0.5 * std::min({g.spacing.x, g.spacing.y, g.spacing.z});
+  rayFloor = static_cast<float>(std::max(kRelativeFloor * *std::max_element(rayLength.begin(), rayLength.end()), sampleFloor));
   // B_S 1 per subset, kept when it fits in 512 MiB and the iterate is on the host (a device op computes
   // it next to the iterate; otherwise updateIterate computes it each time).
   cacheWeights = updatesBySubsets(method) && !op.computesSubsetWeights() && static_cast<double>(order.size()) * voxels * 4 <= 512.0 * (1 << 20);
