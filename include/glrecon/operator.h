@@ -128,6 +128,35 @@ float subsetWeightFloor(float largestWeight, std::size_t views);
 void applySubsetRule(float* x, const float* update, const float* weights, const std::uint8_t* mask, std::size_t voxels,
                      std::size_t views, const SubsetRule& rule);
 
+/// Whole-volume and whole-scan vectors kept where an operator computes, for the methods that move every view at once
+/// (CGLS): per iteration nothing crosses to the host but a few sums, as ASTRA's CUDA algorithms keep theirs on the
+/// device. Made by ConeBeamOperator::makeVectors; iterative.cpp keeps an implementation over host vectors for the
+/// operators that have none, in the same float operations, so the methods are written once over this.
+class OperatorVectors {
+ public:
+  using Id = int;
+  virtual ~OperatorVectors() = default;
+  /// A new vector of the operator's whole grid (voxels) or of every view's projections (views x nv x nu), zeros.
+  virtual Id volume() = 0;
+  virtual Id projections() = 0;
+  virtual void upload(Id to, const float* values) = 0;
+  virtual void download(Id from, float* values) = 0;
+  /// Voxels outside `mask` (1 inside; nullptr: none) are zeroed by back(); the mask must outlive the vectors' use.
+  virtual void setMask(const std::uint8_t* mask) = 0;
+  /// projections = A volume over every view (the operator's held volume is left as it was, or overwritten: callers
+  /// set it again before they use it).
+  virtual void forward(Id volume, Id projections) = 0;
+  /// volume = B projections over every view (the Adjoint weighting, or the matched pair's transpose), 0 outside the mask.
+  virtual void back(Id projections, Id volume) = 0;
+  /// y[i] += float(a x[i]) (the product in double).
+  virtual void axpy(double a, Id x, Id y) = 0;
+  /// y[i] = float(x[i] + b y[i]) (in double).
+  virtual void xpay(Id x, double b, Id y) = 0;
+  virtual void copy(Id from, Id to) = 0;
+  /// sum a[i] b[i] in double (in a fixed order: the same bits every run).
+  virtual double dot(Id a, Id b) = 0;
+};
+
 class ConeBeamOperator {
  public:
   virtual ~ConeBeamOperator();
@@ -199,6 +228,11 @@ class ConeBeamOperator {
   virtual void back(DeviceProjections& window, const std::size_t* views, std::size_t count);
   /// True on a software rasterizer (llvmpipe), where device work runs slower than the host's.
   virtual bool softwareDevice() const { return false; }
+
+  // ---- vectors kept on the device (glrecon::OperatorVectors) ----
+  /// Vectors where this operator computes, for a method needing `volumes` volume and `scans` projection vectors; nullptr
+  /// where it keeps none (cpu, the GL backends) or its device lacks the memory: the caller then keeps host vectors.
+  virtual std::unique_ptr<OperatorVectors> makeVectors(int volumes, int scans);
 
   // ---- regions of interest (Xu & Mueller 3.3, early fragment kill) ----
   /// Restricts Fdk back to a region on the block's grid: voxels inside receive exactly the updates they would

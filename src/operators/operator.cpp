@@ -167,6 +167,8 @@ std::string raySamplingDescription(double step) {
 
 bool ConeBeamOperator::setSubsetData(const float*, const float*, float, bool) { return false; }
 
+std::unique_ptr<OperatorVectors> ConeBeamOperator::makeVectors(int, int) { return nullptr; }
+
 double ConeBeamOperator::correctSubset(const std::size_t*, std::size_t) {
   throw std::logic_error("correctSubset: this operator keeps no data on a device (setSubsetData returned false)");
 }

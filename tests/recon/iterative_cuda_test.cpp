@@ -24,7 +24,12 @@ using CudaIterative = test::CudaTest;
 using namespace test;  // iterative_support.h
 
 TEST_F(CudaIterative, MatchesCpu) {
-  for (IterativeMethod m : {IterativeMethod::Sart, IterativeMethod::Osem}) iterativeBackendMatchesCpu("cuda", m);
+  // CGLS with its vectors on the device (OperatorVectors), against cpu's on the host.
+  for (IterativeMethod m : {IterativeMethod::Sart, IterativeMethod::Osem, IterativeMethod::Cgls}) iterativeBackendMatchesCpu("cuda", m);
+}
+
+TEST_F(CudaIterative, VectorsOnTheDeviceEqualTheHostCalls) {
+  vectorsOnDeviceMatchHost("cuda");
 }
 
 TEST_F(CudaIterative, IterateOnTheDeviceEqualsTheHostPath) {

@@ -25,7 +25,7 @@ using namespace test;  // iterative_support.h
 
 TEST_F(GraphicsIterative, GraphicsAndComputeMatchCpu) {
   for (const char* backend : {"graphics", "compute"})
-    for (IterativeMethod m : {IterativeMethod::Sart, IterativeMethod::Osem}) iterativeBackendMatchesCpu(backend, m);
+    for (IterativeMethod m : {IterativeMethod::Sart, IterativeMethod::Osem, IterativeMethod::Cgls}) iterativeBackendMatchesCpu(backend, m);
 }
 
 TEST_F(GraphicsIterative, IterateOnTheDeviceMatchesTheHostPath) {

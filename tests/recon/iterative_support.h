@@ -31,7 +31,9 @@ inline Phantom thickSkullPhantom() {
 // bounds of test_projector.cpp; an iteration composes a forward and a back projection, and SART's updates are
 // contractions (lambda < 2 with the normalisations), so differences do not grow faster than the calls add them:
 // 2 iterations x 9 subsets x 2 calls x 1e-3 (the per-call RMS bound) ~ 4e-2 would be the worst case; 1e-2 of the
-// largest voxel (RMS) is the bound, and llvmpipe, whose interpolation is float, must stay under 1e-4.
+// largest voxel (RMS) is the bound, and llvmpipe, whose interpolation is float, must stay under 1e-4. CGLS (no
+// subsets) makes 3 forward and 3 back projections in 2 iterations, its steps exact line searches over them, so its
+// differences stay within the same calls' sum.
 inline void iterativeBackendMatchesCpu(const std::string& backend, IterativeMethod method) {
   const Geometry g = test::circularScan(18, 32);
   const VolumeGrid grid = VolumeGrid::centred({24, 24, 24}, glm::dvec3(10.0));
@@ -39,7 +41,7 @@ inline void iterativeBackendMatchesCpu(const std::string& backend, IterativeMeth
   IterativeOptions o;
   o.method = method;
   o.iterations = 2;
-  o.subsets = 9;
+  o.subsets = method == IterativeMethod::Cgls ? 1 : 9;
   auto cpu = makeOperator(Backend::Cpu, g, grid);
   auto gpu = test::makeNamed(backend, g, grid);
   const Image a = reconstructIterative(*cpu, g, b, grid, o), x = reconstructIterative(*gpu, g, b, grid, o);
@@ -187,6 +189,59 @@ inline void deviceCorrectionsMatchHostPath(const std::string& backend) {
     std::vector<std::size_t> two{0, 1};
     EXPECT_THROW(p->updateSubset(nullptr, two.data(), 2, rule), std::logic_error) << "no correction pending";
   }
+}
+
+// An operator's vectors on its device (OperatorVectors: CGLS's) against the same operator's host calls and the host's
+// arithmetic: A and B (the interpolating pair's kernels, run on device memory instead of host memory) bit for bit, the
+// mask applied; axpy and xpay bit for bit (the same double products, rounded to float); dot to the order of its double
+// sums (1e-12 relative: the device adds per-block partials, the host in blocks of its own, ~1e6 terms each rounded by
+// 1e-16). Every method of the interface is used, so a vector mixed up with another, or left on the host, fails.
+inline void vectorsOnDeviceMatchHost(const std::string& backend) {
+  const Geometry g = test::circularScan(20, 32);
+  const VolumeGrid grid = VolumeGrid::centred({24, 20, 22}, glm::dvec3(10.0));
+  std::unique_ptr<ConeBeamOperator> p = test::makeNamed(backend, g, grid);
+  std::unique_ptr<OperatorVectors> v = p->makeVectors(2, 2);
+  ASSERT_TRUE(v) << backend << " keeps no vectors on its device";
+  const std::size_t voxels = grid.voxelCount(), values = g.size() * 32 * 32;
+  std::vector<float> x(voxels), y(values);
+  std::vector<std::uint8_t> mask(voxels);
+  for (std::size_t i = 0; i < voxels; ++i) {
+    x[i] = 0.5f + 0.5f * std::sin(0.37f * static_cast<float>(i));
+    mask[i] = (i % 7) != 3;
+  }
+  for (std::size_t i = 0; i < values; ++i) y[i] = std::cos(0.013f * static_cast<float>(i));
+  std::vector<std::size_t> all(g.size());
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  const OperatorVectors::Id vx = v->volume(), vb = v->volume(), pa = v->projections(), pb = v->projections();
+  v->setMask(mask.data());
+  v->upload(vx, x.data());
+  v->upload(pb, y.data());
+  v->forward(vx, pa);
+  v->back(pb, vb);
+  std::vector<float> ax(values), expectedAx(values), by(voxels), expectedBy(voxels);
+  v->download(pa, ax.data());
+  v->download(vb, by.data());
+  test::forwardOf(*p, x.data(), all.data(), all.size(), expectedAx.data());
+  test::backOf(*p, y.data(), all.data(), all.size(), expectedBy.data());
+  for (std::size_t i = 0; i < voxels; ++i)
+    if (!mask[i]) expectedBy[i] = 0.0f;
+  EXPECT_EQ(ax, expectedAx) << backend << ": A on device vectors";
+  EXPECT_EQ(by, expectedBy) << backend << ": B on device vectors, masked";
+  // axpy and xpay on the volume pair; copy; dot.
+  v->axpy(-0.37, vx, vb);
+  v->xpay(vx, 1.3, vb);
+  std::vector<float> mixed(voxels), expectedMixed(voxels);
+  for (std::size_t i = 0; i < voxels; ++i) {
+    const float afterAxpy = expectedBy[i] + static_cast<float>(-0.37 * x[i]);
+    expectedMixed[i] = static_cast<float>(x[i] + 1.3 * afterAxpy);
+  }
+  v->download(vb, mixed.data());
+  EXPECT_EQ(mixed, expectedMixed) << backend << ": axpy then xpay";
+  v->copy(pa, pb);
+  double expectedDot = 0;
+  for (std::size_t i = 0; i < values; ++i) expectedDot += static_cast<double>(expectedAx[i]) * expectedAx[i];
+  const double dot = v->dot(pa, pb);
+  EXPECT_NEAR(dot, expectedDot, 1e-12 * expectedDot) << backend << ": dot after copy";
 }
 
 }  // namespace glrecon::test

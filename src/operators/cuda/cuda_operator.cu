@@ -101,6 +101,7 @@ class CudaOperator final : public ConeBeamOperator {
   void updateSubset(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
                     const float* cachedWeights) override;
   bool computesSubsetWeights() const override { return true; }
+  std::unique_ptr<OperatorVectors> makeVectors(int volumes, int scans) override;
   bool setSubsetData(const float* projections, const float* rayLengths, float rayFloor, bool multiplicative) override;
   double correctSubset(const std::size_t* views, std::size_t count) override;
   using ConeBeamOperator::back;
@@ -127,9 +128,11 @@ class CudaOperator final : public ConeBeamOperator {
   /// projections are in host memory, or (`onDevice`) in device memory.
   void adjointInto(const float* projections, const std::size_t* views, std::size_t count, float* to, bool clear,
                    bool repeatFirstBatch = false, bool onDevice = false);
-  /// A of the held volume for `views`, batch by batch into the device buffer of forward's output; `batchDone(first, n)`
-  /// after each batch of n views starting at views[first].
-  void projectBatches(const std::size_t* views, std::size_t count, const std::function<void(std::size_t first, int n)>& batchDone);
+  /// A of the held volume (or of the device volume `source`) for `views`, batch by batch into the device buffer of
+  /// forward's output; `batchDone(first, n)` after each batch of n views starting at views[first].
+  void projectBatches(const std::size_t* views, std::size_t count, const std::function<void(std::size_t first, int n)>& batchDone,
+                      const float* source = nullptr);
+  friend class CudaVectors;
   void requireWholeGrid(const char* what) const;
   float3 spacing() const {
     return make_float3(static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z));
@@ -451,7 +454,8 @@ bool CudaOperator::uploadRayViews(const std::size_t* views, int n) {
 }
 
 void CudaOperator::projectBatches(const std::size_t* views, std::size_t count,
-                                  const std::function<void(std::size_t first, int n)>& batchDone) {
+                                  const std::function<void(std::size_t first, int n)>& batchDone, const float* source) {
+  if (!source) source = volume_.get();
   for (std::size_t p = 0; p < count; ++p)
     if (views[p] >= geometry_.size()) throw std::out_of_range("forward: view index beyond the geometry");
   GLRECON_CUDA(cudaSetDevice(device_));
@@ -463,7 +467,7 @@ void CudaOperator::projectBatches(const std::size_t* views, std::size_t count,
     for (std::size_t first = 0; first < count; first += cuda::kMaxRayViews) {
       const int n = static_cast<int>(std::min<std::size_t>(cuda::kMaxRayViews, count - first));
       uploadRayViews(views + first, n);
-      cuda::launchForwardExact(volume_.get(), make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), spacing(), static_cast<float>(step_),
+      cuda::launchForwardExact(source, make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), spacing(), static_cast<float>(step_),
                                geometry_.detector.nu, geometry_.detector.nv, n, r.projections.get());
       batchDone(first, n);
     }
@@ -471,7 +475,7 @@ void CudaOperator::projectBatches(const std::size_t* views, std::size_t count,
   }
   // The rays sample the volume's 3D copy (trilinear, border 0).
   cudaMemcpy3DParms copy{};
-  copy.srcPtr = make_cudaPitchedPtr(volume_.get(), grid_.size[0] * sizeof(float), grid_.size[0], grid_.size[1]);
+  copy.srcPtr = make_cudaPitchedPtr(const_cast<float*>(source), grid_.size[0] * sizeof(float), grid_.size[0], grid_.size[1]);
   copy.dstArray = r.volumeArray.get();
   copy.extent = make_cudaExtent(grid_.size[0], grid_.size[1], grid_.size[2]);
   copy.kind = cudaMemcpyDeviceToDevice;
@@ -635,6 +639,94 @@ void CudaOperator::updateSubset(const float* correction, const std::size_t* view
   cuda::launchSubsetUpdate(volume_.get(), r.update.get(), weights, masked_ ? r.mask.get() : nullptr, n,
                            subsetWeightFloor(largest, count), rule.multiplicative, rule.lambda, rule.positivity);
   timings_.back += since(start);
+}
+
+// OperatorVectors in device memory: CGLS's iterate, directions and residuals stay on the GPU; per call only a dot
+// product's per-block sums come back.
+class CudaVectors final : public OperatorVectors {
+ public:
+  explicit CudaVectors(CudaOperator& op) : op_(op), voxels_(op.grid_.voxelCount()),
+        values_(op.geometry_.size() * static_cast<std::size_t>(op.geometry_.detector.nu) * op.geometry_.detector.nv),
+        partials_(cuda::kCorrectionBlocks), all_(op.geometry_.size()) {
+    for (std::size_t i = 0; i < all_.size(); ++i) all_[i] = i;
+  }
+  Id volume() override { return make(voxels_); }
+  Id projections() override { return make(values_); }
+  void upload(Id to, const float* values) override {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    GLRECON_CUDA(cudaMemcpy(at(to), values, sizes_[to] * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  void download(Id from, float* values) override {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    GLRECON_CUDA(cudaMemcpy(values, at(from), sizes_[from] * sizeof(float), cudaMemcpyDeviceToHost));
+  }
+  void setMask(const std::uint8_t* mask) override {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    masked_ = mask != nullptr;
+    if (!mask) return;
+    if (!mask_) mask_ = cuda::DeviceBuffer<unsigned char>(voxels_);
+    GLRECON_CUDA(cudaMemcpy(mask_.get(), mask, voxels_, cudaMemcpyHostToDevice));
+  }
+  void forward(Id volume, Id projections) override {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    const std::size_t pixels = values_ / all_.size();
+    float* out = at(projections);
+    op_.projectBatches(all_.data(), all_.size(), [&](std::size_t first, int n) {
+      GLRECON_CUDA(cudaMemcpy(out + first * pixels, op_.rays().projections.get(), pixels * n * sizeof(float), cudaMemcpyDeviceToDevice));
+    }, at(volume));
+  }
+  void back(Id projections, Id volume) override {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    op_.adjointInto(at(projections), all_.data(), all_.size(), at(volume), /*clear=*/true, /*repeatFirstBatch=*/false, /*onDevice=*/true);
+    if (masked_) cuda::launchMask(at(volume), mask_.get(), voxels_);
+  }
+  void axpy(double a, Id x, Id y) override { cuda::launchAxpy(a, at(x), at(y), sizes_[y]); }
+  void xpay(Id x, double b, Id y) override { cuda::launchXpay(at(x), b, at(y), sizes_[y]); }
+  void copy(Id from, Id to) override {
+    GLRECON_CUDA(cudaMemcpy(at(to), at(from), sizes_[to] * sizeof(float), cudaMemcpyDeviceToDevice));
+  }
+  double dot(Id a, Id b) override {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    cuda::launchDot(at(a), at(b), sizes_[a], partials_.get());
+    std::vector<double> partials(cuda::kCorrectionBlocks);
+    GLRECON_CUDA(cudaMemcpy(partials.data(), partials_.get(), partials.size() * sizeof(double), cudaMemcpyDeviceToHost));
+    double sum = 0.0;
+    for (double p : partials) sum += p;  // in order: the same bits every run
+    return sum;
+  }
+
+ private:
+  Id make(std::size_t n) {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    buffers_.emplace_back(n);
+    GLRECON_CUDA(cudaMemset(buffers_.back().get(), 0, n * sizeof(float)));
+    sizes_.push_back(n);
+    return static_cast<Id>(buffers_.size() - 1);
+  }
+  float* at(Id id) {
+    if (id < 0 || static_cast<std::size_t>(id) >= buffers_.size()) throw std::logic_error("OperatorVectors: no vector " + std::to_string(id));
+    return buffers_[id].get();
+  }
+  CudaOperator& op_;
+  std::size_t voxels_, values_;
+  std::vector<cuda::DeviceBuffer<float>> buffers_;
+  std::vector<std::size_t> sizes_;
+  cuda::DeviceBuffer<unsigned char> mask_;
+  bool masked_ = false;
+  cuda::DeviceBuffer<double> partials_;
+  std::vector<std::size_t> all_;
+};
+
+std::unique_ptr<OperatorVectors> CudaOperator::makeVectors(int volumes, int scans) {
+  requireWholeGrid("makeVectors");
+  GLRECON_CUDA(cudaSetDevice(device_));
+  rays();
+  // Where the vectors would take more than half of what is free, they stay on the host (the caller's path).
+  const std::size_t voxels = grid_.voxelCount(), values = geometry_.size() * static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv;
+  std::size_t freeBytes = 0, totalBytes = 0;
+  GLRECON_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
+  if ((volumes * voxels + scans * values + voxels) * sizeof(float) > freeBytes / 2) return nullptr;
+  return std::make_unique<CudaVectors>(*this);
 }
 
 }  // namespace

@@ -51,5 +51,11 @@ void launchCorrection(const float* projected, const float* data, const float* le
 void launchMaxWeight(const float* values, std::size_t n, int* result);
 void launchSubsetUpdate(float* x, const float* update, const float* weights, const unsigned char* mask, std::size_t n, float floor,
                         bool multiplicative, float lambda, bool positivity);
+/// OperatorVectors' algebra: y += float(a x); y = float(x + b y) (in double, unfused); x = 0 where !mask; the sum of
+/// a b in double per block of a fixed grid of kCorrectionBlocks blocks into partials (added in order by the caller).
+void launchAxpy(double a, const float* x, float* y, std::size_t n);
+void launchXpay(const float* x, double b, float* y, std::size_t n);
+void launchMask(float* x, const unsigned char* mask, std::size_t n);
+void launchDot(const float* a, const float* b, std::size_t n, double* partials);
 
 }  // namespace glrecon::cuda

@@ -224,6 +224,37 @@ __global__ void subsetUpdateKernel(float* x, const float* update, const float* w
   }
 }
 
+// OperatorVectors on the device, in the host implementation's operations (iterative.cpp's HostVectors): the products
+// in double, explicitly rounded (no fused multiply-add), then to float.
+__global__ void axpyKernel(double a, const float* x, float* y, size_t n) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    y[i] = __fadd_rn(y[i], static_cast<float>(__dmul_rn(a, static_cast<double>(x[i]))));
+}
+
+__global__ void xpayKernel(const float* x, double b, float* y, size_t n) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    y[i] = static_cast<float>(__dadd_rn(static_cast<double>(x[i]), __dmul_rn(b, static_cast<double>(y[i]))));
+}
+
+__global__ void maskKernel(float* x, const unsigned char* mask, size_t n) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    if (!mask[i]) x[i] = 0.0f;
+}
+
+__global__ void __launch_bounds__(256) dotKernel(const float* a, const float* b, size_t n, double* partials) {
+  __shared__ double sums[256];
+  double sum = 0.0;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    sum += static_cast<double>(a[i]) * static_cast<double>(b[i]);
+  sums[threadIdx.x] = sum;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) sums[threadIdx.x] += sums[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partials[blockIdx.x] = sums[0];
+}
+
 }  // namespace
 
 bool uploadRayViews(const glrecon::detail::ProjectorView* const* views, int n) {
@@ -292,6 +323,26 @@ void launchMaxWeight(const float* values, std::size_t n, int* result) {
 void launchSubsetUpdate(float* x, const float* update, const float* weights, const unsigned char* mask, std::size_t n, float floor,
                         bool multiplicative, float lambda, bool positivity) {
   subsetUpdateKernel<<<1024, 256>>>(x, update, weights, mask, n, floor, multiplicative, lambda, positivity);
+  GLRECON_CUDA(cudaGetLastError());
+}
+
+void launchAxpy(double a, const float* x, float* y, std::size_t n) {
+  axpyKernel<<<1024, 256>>>(a, x, y, n);
+  GLRECON_CUDA(cudaGetLastError());
+}
+
+void launchXpay(const float* x, double b, float* y, std::size_t n) {
+  xpayKernel<<<1024, 256>>>(x, b, y, n);
+  GLRECON_CUDA(cudaGetLastError());
+}
+
+void launchMask(float* x, const unsigned char* mask, std::size_t n) {
+  maskKernel<<<1024, 256>>>(x, mask, n);
+  GLRECON_CUDA(cudaGetLastError());
+}
+
+void launchDot(const float* a, const float* b, std::size_t n, double* partials) {
+  dotKernel<<<kCorrectionBlocks, 256>>>(a, b, n, partials);
   GLRECON_CUDA(cudaGetLastError());
 }
 

@@ -202,6 +202,62 @@ std::vector<std::vector<std::size_t>> orderedSubsets(std::size_t views, int subs
   return out;
 }
 
+// OperatorVectors over host vectors, for operators that keep none on their device: the operator's forward and back of
+// host memory, the algebra on every core in the operations CudaVectors' kernels use (sums in fixed blocks).
+class HostVectors final : public OperatorVectors {
+ public:
+  HostVectors(ConeBeamOperator& op, std::size_t voxels, const std::vector<std::size_t>& all, std::size_t values)
+      : op_(op), voxels_(voxels), values_(values), all_(all), zeros_(voxels, 0.0f) {}
+  Id volume() override { return make(voxels_); }
+  Id projections() override { return make(values_); }
+  void upload(Id to, const float* values) override { std::copy_n(values, at(to).size(), at(to).begin()); }
+  void download(Id from, float* values) override { std::copy(at(from).begin(), at(from).end(), values); }
+  void setMask(const std::uint8_t* mask) override { mask_ = mask; }
+  void forward(Id volume, Id projections) override {
+    op_.setVolume(at(volume).data());
+    op_.forward(all_.data(), all_.size(), at(projections).data());
+  }
+  void back(Id projections, Id volume) override {
+    std::vector<float>& out = at(volume);
+    op_.setVolume(zeros_.data());
+    op_.back(at(projections).data(), all_.data(), all_.size(), Weighting::Adjoint);
+    op_.readVolume(out.data());
+    if (mask_)
+      forEachIndex(out.size(), [&](std::size_t i) {
+        if (!mask_[i]) out[i] = 0.0f;
+      });
+  }
+  void axpy(double a, Id x, Id y) override {
+    const std::vector<float>& from = at(x);
+    std::vector<float>& to = at(y);
+    forEachIndex(to.size(), [&](std::size_t i) { to[i] += static_cast<float>(a * from[i]); });
+  }
+  void xpay(Id x, double b, Id y) override {
+    const std::vector<float>& from = at(x);
+    std::vector<float>& to = at(y);
+    forEachIndex(to.size(), [&](std::size_t i) { to[i] = static_cast<float>(from[i] + b * to[i]); });
+  }
+  void copy(Id from, Id to) override { at(to) = at(from); }
+  double dot(Id a, Id b) override {
+    const std::vector<float>& u = at(a);
+    const std::vector<float>& v = at(b);
+    return blockedSum(u.size(), [&](std::size_t i) { return static_cast<double>(u[i]) * v[i]; });
+  }
+
+ private:
+  Id make(std::size_t n) {
+    vectors_.emplace_back(n, 0.0f);
+    return static_cast<Id>(vectors_.size() - 1);
+  }
+  std::vector<float>& at(Id id) { return vectors_.at(static_cast<std::size_t>(id)); }
+  ConeBeamOperator& op_;
+  std::size_t voxels_, values_;
+  const std::vector<std::size_t>& all_;
+  std::vector<float> zeros_;
+  const std::uint8_t* mask_ = nullptr;
+  std::vector<std::vector<float>> vectors_;
+};
+
 struct IterativeReconstructor::State {
   ConeBeamOperator& op;
   const Geometry& geometry;
@@ -232,10 +288,13 @@ struct IterativeReconstructor::State {
   Clock::time_point iterationStart;
   IterationRecord last;
   bool finished = false;
-  bool hostCurrent = true;  // x holds the iterate (CGLS always; the subset methods once read back)
+  bool hostCurrent = true;  // x holds the iterate (the subset methods once read back; CGLS where it downloaded it)
+  bool iterateInVectors = false;  // CGLS: the iterate is the vector `vx` of `vectors`
   bool correctionsOnDevice = false;  // the operator forms each subset's correction on its device (setSubsetData)
-  // CGLS: r = b - A x, s = B r, p, q, gamma = |s|^2.
-  std::vector<float> r, q, s, p;
+  // CGLS: its vectors where the operator computes (cuda: on the device) or on the host; the iterate vx, r = b - A x,
+  // s = B r, p, q = A p; gamma = |s|^2.
+  std::unique_ptr<OperatorVectors> vectors;
+  OperatorVectors::Id vx = 0, vr = 0, vs = 0, vp = 0, vq = 0;
   double gamma = 0;
   // CGLS: whether p is B r itself (at the start and after a restart); whether the run stopped early.
   bool directionIsGradient = true, stopped = false;
@@ -432,9 +491,6 @@ void IterativeReconstructor::State::setUp() {
   if (method == IterativeMethod::Cgls) {
     // CGLS (Hestenes & Stiefel on the normal equations): r = b - A x, s = B r, p = s; per iteration
     // q = A p, alpha = |s|^2 / |q|^2, x += alpha p, r -= alpha q, s = B r, beta = |s_new|^2 / |s|^2, p = s + beta p.
-    r.resize(views * pixels);
-    q.resize(views * pixels);
-    s.resize(voxels);
     startCgls();
   } else if (method == IterativeMethod::PdhgTv) {
     startPdhg();
@@ -455,19 +511,29 @@ void IterativeReconstructor::State::setUp() {
 }
 
 void IterativeReconstructor::State::startCgls() {
-  op.setVolume(x.data());
-  op.forward(all.data(), views, q.data());
-  forEachIndex(r.size(), [&](std::size_t i) { r[i] = projections.data[i] - q[i]; });
-  backInto(r.data(), all, s.data());
-  forEachIndex(voxels, [&](std::size_t i) {
-    if (!inside(i)) s[i] = 0.0f;
-  });
-  p = s;
-  gamma = sumSquares(s);
+  vectors = op.makeVectors(3, 2);
+  if (!vectors) vectors = std::make_unique<HostVectors>(op, voxels, all, views * pixels);
+  OperatorVectors& v = *vectors;
+  vx = v.volume();
+  vs = v.volume();
+  vp = v.volume();
+  vr = v.projections();
+  vq = v.projections();
+  v.setMask(options.mask.empty() ? nullptr : options.mask.data());
+  v.upload(vx, x.data());
+  v.forward(vx, vq);
+  v.upload(vr, projections.data.data());
+  v.axpy(-1.0, vq, vr);  // r = b - A x
+  v.back(vr, vs);
+  v.copy(vs, vp);
+  gamma = v.dot(vs, vs);
+  iterateInVectors = true;
+  hostCurrent = false;
 }
 
 void IterativeReconstructor::State::cglsIteration() {
-  const double residual = std::sqrt(sumSquares(r));
+  OperatorVectors& v = *vectors;
+  const double residual = std::sqrt(v.dot(vr, vr));
   // The record is this iteration's: the residual of the iterate it started from, as the subset methods report.
   const auto record = [&] { last = {iteration, 1, 1, residual, since(iterationStart)}; };
   if (!(gamma > 0.0)) return record();  // B r = 0: x is the least-squares solution B knows
@@ -477,17 +543,15 @@ void IterativeReconstructor::State::cglsIteration() {
   // step is the line search itself, the same step for a matched pair and never a rise for any pair; and where the
   // direction stops descending (<r, A p> <= 0, conjugacy lost) the method restarts from B r, as TIGRE's CGLS restarts
   // on a rising residual. Where B r does not descend either, no direction B gives lowers the residual: the run stops.
-  op.setVolume(p.data());
-  op.forward(all.data(), views, q.data());
-  double rq = dot(r, q), qq = sumSquares(q);
+  v.forward(vp, vq);
+  double rq = v.dot(vr, vq), qq = v.dot(vq, vq);
   if (!(rq > 0.0) && !directionIsGradient) {
-    p = s;
+    v.copy(vs, vp);
     directionIsGradient = true;
     ++report.restarts;
-    op.setVolume(p.data());
-    op.forward(all.data(), views, q.data());
-    rq = dot(r, q);
-    qq = sumSquares(q);
+    v.forward(vp, vq);
+    rq = v.dot(vr, vq);
+    qq = v.dot(vq, vq);
   }
   if (!(rq > 0.0) || !(qq > 0.0)) {
     report.stopReason = "no direction the back projection gives lowers the residual any more (iteration " + std::to_string(iteration) +
@@ -496,17 +560,15 @@ void IterativeReconstructor::State::cglsIteration() {
     return record();
   }
   const double alpha = rq / qq;
-  forEachIndex(voxels, [&](std::size_t i) { x[i] += static_cast<float>(alpha * p[i]); });
-  forEachIndex(r.size(), [&](std::size_t i) { r[i] -= static_cast<float>(alpha * q[i]); });
-  backInto(r.data(), all, s.data());
-  forEachIndex(voxels, [&](std::size_t i) {
-    if (!inside(i)) s[i] = 0.0f;
-  });
-  const double next = sumSquares(s);
+  v.axpy(alpha, vp, vx);
+  v.axpy(-alpha, vq, vr);
+  v.back(vr, vs);
+  const double next = v.dot(vs, vs);
   const double beta = next / gamma;
   gamma = next;
-  forEachIndex(voxels, [&](std::size_t i) { p[i] = static_cast<float>(s[i] + beta * p[i]); });
+  v.xpay(vs, beta, vp);  // p = s + beta p
   directionIsGradient = false;
+  hostCurrent = false;
   record();
 }
 
@@ -754,12 +816,15 @@ int IterativeReconstructor::subsets() const {
 
 ConeBeamOperator& IterativeReconstructor::op() { return state_->op; }
 
-bool IterativeReconstructor::iterateOnOperator() const { return !state_->hostCurrent; }
+bool IterativeReconstructor::iterateOnOperator() const { return !state_->hostCurrent && !state_->iterateInVectors; }
 
 const std::vector<float>& IterativeReconstructor::volume() {
   State& st = *state_;
   if (!st.hostCurrent) {
-    st.op.readVolume(st.x.data());
+    if (st.iterateInVectors)
+      st.vectors->download(st.vx, st.x.data());
+    else
+      st.op.readVolume(st.x.data());
     st.hostCurrent = true;
   }
   return st.x;
