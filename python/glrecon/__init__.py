@@ -7,6 +7,12 @@ Array conventions (those of ITK, RTK and SimpleITK reading a MetaImage):
   * ``spacing`` and ``origin`` are given in (x, y, z) order (for projections (u, v, view)), in mm, as a
     MetaImage header states them; ``origin`` is the world position of the centre of element (0, 0, 0).
 
+Units and orders are glrecon's everywhere (degrees for ``Geometry.circular``, detector (nu, nv), size (nx, ny, nz))
+except in the converters, which take TIGRE's and ASTRA's own values: ``from_tigre(geo, angles)``,
+``from_astra(proj_geom, vol_geom)``, with ``from/to_tigre_order`` and ``from/to_astra_order`` for their arrays
+(glrecon/peers.py and docs/python.md draw the one picture relating the three). A ``Grid`` (size, spacing, origin)
+can travel with a ``Geometry`` (``geo.with_grid``; the converters attach the peer's volume).
+
 Arrays read from files (``read_image``, ``read_projections``) and results (``fdk``, ``project``, ``sart``, ...,
 ``phantom.*``) are
 ``ImageArray``: a plain ndarray subclass carrying ``.spacing`` and ``.origin``.

@@ -3,7 +3,9 @@ and the array helpers ``to_tigre_order``/``from_tigre_order``, ``to_astra_order`
 
 One picture relates the three (docs/python.md draws it). glrecon's world is RTK's: the gantry turns about y. TIGRE and
 ASTRA turn about z. Their (x, y, z) is glrecon's (x, z, -y): a proper rotation (determinant +1), so a scan keeps its
-handedness and their scan angle t is glrecon's (RTK's) gantry angle t. Arrays, all C order:
+handedness and turns the same way. ASTRA's source starts on its -y, glrecon's (RTK's) on +z, the same point: ASTRA's angle
+t is glrecon's gantry angle t. TIGRE's starts on its +x, a quarter turn on: TIGRE's angle t is gantry angle t + 90
+degrees. Arrays, all C order:
 
                  volume                         projections
   glrecon        (z, y, x)                      (views, v, u)
@@ -126,7 +128,8 @@ def from_tigre(DSO, DSD=None, angles=None, n_detector=None, d_detector=None, off
     row 0 at the bottom, as TIGRE's kernels read ``pixelV = nV - v - 1``); its volume (z, y, x) is glrecon's after
     ``from_tigre_order(vol, "volume")`` (TIGRE's z up is glrecon's y, TIGRE's y glrecon's -z).
 
-    World: TIGRE's (x, y, z) is glrecon's (x, z, -y), so TIGRE's angle t is glrecon's gantry angle t.
+    World: TIGRE's (x, y, z) is glrecon's (x, z, -y); TIGRE's source starts on its +x, so TIGRE's angle t is
+    glrecon's (RTK's) gantry angle t + 90 degrees.
     """
     if _is_tigre_geo(DSO):
         geo = DSO

@@ -81,6 +81,20 @@ def test_from_tigre_euler_angles():
     np.testing.assert_allclose(euler.vectors, plain.vectors, rtol=0, atol=ATOL)
 
 
+def test_angles_relate_to_glrecons_gantry_angle():
+    # TIGRE's source starts on its +x (glrecon's +x), ASTRA's on its -y (glrecon's +z, where RTK's gantry angle 0 puts
+    # it); both turn as glrecon does: TIGRE's t is gantry angle t + 90 degrees, ASTRA's t is t.
+    t = np.deg2rad([0.0, 30.0, 135.0, 250.0])
+    tigre = glrecon.from_tigre(1000, 1536, t, (4, 4), (1, 1))
+    astra = glrecon.from_astra({"type": "cone", "DetectorSpacingX": 1.0, "DetectorSpacingY": 1.0, "DetectorRowCount": 4,
+                                "DetectorColCount": 4, "ProjectionAngles": t, "DistanceOriginSource": 1000.0,
+                                "DistanceOriginDetector": 536.0})
+    for view, degrees in enumerate(np.rad2deg(t)):
+        for geometry, gantry in ((tigre, degrees + 90.0), (astra, degrees)):
+            rtk = glrecon.Geometry.circular(1, first_angle=gantry, detector=(4, 4), pixel=(1.0, 1.0))
+            np.testing.assert_allclose(geometry.vectors[view, 0:3], rtk.vectors[0, 0:3], rtol=0, atol=ATOL)
+
+
 def test_from_tigre_reads_a_tigre_geo_object():
     """A TIGRE geometry as its users make it (d01 and d14's field names, per-view arrays after check_geo): the same scan
     as the fields one by one, with the grid from nVoxel (z, y, x) and dVoxel (or sVoxel / nVoxel)."""
