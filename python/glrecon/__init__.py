@@ -7,6 +7,12 @@ Array conventions (those of ITK, RTK and SimpleITK reading a MetaImage):
   * ``spacing`` and ``origin`` are given in (x, y, z) order (for projections (u, v, view)), in mm, as a
     MetaImage header states them; ``origin`` is the world position of the centre of element (0, 0, 0).
 
+Units and orders are glrecon's everywhere (degrees for ``Geometry.circular``, detector (nu, nv), size (nx, ny, nz))
+except in the converters, which take TIGRE's and ASTRA's own values: ``from_tigre(geo, angles)``,
+``from_astra(proj_geom, vol_geom)``, with ``from/to_tigre_order`` and ``from/to_astra_order`` for their arrays
+(glrecon/peers.py and docs/python.md draw the one picture relating the three). A ``Grid`` (size, spacing, origin)
+can travel with a ``Geometry`` (``geo.with_grid``; the converters attach the peer's volume).
+
 Arrays read from files (``read_image``, ``read_projections``) and results (``fdk``, ``project``, ``sart``, ...,
 ``phantom.*``) are
 ``ImageArray``: a plain ndarray subclass carrying ``.spacing`` and ``.origin``.
@@ -22,27 +28,45 @@ resolves the geometry and keyword defaults as ``fdk`` does.
 """
 from __future__ import annotations
 
+import contextlib as _contextlib
 import math as _math
 import numbers as _numbers
 import os as _os
+import tempfile as _tempfile
 
 import numpy as _np
 
 from . import _glrecon
+
+__version__ = _glrecon.__version__
 from ._glrecon import (CudaError, DeviceError, Error, GeometryError, GlError, InputError, UsageError,
                        read_rtk_geometry as _read_rtk_geometry)
 
 __all__ = [
-    "Error", "InputError", "GeometryError", "UsageError", "DeviceError", "GlError", "CudaError", "ImageArray", "Geometry",
-    "read_rtk_geometry", "from_astra_vec", "from_tigre", "read_image", "read_projections", "write_image",
-    "fdk", "project", "sart", "sirt", "cgls", "osem", "asd_pocs", "pdhg_tv", "Operator", "line_integrals", "backends", "projectors",
+    "Error", "InputError", "GeometryError", "UsageError", "DeviceError", "GlError", "CudaError", "ImageArray", "Geometry", "Grid",
+    "read_rtk_geometry", "from_astra", "from_astra_vec", "astra_grid", "from_tigre", "to_astra_order", "from_astra_order",
+    "to_tigre_order", "from_tigre_order", "read_image", "read_projections", "write_image",
+    "fdk", "project", "sart", "sirt", "cgls", "osem", "asd_pocs", "pdhg_tv", "Operator", "line_integrals", "backends", "projectors", "devices", "compare",
     "phantom",
 ]
 
 
 class ImageArray(_np.ndarray):
-    """An ndarray with ``spacing`` and ``origin`` ((x, y, z) order, mm; one number or three, checked as the functions'
-    own ``spacing`` and ``origin`` are); slicing keeps them as they were."""
+    """An ndarray with ``spacing`` and ``origin``: three numbers each, in mm, in the reverse of the array's axis order
+    ((x, y, z) for a (z, y, x) volume, (u, v, view) for projections), as a MetaImage header states them; ``origin`` is
+    the world position of the centre of element 0. For an array of fewer than three axes the remaining numbers are
+    those of the axes it was cut from (a slice ``v[k]`` keeps its z position as the third number, which
+    ``write_image`` writes for its one slice).
+
+    They follow the array, so that ``write_image`` puts a part where it was:
+      * basic slicing moves ``origin`` to the new element 0 and scales ``spacing`` by the step (``v[8:]`` starts 8
+        slices further; ``v[::2]`` has twice the spacing; ``v[::-1]`` a negative one, which ``write_image`` refuses:
+        a MetaImage has no mirrored axes);
+      * ``transpose``, ``.T``, ``swapaxes`` and ``np.moveaxis`` permute them;
+      * pickling keeps them;
+      * a reduction to one number (``v.max()``) is a NumPy scalar; a result of another shape than the array's
+        (``v.sum(axis=0)``, indexing by arrays or masks, ``np.newaxis``) is a plain ndarray: no grid describes it.
+    The numbers are checked where they are used (by the functions' own ``spacing`` and ``origin`` checks)."""
 
     def __new__(cls, array, spacing=(1.0, 1.0, 1.0), origin=(0.0, 0.0, 0.0)):
         # Through _triple (below), as every function's spacing and origin: spacing=2.0 gave Python's "'float' object is
@@ -55,6 +79,103 @@ class ImageArray(_np.ndarray):
     def __array_finalize__(self, obj):
         self.spacing = getattr(obj, "spacing", (1.0, 1.0, 1.0))
         self.origin = getattr(obj, "origin", (0.0, 0.0, 0.0))
+
+    def __array_wrap__(self, obj, context=None):
+        if obj.ndim == 0:  # v.max(), v.sum(): a number (a 0-d ImageArray printed as one but was no float to format)
+            return obj[()]
+        out = super().__array_wrap__(obj, context)
+        if out.shape != self.shape:  # reduced along an axis, or broadcast: this array's grid does not describe it
+            return out.view(_np.ndarray)
+        return out
+
+    # ---- slicing -----------------------------------------------------------------------------------------------
+    def __getitem__(self, key):
+        out = super().__getitem__(key)
+        if not isinstance(out, ImageArray):
+            return out  # one element: a NumPy scalar
+        moved = self._sliced(key)
+        if moved is None:
+            return out.view(_np.ndarray)
+        out.spacing, out.origin = moved
+        return out
+
+    def _sliced(self, key):
+        """(spacing, origin) of ``self[key]`` for basic indexing (integers, slices, Ellipsis), else None. Metadata that
+        is not three numbers (anything may be assigned) is passed on unchanged, as before."""
+        items = key if isinstance(key, tuple) else (key,)
+        resolved = []
+        for item in items:
+            if item is Ellipsis or isinstance(item, slice):
+                resolved.append(item)
+            elif isinstance(item, (bool, _np.bool_)) or not isinstance(item, (_numbers.Integral, _np.integer)):
+                return None  # arrays, lists, masks, None (new axes): no longer a grid
+            else:
+                resolved.append(int(item))
+        if resolved.count(Ellipsis) > 1:
+            return None
+        if Ellipsis in resolved:
+            at = resolved.index(Ellipsis)
+            resolved[at:at + 1] = [slice(None)] * (self.ndim - len(resolved) + 1)
+        resolved += [slice(None)] * (self.ndim - len(resolved))
+        try:
+            spacing, origin = list(self.spacing), list(self.origin)
+            if len(spacing) != 3 or len(origin) != 3 or self.ndim > 3:
+                return self.spacing, self.origin
+            # Array axis i is entry ndim - 1 - i; the entries past ndim - 1 are axes cut before.
+            kept, cut = [], []
+            for axis, item in enumerate(resolved):
+                entry = self.ndim - 1 - axis
+                if isinstance(item, slice):
+                    start, _, step = item.indices(self.shape[axis])
+                else:
+                    start, step = item + (self.shape[axis] if item < 0 else 0), 1
+                s, o = spacing[entry], origin[entry]
+                if start:  # untouched where the start is 0: an infinite spacing times 0 made a NaN origin
+                    o = o + start * s
+                if step != 1:
+                    s = s * step
+                (kept if isinstance(item, slice) else cut).append((s, o))
+            entries = kept[::-1] + cut + list(zip(spacing, origin))[self.ndim:]
+            return tuple(float(s) for s, _ in entries), tuple(float(o) for _, o in entries)
+        except (TypeError, ValueError, OverflowError):
+            return self.spacing, self.origin
+
+    # ---- axes ----------------------------------------------------------------------------------------------------
+    def transpose(self, *axes):
+        out = super().transpose(*axes)
+        if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], (_numbers.Integral, _np.integer))):
+            axes = axes[0]
+        order = tuple(range(self.ndim))[::-1] if axes is None or len(axes) == 0 else tuple(int(a) % max(self.ndim, 1) for a in axes)
+        try:
+            if len(self.spacing) == len(self.origin) == 3 and self.ndim <= 3:
+                n = self.ndim
+                # New axis i is old axis order[i]; entry n-1-i of the new array is entry n-1-order[i] of the old one.
+                pick = [n - 1 - order[n - 1 - e] for e in range(n)] + list(range(n, 3))
+                out.spacing = tuple(self.spacing[e] for e in pick)
+                out.origin = tuple(self.origin[e] for e in pick)
+        except TypeError:
+            pass
+        return out
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    def swapaxes(self, axis1, axis2):
+        order = list(range(self.ndim))
+        a, b = int(axis1) % self.ndim, int(axis2) % self.ndim
+        order[a], order[b] = order[b], order[a]
+        return self.transpose(order)
+
+    # ---- pickling ------------------------------------------------------------------------------------------------
+    def __reduce__(self):
+        rebuild, arguments, state = super().__reduce__()
+        return rebuild, arguments, (state, self.spacing, self.origin)
+
+    def __setstate__(self, state):
+        if isinstance(state, tuple) and len(state) == 3 and isinstance(state[0], tuple):
+            state, self.spacing, self.origin = state
+        super().__setstate__(state)
 
 
 # ---- arguments ------------------------------------------------------------------------------------------
@@ -274,13 +395,24 @@ class Geometry:
     row (u) and a column (v), in world mm (see include/glrecon/geometry.h).
 
     Make one with ``Geometry.circular(...)``, ``read_rtk_geometry(path)``, ``Geometry.from_vectors(...)``,
-    ``from_astra_vec(...)`` or ``from_tigre(...)``. An RTK file holds no detector layout: as on the command
-    line, ``fdk`` takes it from the projections' ``spacing``/``origin`` (``read_image`` gives them), or set
-    it with ``with_detector``.
+    ``from_astra(...)``, ``from_astra_vec(...)`` or ``from_tigre(...)``. An RTK file holds no detector layout: as on
+    the command line, ``fdk`` takes it from the projections' ``spacing``/``origin`` (``read_image`` gives them), or
+    set it with ``with_detector``.
+
+    ``grid``: the volume ``Grid`` that travels with the scan (None unless set by ``with_grid`` or a converter that
+    read one: ``from_tigre`` with nVoxel, ``from_astra`` with a vol_geom). Every function that takes ``size``,
+    ``spacing``, ``origin`` uses it when none of them is given.
     """
 
-    def __init__(self, core):
+    def __init__(self, core, grid=None):
         self._core = core
+        if grid is not None and not isinstance(grid, Grid):
+            raise TypeError(f"grid: expected a glrecon.Grid or None, found {type(grid).__name__}")
+        self.grid = grid
+
+    def with_grid(self, grid):
+        """This scan with ``grid`` (a ``Grid``, or None for none) travelling with it."""
+        return Geometry(self._core, grid)
 
     @classmethod
     def circular(cls, projections=360, sid=1000.0, sdd=1536.0, detector=(256, 256), pixel=(2.0, 2.0), first_angle=0.0,
@@ -308,7 +440,7 @@ class Geometry:
         """This RTK geometry on a detector of ``detector`` = (nu, nv) pixels of ``pixel`` = (su, sv) mm, its
         pixel (0, 0) at ``origin`` = (u, v) detector mm (default: centred), as a projection header gives it."""
         return Geometry(self._core._with_detector(_several(detector, "detector", 2, _detector_pixels), _reals(pixel, "pixel", 2),
-                                                  None if origin is None else _reals(origin, "origin", 2, False)))
+                                                  None if origin is None else _reals(origin, "origin", 2, False)), self.grid)
 
     def __len__(self):
         return len(self._core)
@@ -346,7 +478,59 @@ class Geometry:
 
     def __repr__(self):
         kind = "circular" if self.is_circular else "vectors"
-        return f"glrecon.Geometry({len(self)} views, {kind}, detector={self.detector}, pixel={self.pixel})"
+        grid = "" if self.grid is None else f", grid={self.grid!r}"
+        return f"glrecon.Geometry({len(self)} views, {kind}, detector={self.detector}, pixel={self.pixel}{grid})"
+
+
+class Grid:
+    """A volume grid, ITK's way: ``size`` (nx, ny, nz) voxels, ``spacing`` (x, y, z) mm per voxel, ``origin`` the
+    world position (x, y, z) in mm of the centre of voxel (0, 0, 0) (None: the grid centred on the world origin).
+    The volume on it is the NumPy array ``grid.shape`` = (nz, ny, nx).
+
+    Give it where a function takes ``size``: ``fdk(p, geo, size=grid)``, ``Operator(geo, grid)``, ``project(v, geo,
+    grid=grid)``; or let it travel with the scan, ``geo.with_grid(grid)`` (``from_tigre`` and ``from_astra`` attach
+    the peer's volume), and leave size, spacing and origin out. Values are checked where the grid is used, as the
+    functions' own size, spacing and origin are."""
+
+    def __init__(self, size, spacing=1.0, origin=None):
+        self.size = _triple(size, "size", _voxels)
+        self.spacing = _triple(spacing, "spacing")
+        self._given_origin = None if origin is None else _triple(origin, "origin")
+        self.origin = self._given_origin or tuple(-0.5 * (n - 1) * s for n, s in zip(self.size, self.spacing))
+
+    @property
+    def shape(self):
+        """(nz, ny, nx): the NumPy shape of a volume on this grid."""
+        return self.size[::-1]
+
+    def zeros(self):
+        """A float32 ``ImageArray`` of zeros on this grid."""
+        return ImageArray(_np.zeros(self.shape, _np.float32), self.spacing, self.origin)
+
+    def __eq__(self, other):
+        return isinstance(other, Grid) and (self.size, self.spacing, self.origin) == (other.size, other.spacing, other.origin)
+
+    def __repr__(self):
+        return f"glrecon.Grid(size={self.size}, spacing={self.spacing}, origin={self.origin})"
+
+
+def _grid_arguments(geometry, size, spacing, origin, required=False):
+    """(size, spacing, origin or None) of a volume: a ``Grid`` given as ``size``; else the values given; else, where
+    none of them is given, the geometry's ``grid``; else the defaults (256 voxels of 1 mm, centred)."""
+    if isinstance(size, Grid):
+        if spacing is not None or origin is not None:
+            raise UsageError(f"spacing, origin: expected none beside size=Grid (the grid holds them), found "
+                             f"{_shown(spacing)}, {_shown(origin)}")
+        return size.size, size.spacing, size._given_origin  # None: centred by the library, as without a grid
+    if size is None and spacing is None and origin is None and geometry.grid is not None:
+        g = geometry.grid
+        return g.size, g.spacing, g._given_origin
+    if size is None and required:
+        raise UsageError("size: expected the volume's voxels (N, (nx, ny, nz) or a glrecon.Grid), or a geometry with a grid "
+                         "(geometry.with_grid), found neither")
+    size = _triple(256 if size is None else size, "size", _voxels)
+    voxel = _triple(1.0 if spacing is None else spacing, "spacing")
+    return size, voxel, None if origin is None else _triple(origin, "origin")
 
 
 def _detector_pixels(value, name):
@@ -356,69 +540,6 @@ def _detector_pixels(value, name):
 def read_rtk_geometry(path):
     """RTK's geometry XML (RTKThreeDCircularGeometry); the detector layout comes from the projections."""
     return Geometry(_read_rtk_geometry(_path(path, "path")))
-
-
-# glrecon's world is RTK's: the rotation axis is y. ASTRA and TIGRE turn about z. Their (x, y, z) maps to
-# glrecon's (x, z, -y): a proper rotation (determinant +1), so the scan keeps its handedness and glrecon's
-# rotation axis is theirs.
-_ASTRA_TO_GLRECON = _np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
-
-
-def from_astra_vec(vectors, det_row_count, det_col_count):
-    """A glrecon Geometry from ASTRA's ``cone_vec`` rows (srcX, srcY, srcZ, dX, dY, dZ, uX, uY, uZ, vX, vY, vZ):
-    source, *centre of the detector*, and the steps from one pixel to the next along a row (u) and a column (v).
-
-    glrecon anchors the vectors at the centre of pixel (0, 0): d0 = d - (cols - 1)/2 u - (rows - 1)/2 v.
-    World axes: ASTRA's (x, y, z) become glrecon's (x, z, -y) (ASTRA turns about z, glrecon about y).
-    Projections: ASTRA's array is (rows, angles, cols); glrecon's is (views, v, u) = ``p.transpose(1, 0, 2)``.
-    Units are whatever ASTRA's were (give mm to get mm)."""
-    rows_count, cols_count = _detector_pixels(det_row_count, "det_row_count"), _detector_pixels(det_col_count, "det_col_count")
-    vec = _np.asarray(_real_array(vectors, "vectors", (1, 2), (1000000, 12)), dtype=_np.float64)
-    if vec.ndim != 2 or vec.shape[1] != 12:
-        raise InputError(f"vectors: shape: expected (views, 12) ASTRA cone_vec rows, found {vec.shape}")
-    src, d, u, v = vec[:, 0:3], vec[:, 3:6], vec[:, 6:9], vec[:, 9:12]
-    with _np.errstate(over="ignore", invalid="ignore"):  # 1e308 rows overflow here; the geometry's checks refuse them
-        d0 = d - 0.5 * (cols_count - 1) * u - 0.5 * (rows_count - 1) * v
-        rows = _np.hstack([x @ _ASTRA_TO_GLRECON.T for x in (src, d0, u, v)])
-    return Geometry.from_vectors(rows, (cols_count, rows_count))
-
-
-def from_tigre(DSO, DSD, angles, n_detector, d_detector, off_detector=(0.0, 0.0), off_origin=(0.0, 0.0, 0.0)):
-    """A glrecon Geometry from TIGRE's circular description: distances ``DSO`` (source to origin) and ``DSD``
-    (source to detector), ``angles`` (radians, about TIGRE's z axis), ``n_detector`` = (nv, nu) pixels and
-    ``d_detector`` = (dv, du) mm as TIGRE orders them, ``off_detector`` = (v, u) mm and ``off_origin`` =
-    (x, y, z) mm (the volume's offset: the scan is moved by minus it).
-
-    The frame taken for TIGRE is the diagram in its documentation (demo 01; TIGRE itself is not a dependency):
-    at angle a, with R(a) the rotation by a about z, the source sits at R(a) (DSO, 0, 0) and the detector
-    centre at R(a) (DSO - DSD, off_u, off_v); seen from the source, columns (u) step along R(a) (0, du, 0) and
-    rows (v) up z, (0, 0, dv), from pixel (0, 0) at the bottom left. World axes then map as in
-    ``from_astra_vec``: TIGRE's (x, y, z) is glrecon's (x, z, -y). Check the orientation of a result against
-    one TIGRE reconstruction before trusting a new setup."""
-    DSO, DSD = _number(DSO, "DSO", "sid"), _number(DSD, "DSD", "sdd")  # TIGRE's names, the command line's bounds
-    angles = _np.asarray(_real_array(angles, "angles", (0, 1), (1000000,)), dtype=_np.float64).reshape(-1)
-    nv, nu = _several(n_detector, "n_detector", 2, _detector_pixels, False)
-    dv, du = _reals(d_detector, "d_detector", 2, False)
-    off_v, off_u = _reals(off_detector, "off_detector", 2, False)
-    off = _np.asarray(_reals(off_origin, "off_origin", 3, False), dtype=_np.float64)
-    # An angle NaN or infinite has no sine (NumPy warned "invalid value encountered in cos", then the geometry's check
-    # refused a NaN vector without naming the angle).
-    bad = _np.flatnonzero(~_np.isfinite(angles))
-    if bad.size:
-        raise InputError(f"angles: expected finite angles in radians, found {_shown(angles[bad[0]])} at index {bad[0]}")
-    c, s = _np.cos(angles), _np.sin(angles)
-
-    def rot(x, y, z):  # R(a) (x, y, z) for every angle: (views, 3)
-        return _np.stack([c * x - s * y, s * x + c * y, _np.full_like(c, z)], axis=1)
-
-    with _np.errstate(over="ignore", invalid="ignore"):  # 1e300 mm pixels overflow here; the geometry's checks refuse them
-        src = rot(DSO, 0.0, 0.0) - off
-        centre = rot(DSO - DSD, off_u, off_v) - off
-        u = rot(0.0, du, 0.0)
-        v = _np.tile([0.0, 0.0, dv], (len(angles), 1))
-        d0 = centre - 0.5 * (nu - 1) * u - 0.5 * (nv - 1) * v
-        rows = _np.hstack([x @ _ASTRA_TO_GLRECON.T for x in (src, d0, u, v)])
-    return Geometry.from_vectors(rows, (nu, nv))
 
 
 # ---- files ----------------------------------------------------------------------------------------------
@@ -485,7 +606,50 @@ def _window(window):
     return _whole(window, "window", None, 1, 4096)
 
 
-def fdk(projections, geometry, size=256, spacing=1.0, origin=None, backend="auto", window="auto", filter="ram-lak",
+@_contextlib.contextmanager
+def _roi(roi, size, spacing, origin):
+    """``roi`` as the library's region spec: a string (or path) as it is; a NumPy mask (z, y, x) on the grid (bool,
+    or 0 and 1) as a binary MetaImage in a temporary directory (the library's mask file, read and checked as
+    ``--roi MASK.mha`` is: the same region, and for fdk the same speed-up), removed after the call."""
+    if roi is None:
+        roi = ""
+    if isinstance(roi, (str, bytes)):
+        yield _text(roi, "roi")
+        return
+    if isinstance(roi, _os.PathLike):
+        yield _path(roi, "roi")
+        return
+    mask = _real_array(roi, "roi", (3,), _VOLUME_AXES)
+    shape = tuple(size[::-1])
+    if mask.shape != shape:
+        raise InputError(f"roi: shape: expected the grid's (z, y, x) = {shape}, found {mask.shape}")
+    outside = _np.flatnonzero((mask != 0) & (mask != 1))
+    if outside.size:
+        index = tuple(int(i) for i in _np.unravel_index(outside[0], mask.shape))
+        raise InputError(f"roi: values: expected 0 and 1 (or bool), found {_shown(mask[index])} at (z, y, x) = {index}")
+    if origin is None:
+        origin = tuple(-0.5 * (n - 1) * s for n, s in zip(size, spacing))
+    with _tempfile.TemporaryDirectory(prefix="glrecon-roi-") as directory:
+        path = _os.path.join(directory, "roi-mask.mha")
+        header = ("ObjectType = Image\nNDims = 3\nBinaryData = True\nBinaryDataByteOrderMSB = False\n"
+                  f"ElementSpacing = {' '.join(repr(float(s)) for s in spacing)}\n"
+                  f"Offset = {' '.join(repr(float(o)) for o in origin)}\n"
+                  f"DimSize = {' '.join(str(n) for n in size)}\nElementType = MET_UCHAR\nElementDataFile = LOCAL\n")
+        with open(path, "wb") as f:
+            f.write(header.encode("ascii"))
+            f.write(_np.ascontiguousarray(mask, dtype=_np.uint8).tobytes())
+        yield _os.fsencode(path)
+
+
+def _filter_name(name):
+    """A ramp window's name as the library spells it: TIGRE's "ram_lak", "shepp_logan" and ASTRA's "Ram-Lak" are
+    glrecon's "ram-lak", "shepp-logan" (case, '_' and ' ' do not matter)."""
+    if isinstance(name, str):
+        name = name.strip().lower().replace("_", "-").replace(" ", "-")
+    return _text(name, "filter")
+
+
+def fdk(projections, geometry, size=None, spacing=None, origin=None, backend="auto", window="auto", filter="ram-lak",
         cutoff=1.0, short_scan=True, threads=0, batch=32, gpu=0, roi="", progress=None, report=None):
     """FDK reconstruction; returns the volume as float32 ``ImageArray`` (z, y, x) in the phantom's density units.
 
@@ -494,10 +658,13 @@ def fdk(projections, geometry, size=256, spacing=1.0, origin=None, backend="auto
         the detector layout for an RTK geometry, as on the command line.
     geometry: a ``Geometry`` with as many views as projections.
     size, spacing, origin: the volume grid: N or (nx, ny, nz) voxels, mm per voxel (one or three), world
-        position of voxel (0, 0, 0) (default: centred on the world origin).
+        position of voxel (0, 0, 0) (default: centred on the world origin); or ``size=Grid``. None of them given:
+        the geometry's ``grid`` where it has one, else 256 voxels of 1 mm.
     backend: cpu, graphics, graphics-mp, compute, cuda (where built) or auto (the backend measured to finish
         first on this GPU, as ``glrecon fdk --backend auto``; ``report["auto"]`` says why); window: projections per GPU
-        pass, a number, "auto" or "max"; filter: ram-lak, shepp-logan, cosine, hamming, hann, with ``cutoff``.
+        pass, a number, "auto" or "max"; filter: ram-lak, shepp-logan, cosine, hamming, hann, with ``cutoff``
+        (TIGRE's "ram_lak", "shepp_logan", ASTRA's FilterType "Ram-Lak" are these names too).
+    roi: as ``--roi`` (fov, cylinder:..., a mask file) or a NumPy mask (z, y, x) on the grid: zeros outside.
     progress: None, True (a line on stderr, as the command line prints) or a callable ``progress(done, total)``
         called between the reconstruction's steps with the GIL held, e.g. with tqdm::
 
@@ -513,16 +680,15 @@ def fdk(projections, geometry, size=256, spacing=1.0, origin=None, backend="auto
     cpu backend and on the GPU backends for a fixed window."""
     if not isinstance(geometry, Geometry):
         raise UsageError(f"geometry: expected a glrecon.Geometry, found {type(geometry).__name__}")
-    size = _triple(size, "size", _voxels)
-    voxel = _triple(spacing, "spacing")
-    origin = None if origin is None else _triple(origin, "origin")
+    size, voxel, origin = _grid_arguments(geometry, size, spacing, origin)
     info = _report(report)
     callback = progress if callable(progress) else None
     layout = _layout(projections)
-    vol = _glrecon._fdk(_float_array(projections, "projections", (3,), _PROJECTION_AXES), *layout, geometry._core, size, voxel,
-                        origin, _text(backend, "backend"), _window(window), _text(filter, "filter"), _number(cutoff, "cutoff", "cutoff"),
-                        _bool(short_scan, "short_scan"), _whole(threads, "threads", "threads"), _whole(batch, "batch", "batch"),
-                        _whole(gpu, "gpu", "gpu"), _text(roi, "roi"), callback, progress is True, info)
+    with _roi(roi, size, voxel, origin) as region:
+        vol = _glrecon._fdk(_float_array(projections, "projections", (3,), _PROJECTION_AXES), *layout, geometry._core, size, voxel,
+                            origin, _text(backend, "backend"), _window(window), _filter_name(filter), _number(cutoff, "cutoff", "cutoff"),
+                            _bool(short_scan, "short_scan"), _whole(threads, "threads", "threads"), _whole(batch, "batch", "batch"),
+                            _whole(gpu, "gpu", "gpu"), region, callback, progress is True, info)
     if origin is None:
         origin = tuple(-0.5 * (n - 1) * s for n, s in zip(size, voxel))
     return ImageArray(vol, voxel, origin)
@@ -547,9 +713,17 @@ def _step(step):
     return 0.0 if step is None else _number(step, "step")
 
 
-def _volume_grid(array, shape, spacing, origin):
+def _volume_grid(array, shape, spacing, origin, grid=None):
+    """A volume array's grid: ``spacing``/``origin`` given, else the array's own (an ``ImageArray``), else ``grid`` (the
+    geometry's or the one given), else 1 mm and centred."""
+    if grid is not None and spacing is None and origin is None and not isinstance(array, ImageArray):
+        if tuple(grid.shape) != tuple(shape):
+            raise InputError(f"volume: shape: expected {grid.shape} (z, y, x), the grid's {grid!r}, found {tuple(shape)}")
+        return grid.spacing, grid.origin
     if spacing is None:
-        spacing = getattr(array, "spacing", (1.0, 1.0, 1.0))
+        spacing = getattr(array, "spacing", None)
+    if spacing is None:
+        spacing = grid.spacing if grid is not None and tuple(grid.shape) == tuple(shape) else (1.0, 1.0, 1.0)
     spacing = _triple(spacing, "spacing")
     if origin is None:
         origin = getattr(array, "origin", None)
@@ -558,24 +732,30 @@ def _volume_grid(array, shape, spacing, origin):
     return spacing, _triple(origin, "origin")
 
 
-def project(volume, geometry, backend="cpu", step=None, gpu=0, threads=0, spacing=None, origin=None):
+def project(volume, geometry, backend="cpu", step=None, gpu=0, threads=0, spacing=None, origin=None, grid=None, progress=None):
     """Forward projection A (line integrals), as ``glrecon project``: returns float32 ``ImageArray`` (views, v, u)
     with the detector's ``spacing`` (su, sv, 1) and ``origin`` (u, v, 0) as the command line writes them.
 
     volume: (z, y, x) densities; read in place when C-contiguous float32, else converted once. Its grid is
-        ``spacing``/``origin`` ((x, y, z), mm), by default the array's own (an ``ImageArray``), else 1 mm centred.
+        ``spacing``/``origin`` ((x, y, z), mm) where given, else the array's own (an ``ImageArray``), else ``grid``
+        (a ``Grid``) or the geometry's ``grid``, else 1 mm centred.
     geometry: a ``Geometry`` with a detector (``Geometry.circular``, ``from_vectors``, or an RTK file's
         ``with_detector((nu, nv), (su, sv))``; ``glrecon project --detector``/``--detector-spacing`` centre it).
     backend: a name of ``projectors()`` (cpu, graphics, compute, cuda where built); step: ray-marching step in
         mm (None: one sample per voxel plane, Joseph's); threads: cpu threads (0: all); gpu: device index.
+    progress: None, True (a line on stderr per step) or ``progress(done, total)`` called between groups of views
+        with the GIL held; an exception in it, or Ctrl-C, stops the projection and propagates.
 
-    The ray-driven projector of include/glrecon/operator.h (trilinear samples every ``step`` along each ray)."""
+    The ray-driven projector of include/glrecon/operator.h (one sample per voxel plane, or trilinear samples every ``step``)."""
     if not isinstance(geometry, Geometry):
         raise UsageError(f"geometry: expected a glrecon.Geometry, found {type(geometry).__name__}")
+    if grid is not None and not isinstance(grid, Grid):
+        raise TypeError(f"grid: expected a glrecon.Grid, found {type(grid).__name__}")
     array = _float_array(volume, "volume", (3,), _VOLUME_AXES)
-    spacing, origin = _volume_grid(volume, array.shape, spacing, origin)
+    spacing, origin = _volume_grid(volume, array.shape, spacing, origin, grid if grid is not None else geometry.grid)
+    callback = progress if callable(progress) else None
     out, s, o = _glrecon._project(array, spacing, origin, geometry._core, _text(backend, "backend"), _step(step), _whole(gpu, "gpu", "gpu"),
-                                  _whole(threads, "threads", "threads"))
+                                  _whole(threads, "threads", "threads"), callback, progress is True)
     return ImageArray(out, s, o)
 
 
@@ -589,38 +769,60 @@ def _iterative(method, projections, geometry, size, spacing, origin, iterations,
     tv = {**_TV_DEFAULTS, **(tv or {})}
     if not isinstance(geometry, Geometry):
         raise UsageError(f"geometry: expected a glrecon.Geometry, found {type(geometry).__name__}")
-    size = _triple(size, "size", _voxels)
-    voxel = _triple(spacing, "spacing")
-    origin = None if origin is None else _triple(origin, "origin")
+    size, voxel, origin = _grid_arguments(geometry, size, spacing, origin)
     init = None if initial is None else _float_array(initial, "initial", (2, 3), _VOLUME_AXES)
     init_spacing = getattr(initial, "spacing", None)
     init_origin = getattr(initial, "origin", None)
     info = _report(report)
     callback = progress if callable(progress) else None
     layout = _layout(projections)
-    vol = _glrecon._iterative(method, _float_array(projections, "projections", (3,), _PROJECTION_AXES), *layout,
-                              geometry._core, size, voxel, origin, _whole(iterations, "iterations"),
-                              _whole(subsets, "subsets"), _number(lamb, "lamb"), _bool(positivity, "positivity"), init,
-                              None if init_spacing is None else _triple(init_spacing, "initial.spacing"),
-                              None if init_origin is None else _triple(init_origin, "initial.origin"), _text(roi, "roi"),
-                              _text(backend, "backend"), _whole(gpu, "gpu", "gpu"), _whole(threads, "threads", "threads"), _step(step),
-                              _text(projector, "projector"), _number(stop_residual, "stop_residual", "stopResidual"),
-                              _number(stop_change, "stop_change", "stopChange"), _whole(tv["tv_steps"], "tv_steps", "tvSteps"),
-                              _number(tv["tv_alpha"], "tv_alpha", "tvAlpha"), _number(tv["tv_reduction"], "tv_reduction", "tvReduction"),
-                              _number(tv["tv_ratio"], "tv_ratio", "tvRatio"),
-                              _number(tv["lambda_reduction"], "lambda_reduction", "lambdaReduction"),
-                              _number(tv["tv_weight"], "tv_weight", "tvWeight"), callback, progress is True, info)
+    with _roi(roi, size, voxel, origin) as region:
+        vol = _glrecon._iterative(method, _float_array(projections, "projections", (3,), _PROJECTION_AXES), *layout,
+                                  geometry._core, size, voxel, origin, _whole(iterations, "iterations"),
+                                  _whole(subsets, "subsets"), _number(lamb, "lamb"), _bool(positivity, "positivity"), init,
+                                  None if init_spacing is None else _triple(init_spacing, "initial.spacing"),
+                                  None if init_origin is None else _triple(init_origin, "initial.origin"), region,
+                                  _text(backend, "backend"), _whole(gpu, "gpu", "gpu"), _whole(threads, "threads", "threads"), _step(step),
+                                  _text(projector, "projector"), _number(stop_residual, "stop_residual", "stopResidual"),
+                                  _number(stop_change, "stop_change", "stopChange"), _whole(tv["tv_steps"], "tv_steps", "tvSteps"),
+                                  _number(tv["tv_alpha"], "tv_alpha", "tvAlpha"), _number(tv["tv_reduction"], "tv_reduction", "tvReduction"),
+                                  _number(tv["tv_ratio"], "tv_ratio", "tvRatio"),
+                                  _number(tv["lambda_reduction"], "lambda_reduction", "lambdaReduction"),
+                                  _number(tv["tv_weight"], "tv_weight", "tvWeight"), callback, progress is True, info)
     if origin is None:
         origin = tuple(-0.5 * (n - 1) * s for n, s in zip(size, voxel))
     return ImageArray(vol, voxel, origin)
 
 
-def _relaxation(lamb, relaxation):
-    if relaxation is not None:
-        if lamb is not None and lamb != relaxation:
-            raise UsageError(f"lamb, relaxation: give one of them, found {lamb!r} and {relaxation!r}")
-        lamb = relaxation
-    return 0.0 if lamb is None else lamb
+def _relaxation(lamb, relaxation, lmbda=None):
+    """The relaxation from ``lamb`` or its other names: ``relaxation``, TIGRE's ``lmbda``; one of them."""
+    given = {name: value for name, value in (("lamb", lamb), ("relaxation", relaxation), ("lmbda", lmbda)) if value is not None}
+    if len(set(map(repr, given.values()))) > 1:
+        raise UsageError(f"{', '.join(given)}: give one of them (they are one parameter), found "
+                         f"{', '.join(repr(v) for v in given.values())}")
+    return next(iter(given.values()), 0.0)
+
+
+# TIGRE's OrderStrategy values and what glrecon does: its subsets interleave the views (view i in subset i mod S) and
+# are visited in bit-reversed order, so consecutive subsets are far apart in angle: TIGRE's "angularDistance" in aim.
+# The other orders would need the library to take an order; they are refused rather than ignored.
+_ORDER_STRATEGIES = ("angularDistance",)
+
+
+def _subsets(subsets, blocksize, order_strategy, projections):
+    """The number of subsets from ``subsets`` or TIGRE's ``blocksize`` (views per subset: subsets = ceil(views /
+    blocksize)); None: the method's default. ``order_strategy``: None or one of _ORDER_STRATEGIES."""
+    if order_strategy is not None and order_strategy not in _ORDER_STRATEGIES:
+        raise UsageError(f"OrderStrategy: expected {' or '.join(map(repr, _ORDER_STRATEGIES))} (glrecon interleaves the "
+                         f"views and visits the subsets in bit-reversed order), found {_shown(order_strategy)!r}")
+    if blocksize is None:
+        return 0 if subsets is None else subsets
+    if subsets is not None:
+        raise UsageError(f"subsets, blocksize: give one of them (blocksize is TIGRE's views per subset), found {subsets!r} "
+                         f"and {blocksize!r}")
+    views = _np.shape(projections)[0] if _np.ndim(projections) == 3 else 1
+    size = _whole(blocksize, "blocksize", None, 1)
+    return -(-views // size)
 
 
 _COMMON_DOC = """
@@ -628,11 +830,13 @@ _COMMON_DOC = """
         C++ methods take an Image). Their ``spacing``/``origin`` (an ``ImageArray``) give the detector layout
         for an RTK geometry, as on the command line; geometry: a ``Geometry`` with as many views.
     size, spacing, origin: the volume grid: N or (nx, ny, nz) voxels, mm per voxel (one or three), world
-        position of voxel (0, 0, 0) (default: centred on the world origin).
-    iterations: passes over all projections (at least 1).
+        position of voxel (0, 0, 0) (default: centred on the world origin); or ``size=Grid``. None of them given:
+        the geometry's ``grid`` where it has one, else 256 voxels of 1 mm.
+    iterations: passes over all projections (at least 1) (TIGRE's ``niter``).
     initial: a starting volume (z, y, x) on the grid (its ``spacing``/``origin``, if an ``ImageArray``, must be
         the grid's), e.g. an ``fdk`` result; default 0 (osem: a positive constant).
-    roi: "" (the whole volume), fov, fov-cylinder, cylinder:..., box:..., sphere:... or a mask file, as ``--roi``.
+    roi: "" (the whole volume), fov, fov-cylinder, cylinder:..., box:..., sphere:..., a mask file, as ``--roi``, or
+        a NumPy mask (z, y, x) on the grid (bool, or 0 and 1): voxels outside stay as ``initial`` has them.
     backend: a name of ``projectors()``; gpu: device index; threads: cpu threads (0: all); step: ray-marching
         step in mm (None: one sample per voxel plane, Joseph's).
     projector: "interpolating" (fast; B close to A^T) or "matched" (B = A^T exactly), as ``--projector``.
@@ -647,30 +851,33 @@ _COMMON_DOC = """
     Errors carry the command line's messages (option names as there: ``--iterations`` etc.)."""
 
 
-def sart(projections, geometry, size=256, spacing=1.0, origin=None, iterations=10, subsets=None, lamb=None, positivity=False,
+def sart(projections, geometry, size=None, spacing=None, origin=None, iterations=10, subsets=None, lamb=None, positivity=False,
          initial=None, roi="", backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, relaxation=None,
-         projector="interpolating", stop_residual=0.0, stop_change=0.0):
+         projector="interpolating", stop_residual=0.0, stop_change=0.0, lmbda=None, blocksize=None, OrderStrategy=None):
     """SART / OS-SART, as ``glrecon sart``: x += lambda (B_S 1)^-1 B_S [(b_S - A_S x) / (A_S 1)] per ordered subset.
 
-    subsets: 1 to the number of views (None: one view per subset; 1 is SIRT); lamb (or ``relaxation``): in
-        (0, 2) (None: 0.8 with one view per subset, else 1); positivity: clamp negative voxels after every update.
+    subsets: 1 to the number of views (None: one view per subset; 1 is SIRT), or TIGRE's ``blocksize`` (views per
+        subset: subsets = ceil(views / blocksize)); lamb (or ``relaxation``, TIGRE's ``lmbda``): in (0, 2) (None:
+        0.8 with one view per subset, else 1); positivity: clamp negative voxels after every update (TIGRE's
+        ``nonneg``). ``OrderStrategy``: TIGRE's "angularDistance" is glrecon's only order (the views interleaved in
+        the subsets, visited in bit-reversed order); TIGRE's sart is blocksize=1, os_sart blocksize=N, sirt ``sirt``.
     """
-    return _iterative("sart", projections, geometry, size, spacing, origin, iterations, 0 if subsets is None else subsets,
-                      _relaxation(lamb, relaxation), positivity, initial, roi, backend, gpu, threads, step, progress, report,
-                      projector, stop_residual, stop_change)
-
-
-def sirt(projections, geometry, size=256, spacing=1.0, origin=None, iterations=10, lamb=None, positivity=False, initial=None, roi="",
-         backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, relaxation=None, projector="interpolating",
-         stop_residual=0.0, stop_change=0.0):
-    """SIRT, as ``glrecon sirt``: SART with one subset holding every view; lamb (or ``relaxation``) in (0, 2)
-    (None: 1); positivity: clamp negative voxels after every update.
-    """
-    return _iterative("sirt", projections, geometry, size, spacing, origin, iterations, 0, _relaxation(lamb, relaxation), positivity,
+    return _iterative("sart", projections, geometry, size, spacing, origin, iterations,
+                      _subsets(subsets, blocksize, OrderStrategy, projections), _relaxation(lamb, relaxation, lmbda), positivity,
                       initial, roi, backend, gpu, threads, step, progress, report, projector, stop_residual, stop_change)
 
 
-def cgls(projections, geometry, size=256, spacing=1.0, origin=None, iterations=10, initial=None, roi="", backend="cpu", gpu=0,
+def sirt(projections, geometry, size=None, spacing=None, origin=None, iterations=10, lamb=None, positivity=False, initial=None, roi="",
+         backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, relaxation=None, projector="interpolating",
+         stop_residual=0.0, stop_change=0.0, lmbda=None):
+    """SIRT, as ``glrecon sirt``: SART with one subset holding every view; lamb (or ``relaxation``, TIGRE's
+    ``lmbda``) in (0, 2) (None: 1); positivity: clamp negative voxels after every update.
+    """
+    return _iterative("sirt", projections, geometry, size, spacing, origin, iterations, 0, _relaxation(lamb, relaxation, lmbda), positivity,
+                      initial, roi, backend, gpu, threads, step, progress, report, projector, stop_residual, stop_change)
+
+
+def cgls(projections, geometry, size=None, spacing=None, origin=None, iterations=10, initial=None, roi="", backend="cpu", gpu=0,
          threads=0, step=None, progress=None, report=None, projector="interpolating", stop_residual=0.0, stop_change=0.0):
     """CGLS, as ``glrecon cgls``: conjugate gradients on the normal equations B A x = B b (no relaxation, no
     positivity: clamping would break the conjugate directions). Steps by exact line search, so the residual never
@@ -680,31 +887,37 @@ def cgls(projections, geometry, size=256, spacing=1.0, origin=None, iterations=1
                       threads, step, progress, report, projector, stop_residual, stop_change)
 
 
-def osem(projections, geometry, size=256, spacing=1.0, origin=None, iterations=10, subsets=None, positivity=False, initial=None,
+def osem(projections, geometry, size=None, spacing=None, origin=None, iterations=10, subsets=None, positivity=False, initial=None,
          roi="", backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, projector="interpolating",
-         stop_residual=0.0, stop_change=0.0):
+         stop_residual=0.0, stop_change=0.0, blocksize=None, OrderStrategy=None):
     """OS-EM / MLEM, as ``glrecon osem``: x *= (B_S 1)^-1 B_S [b_S / (A_S x)]; the data must be finite and
-    non-negative with some positive value. subsets: 1 to the number of views (None: 8, or fewer views; 1 is MLEM).
+    non-negative with some positive value. subsets: 1 to the number of views (None: 8, or fewer views; 1 is MLEM),
+    or TIGRE's ``blocksize`` (views per subset); ``OrderStrategy`` as in ``sart``.
     """
-    return _iterative("osem", projections, geometry, size, spacing, origin, iterations, 0 if subsets is None else subsets, 0.0,
+    return _iterative("osem", projections, geometry, size, spacing, origin, iterations, _subsets(subsets, blocksize, OrderStrategy, projections), 0.0,
                       positivity, initial, roi, backend, gpu, threads, step, progress, report, projector, stop_residual, stop_change)
 
 
-def asd_pocs(projections, geometry, size=256, spacing=1.0, origin=None, iterations=10, subsets=None, lamb=None, initial=None, roi="",
+def asd_pocs(projections, geometry, size=None, spacing=None, origin=None, iterations=10, subsets=None, lamb=None, initial=None, roi="",
              backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, projector="interpolating", stop_residual=0.0,
-             stop_change=0.0, tv_steps=20, tv_alpha=0.002, tv_reduction=0.95, tv_ratio=0.95, lambda_reduction=0.99):
+             stop_change=0.0, tv_steps=20, tv_alpha=0.002, tv_reduction=0.95, tv_ratio=0.95, lambda_reduction=0.99, lmbda=None,
+             blocksize=None, OrderStrategy=None):
     """ASD-POCS (Sidky & Pan 2008), as ``glrecon asd-pocs``: per iteration a SART sweep with x >= 0, then
     ``tv_steps`` steps of steepest descent on the total variation; the TV step starts at ``tv_alpha`` times the
     sweep's change and shrinks by ``tv_reduction`` whenever TV moved the volume more than ``tv_ratio`` times it;
     lamb shrinks by ``lambda_reduction`` per iteration (TIGRE's defaults). For few views.
+
+    TIGRE's asd_pocs keywords: ``lmbda`` is lamb, ``lmbda_red`` lambda_reduction, ``tviter`` tv_steps, ``alpha``
+    tv_alpha, ``alpha_red`` tv_reduction, ``rmax`` tv_ratio, ``blocksize`` views per subset (subsets), and
+    ``OrderStrategy`` as in ``sart``.
     """
-    return _iterative("asd-pocs", projections, geometry, size, spacing, origin, iterations, 0 if subsets is None else subsets,
-                      _relaxation(lamb, None), True, initial, roi, backend, gpu, threads, step, progress, report, projector, stop_residual,
+    return _iterative("asd-pocs", projections, geometry, size, spacing, origin, iterations,
+                      _subsets(subsets, blocksize, OrderStrategy, projections), _relaxation(lamb, None, lmbda), True, initial, roi, backend, gpu, threads, step, progress, report, projector, stop_residual,
                       stop_change, dict(tv_steps=tv_steps, tv_alpha=tv_alpha, tv_reduction=tv_reduction, tv_ratio=tv_ratio,
                                         lambda_reduction=lambda_reduction))
 
 
-def pdhg_tv(projections, geometry, size=256, spacing=1.0, origin=None, iterations=300, tv_weight=0.001, initial=None, roi="",
+def pdhg_tv(projections, geometry, size=None, spacing=None, origin=None, iterations=300, tv_weight=0.001, initial=None, roi="",
             backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, projector="matched", stop_residual=0.0,
             stop_change=0.0):
     """PDHG-TV, as ``glrecon pdhg-tv``: min 1/2 |A x - b|^2 + lambda TV(x) over x >= 0 by Chambolle & Pock's
@@ -743,12 +956,10 @@ class Operator:
     the volume grid as in ``fdk``; backend: a name of ``projectors()``; gpu, threads, step: as in ``project``.
     """
 
-    def __init__(self, geometry, size, spacing=1.0, origin=None, backend="cpu", projector="interpolating", gpu=0, threads=0, step=None):
+    def __init__(self, geometry, size=None, spacing=None, origin=None, backend="cpu", projector="interpolating", gpu=0, threads=0, step=None):
         if not isinstance(geometry, Geometry):
             raise UsageError(f"geometry: expected a glrecon.Geometry, found {type(geometry).__name__}")
-        size = _triple(size, "size", _voxels)
-        voxel = _triple(spacing, "spacing")
-        origin = None if origin is None else _triple(origin, "origin")
+        size, voxel, origin = _grid_arguments(geometry, size, spacing, origin, required=True)
         self._core = _glrecon._Operator(geometry._core, size, voxel, origin, _text(backend, "backend"), _text(projector, "projector"),
                                         _whole(gpu, "gpu", "gpu"), _whole(threads, "threads", "threads"), _step(step))
         self._transposed = False
@@ -809,10 +1020,79 @@ def projectors():
     return list(_glrecon.projectors())
 
 
-def backends():
+def backends(available=False):
     """Backend names this build knows: cpu, graphics, graphics-mp, compute, and cuda where it was built.
-    (A GPU backend may still fail with GlError where no OpenGL 4.5 device exists.)"""
-    return list(_glrecon.backends())
+
+    available: False (the names built), True (those that can run here: an OpenGL 4.5 device for graphics,
+        graphics-mp and compute, a CUDA device for cuda), or "why" (a dict of every built name to None where it can
+        run, else the reason it cannot, e.g. the error of making an OpenGL 4.5 context). Checking makes a device
+        context: a fraction of a second."""
+    names = list(_glrecon.backends())
+    if available is False:
+        return names
+    if available not in (True, "why"):
+        raise UsageError(f"available: expected False, True or 'why', found {_shown(available)!r}")
+    gl = None
+    status = {}
+    for name in names:
+        if name == "cpu":
+            status[name] = None
+        elif name == "cuda":
+            status[name] = None if _glrecon._cuda_devices() > 0 else "no CUDA device (or no driver)"
+        else:
+            if gl is None:
+                gl = _glrecon._gl_status(0) or ""
+            status[name] = gl or None
+    return status if available == "why" else [name for name, why in status.items() if why is None]
+
+
+def devices():
+    """The GPUs the backends can use, as ``glrecon devices`` lists them: one dict per device with ``api`` ("opengl"
+    for graphics, graphics-mp and compute; "cuda"), ``index`` (the ``gpu`` argument), ``name``, ``version``
+    (OpenGL's), ``software`` (a CPU rasterizer such as llvmpipe) and ``free_memory`` in bytes (None where the driver
+    does not tell it: Mesa)."""
+    return list(_glrecon._devices())
+
+
+def compare(first, second, roi=None):
+    """``glrecon compare``'s numbers for two volumes on one grid, as a dict: ``voxels`` compared, ``max``, ``mean``
+    and ``rms`` of |first - second|, ``max_first`` and ``mean_first`` of |first| (the scale), and ``psnr`` = 20
+    log10((max(first) - min(first)) / rms) in dB (first taken as the reference, as scikit-image's data_range; inf
+    where they are equal). roi: None (every voxel) or a NumPy mask of their shape (bool, or 0 and 1).
+
+    Two ``ImageArray`` must share their spacing and origin (within 1e-6, as the command line checks). Sums in
+    double; a NaN or infinite voxel is refused, naming the array and the voxel."""
+    a = _real_array(first, "first", (1, 2, 3), (_INT_MAX,) * 3)
+    b = _real_array(second, "second", (1, 2, 3), (_INT_MAX,) * 3)
+    if a.shape != b.shape:
+        raise InputError(f"second: shape: expected {a.shape} as first, found {b.shape}")
+    for name in ("spacing", "origin"):
+        x, y = getattr(first, name, None), getattr(second, name, None)
+        if x is not None and y is not None and not _np.allclose(x, y, rtol=1e-6, atol=1e-6):
+            raise InputError(f"second: {name}: expected {tuple(x)} as first, found {tuple(y)}")
+    a64, b64 = _np.asarray(a, dtype=_np.float64), _np.asarray(b, dtype=_np.float64)
+    for array, name in ((a64, "first"), (b64, "second")):
+        bad = _np.flatnonzero(~_np.isfinite(array))
+        if bad.size:
+            index = tuple(int(i) for i in _np.unravel_index(bad[0], array.shape))
+            raise InputError(f"{name}: voxel {index}: expected a finite value, found {_shown(array[index])}")
+    if roi is not None:
+        mask = _real_array(roi, "roi", (a.ndim,), (_INT_MAX,) * 3)
+        if mask.shape != a.shape:
+            raise InputError(f"roi: shape: expected {a.shape} as first, found {mask.shape}")
+        if ((mask != 0) & (mask != 1)).any():
+            raise InputError("roi: values: expected 0 and 1 (or bool)")
+        inside = mask.astype(bool)
+        a64, b64 = a64[inside], b64[inside]
+    d = _np.abs(a64 - b64)
+    n = d.size
+    rms = float(_np.sqrt((d * d).sum() / n)) if n else 0.0
+    span = float(a64.max() - a64.min()) if n else 0.0
+    return {"voxels": n, "max": float(d.max()) if n else 0.0, "mean": float(d.sum() / n) if n else 0.0, "rms": rms,
+            "max_first": float(_np.abs(a64).max()) if n else 0.0, "mean_first": float(_np.abs(a64).sum() / n) if n else 0.0,
+            "psnr": float("inf") if rms == 0 else (20 * _math.log10(span / rms) if span > 0 else float("-inf"))}
 
 
 from . import phantom  # noqa: E402  (uses the names above)
+from .peers import (astra_grid, from_astra, from_astra_order, from_astra_vec, from_tigre, from_tigre_order,  # noqa: E402
+                    to_astra_order, to_tigre_order)

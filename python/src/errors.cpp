@@ -1,5 +1,9 @@
 // Exceptions: one base (glrecon.Error, itself a RuntimeError), the C++ types under their own names; request fields
 // named in messages are written as this module's keywords (pythonName).
+#include <new>
+#include <stdexcept>
+#include <system_error>
+
 #include "bindings.h"
 #include "device/gl/context.h"
 #include "glrecon/errors.h"
@@ -48,7 +52,28 @@ void bindErrors(py::module_& m) {
       raise(deviceError, e.render(pythonName));
     } catch (const Error& e) {
       raise(error, e.render(pythonName));
+    } catch (const py::error_already_set&) {
+      throw;  // a Python exception (a progress callback's, Ctrl-C's KeyboardInterrupt) goes on as it was raised
+    } catch (const py::builtin_exception&) {
+      throw;  // pybind11's own (a failed cast): its TypeError or ValueError
+    } catch (const std::bad_alloc&) {
+      throw;  // MemoryError, as Python's own allocations fail
+    } catch (const std::exception& e) {
+      // Whatever else the library or a driver throws (FFTW's planner, std::thread's system_error, a backend's
+      // std::logic_error) is a glrecon.Error too, so that `except glrecon.Error` catches every failure of a call;
+      // pybind11 alone made it a bare RuntimeError (or an IndexError, a ValueError) that escaped it.
+      raise(error, e.what());
     }
+  });
+  // What the translation above gives each kind of C++ exception, for the tests (python/tests/test_peers.py).
+  m.def("_throw_for_test", [](const std::string& kind) {
+    if (kind == "runtime_error") throw std::runtime_error("a runtime_error from C++");
+    if (kind == "logic_error") throw std::logic_error("a logic_error from C++");
+    if (kind == "out_of_range") throw std::out_of_range("an out_of_range from C++");
+    if (kind == "system_error") throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again), "a system_error from C++");
+    if (kind == "bad_alloc") throw std::bad_alloc();
+    if (kind == "cuda") throw CudaError("CUDA: cudaMalloc: out of memory");
+    throw UsageError("kind: expected runtime_error, logic_error, out_of_range, system_error, bad_alloc or cuda, found '" + kind + "'");
   });
 }
 

@@ -1,6 +1,9 @@
 // The operators from Python: project() (forward projection of a volume) and the iterative methods over one backend's
 // operator.
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <numeric>
@@ -16,9 +19,11 @@ namespace glrecon::python {
 namespace {
 
 // `glrecon project`: A volume for every view of the geometry, (views, v, u). The volume is read in place when
-// C-contiguous float32; its grid is (size from the array, spacing, origin).
+// C-contiguous float32; its grid is (size from the array, spacing, origin). projectVolume's steps, with the views in
+// groups: between groups the GIL is taken back for the progress callback and Ctrl-C (one forward() over every view
+// could not be stopped). A group grows while it takes under 0.1 s, so that a long run stops within about that.
 py::tuple project(const py::array& input, const std::array<double, 3>& spacing, const std::array<double, 3>& origin, const PyGeometry& pygeometry,
-                  const std::string& backend, double step, int gpu, int threads) {
+                  const std::string& backend, double step, int gpu, int threads, const py::object& progress, bool printProgress) {
   const FloatArray volume = floatArray(input);
   if (volume.ndim() != 3) throwInputError("volume", "shape", "a 3D array (z, y, x)", std::to_string(volume.ndim()) + " dimensions");
   if (!pygeometry.detector)
@@ -31,12 +36,38 @@ py::tuple project(const py::array& input, const std::array<double, 3>& spacing, 
   grid.spacing = {spacing[0], spacing[1], spacing[2]};
   grid.origin = {origin[0], origin[1], origin[2]};
   grid.validate("volume");
-  VolumeProjection made;
+  const Backend chosen = *backendOf(backend, false);
+  checkScanAndGrid(geometry, grid, "project");
+  checkVolumeToProject(volume.data(), grid, "volume");
+  const DetectorLayout& layout = geometry.detector;
+  const std::size_t views = geometry.size(), pixels = static_cast<std::size_t>(layout.nu) * static_cast<std::size_t>(layout.nv);
+  checkHostMemory("project", std::to_string(views) + " projections of " + std::to_string(layout.nu) + " x " + std::to_string(layout.nv),
+                  4 * static_cast<std::uint64_t>(pixels) * views + (chosen == Backend::Cpu ? 4 * static_cast<std::uint64_t>(grid.voxelCount()) : 0));
+  Image out({layout.nu, layout.nv, static_cast<int>(views)}, {layout.spacingU, layout.spacingV, 1.0}, {layout.originU, layout.originV, 0.0});
+  std::exception_ptr callbackError;
   {
     py::gil_scoped_release release;
-    made = projectVolume(*backendOf(backend, false), geometry, grid, volume.data(), projectorOptions(gpu, threads, step));
+    auto op = makeOperator(chosen, geometry, grid, projectorOptions(gpu, threads, step));
+    op->setVolume(volume.data());
+    std::vector<std::size_t> order(views);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    const auto callProgress = [&](std::size_t done) {
+      if (printProgress) std::fprintf(stderr, "project: %zu/%zu views\n", done, views);
+      if (!progress.is_none()) progress(done, views);
+    };
+    std::size_t group = 1;
+    for (std::size_t done = 0; done < views;) {
+      const std::size_t count = std::min(group, views - done);
+      const auto start = std::chrono::steady_clock::now();
+      op->forward(order.data() + done, count, out.data.data() + done * pixels);
+      done += count;
+      if (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(100)) group *= 2;
+      if (interruptedBetweenSteps([&] { callProgress(done); }, callbackError)) break;
+    }
   }
-  Image& out = made.projections;
+  if (callbackError) std::rethrow_exception(callbackError);
+  // As projectVolume: guaranteed finite by the checks above, checked anyway.
+  checkFiniteValues(out, "project", "projection", kMaxProjectionValue);
   const auto s = out.spacing, o = out.origin;
   return py::make_tuple(toNumpy(std::move(out)), triple(s), triple(o));
 }

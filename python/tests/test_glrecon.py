@@ -92,8 +92,8 @@ def test_from_tigre_by_hand():
     # At pi/2 the source is at TIGRE (0, 1000, 0) -> glrecon (0, 0, -1000); u along TIGRE -x.
     view1 = [0, 0, -1000, 2, -2, 536, -1, 0, 0, 0, 2, 0]
     np.testing.assert_allclose(g.vectors, [view0, view1], rtol=0, atol=1e-12)
-    # Offsets: the detector moves in its own u and v, the scan by minus the volume's offset.
-    h = glrecon.from_tigre(1000, 1536, [0.0], (3, 5), (2.0, 1.0), off_detector=(4.0, 3.0), off_origin=(10.0, 0, 0))
+    # Offsets: the detector moves in its own u and v, the scan by minus the volume's offset, (z, y, x) in TIGRE Python.
+    h = glrecon.from_tigre(1000, 1536, [0.0], (3, 5), (2.0, 1.0), off_detector=(4.0, 3.0), off_origin=(0, 0, 10.0))
     np.testing.assert_allclose(h.vectors, [[990, 0, 0, -546, 2, -1, 0, 0, -1, 0, 2, 0]], rtol=0, atol=1e-12)
 
 
