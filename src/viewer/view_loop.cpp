@@ -26,7 +26,7 @@ struct Shown {
       panels[i].index = std::clamp(panels[i].index + in.sliceSteps[i], 0, depth[panels[i].axis] - 1);
       in.sliceSteps[i] = 0;
     }
-    if (in.toggleColours) colourMap = 1 - colourMap;
+    if (in.toggleColours) colourMap = (colourMap + 1) % 4;  // grey, hot, viridis, inferno
     in.toggleColours = false;
     if (in.widthFactor != 1.0 || in.levelShift != 0.0) {
       const double width = high - low, level = 0.5 * (high + low) + in.levelShift * width;

@@ -23,9 +23,10 @@ void OrbitCamera::zoomBy(double steps) { zoom = std::clamp(zoom * std::pow(1.1, 
 
 std::vector<TransferPoint> defaultTransfer(double low, double high) {
   const auto at = [&](double f) { return static_cast<float>(low + f * (high - low)); };
-  // Below the window nothing; the window's lower part faint and warm (soft tissue), its top opaque and white (bone).
-  return {{at(0.0), 0.0f, 0.0f, 0.0f, 0.0f}, {at(0.35), 0.85f, 0.35f, 0.2f, 0.01f}, {at(0.7), 1.0f, 0.85f, 0.6f, 0.05f},
-          {at(1.0), 1.0f, 1.0f, 1.0f, 0.5f}};
+  // Nothing below the window; within it faint and warm at the middle, opaque and light at the top (the structures
+  // the grey window was chosen for); above it faint white, so a skull or a container shows as a veil, not a wall.
+  return {{at(0.0), 0.0f, 0.0f, 0.0f, 0.0f}, {at(0.5), 0.9f, 0.4f, 0.2f, 0.004f}, {at(1.0), 1.0f, 0.85f, 0.55f, 0.15f},
+          {at(1.5), 1.0f, 1.0f, 1.0f, 0.02f}};
 }
 
 RayFrame rayFrame(const VolumeGrid& grid, const OrbitCamera& camera, const VolumeStyle& style, int width, int height) {

@@ -44,7 +44,7 @@ struct TransferPoint {
 /// At most this many control points (the shader's uniform arrays).
 inline constexpr int kMaxTransferPoints = 8;
 
-/// A transfer function for the density range [low, high]: transparent below low, bone-white and denser at high.
+/// A transfer function for the grey window [low, high]: transparent below low, most opaque at high, a faint veil above.
 std::vector<TransferPoint> defaultTransfer(double low, double high);
 
 struct VolumeStyle {

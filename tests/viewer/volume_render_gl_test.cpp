@@ -68,6 +68,11 @@ std::vector<OrbitCamera> cameras() {
   return list;
 }
 
+// A transfer function for the phantom: air clear, brain (1.02) a faint orange haze, skull (2.0) opaque white.
+std::vector<viewer::TransferPoint> skullAndBrain() {
+  return {{0.9f, 0, 0, 0, 0}, {1.02f, 0.9f, 0.5f, 0.2f, 0.01f}, {1.9f, 1, 1, 1, 0.3f}, {2.1f, 1, 1, 1, 0.6f}};
+}
+
 // MIP: the maximum of the same voxels' values (shaders/volume_view.frag says why they are the same voxels) is the same
 // float, so the images are equal bit for bit: raw maxima and the grey window applied to them. The front and side
 // views look along axes, where sample planes fall on voxel boundaries: the cases a rounding difference would show.
@@ -128,7 +133,7 @@ TEST_F(VolumeView3d, DvrMatchesTheCpuReferenceWithinTheSubnormalBound) {
   viewer::VolumeRenderer renderer;
   VolumeStyle style;
   style.mode = VolumeMode::Dvr;
-  style.transfer = viewer::defaultTransfer(0.9, 2.1);
+  style.transfer = skullAndBrain();
   std::size_t differing = 0;
   for (const OrbitCamera& camera : cameras()) {
     renderer.render(s.texture.id(), s.grid, 1.0f, camera, style, kWidth, kHeight);
@@ -154,7 +159,7 @@ TEST_F(VolumeView3d, AWrongCameraOrTransferFunctionIsDetected) {
   viewer::VolumeRenderer renderer;
   VolumeStyle style;
   style.mode = VolumeMode::Dvr;
-  style.transfer = viewer::defaultTransfer(0.9, 2.1);
+  style.transfer = skullAndBrain();
   const OrbitCamera camera = cameras()[1];
   renderer.render(s.texture.id(), s.grid, 1.0f, camera, style, kWidth, kHeight);
   const std::vector<float> gpu = renderer.read();
@@ -168,7 +173,8 @@ TEST_F(VolumeView3d, AWrongCameraOrTransferFunctionIsDetected) {
   flipped.pitch = -camera.pitch;
   EXPECT_GT(differing(flipped, style).maxDifference, 0.1);
   VolumeStyle recoloured = style;
-  recoloured.transfer[3].g = 0.5f;  // bone no longer white
+  recoloured.transfer[2].g = 0.5f;  // bone no longer white
+  recoloured.transfer[3].g = 0.5f;
   EXPECT_GT(differing(camera, recoloured).maxDifference, 0.1);
 }
 
