@@ -2,6 +2,7 @@
 // FDK as the viewer's loop steps it (view_loop.h's ViewTask): `glrecon view` and the app both run it.
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "glrecon/errors.h"
@@ -10,6 +11,7 @@
 #include "operators/gl/gl_operator.h"
 #include "recon/device_session.h"
 #include "viewer/view_loop.h"
+#include "viewer/volume_histogram.h"
 
 namespace glrecon::viewer {
 
@@ -72,15 +74,20 @@ class FdkViewTask final : public ViewTask {
     content.lines = {line};
   }
 
+  /// The object's window (volume_histogram.h) once a fiftieth of the scan is in: from a histogram computed on the GPU
+  /// where the volume is the operator's texture (a few KB read back), else from the host copy.
   std::optional<std::pair<double, double>> suggestRange() override {
-    if (finished_) return percentileRange(volume_, 0.5, 99.5);
     const std::size_t n = done();
-    if (n < std::max<std::size_t>(1, total_ / 10)) return std::nullopt;  // a tenth of the scan in: a stable choice
-    Image soFar(grid_);
-    reconstructor_.firstOperator().readVolume(soFar.data.data());
-    const float scale = static_cast<float>(static_cast<double>(total_) / static_cast<double>(n));
-    for (float& v : soFar.data) v *= scale;
-    return percentileRange(soFar, 0.5, 99.5);
+    if (!finished_ && n < std::max<std::size_t>(1, total_ / 50)) return std::nullopt;
+    if (liveTexture_) {
+      if (!histogram_) histogram_ = std::make_unique<VolumeHistogram>();
+      return objectWindow(histogram_->compute(liveTexture_, grid_.size, scale()));
+    }
+    if (!finished_) {
+      hostCopy_.resize(grid_.voxelCount());
+      reconstructor_.firstOperator().readVolume(hostCopy_.data());
+    }
+    return objectWindow(histogramOnHost(finished_ ? volume_.data.data() : hostCopy_.data(), grid_.size, scale()));
   }
 
   void finish() override {
@@ -102,6 +109,7 @@ class FdkViewTask final : public ViewTask {
   ImageSink sink_;
   unsigned liveTexture_ = 0;
   bool started_ = false, finished_ = false;
+  std::unique_ptr<VolumeHistogram> histogram_;
   std::vector<float> hostCopy_;
   FdkReport report_;
   Image volume_;

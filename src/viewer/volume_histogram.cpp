@@ -158,19 +158,49 @@ Histogram VolumeHistogram::counts(GLuint volume, const std::array<int, 3>& size,
   return h;
 }
 
-Histogram VolumeHistogram::compute(GLuint volume, const std::array<int, 3>& size, float scale) {
-  const int stride = histogramStride(size);
-  auto [low, high] = range(volume, size, scale, stride);
-  if (!(high > low)) return counts(volume, size, scale, stride, low - 0.5f, low + 0.5f);  // constant: its value mid-range
+namespace {
+
+// The range, then counts over it, then counts over its robust part: the same steps on the GPU or on the host.
+template <typename Range, typename Counts>
+Histogram refined(int bins, Range range, Counts counts) {
+  auto [low, high] = range();
+  if (!(high > low)) return counts(low - 0.5f, low + 0.5f);  // constant: its value mid-range
   // The maximum itself would fall past the last bin [.., high): a range a bin wider keeps it.
-  const float wholeBin = (high - low) / static_cast<float>(bins_);
-  const Histogram whole = counts(volume, size, scale, stride, low, high + wholeBin);
+  const float wholeBin = (high - low) / static_cast<float>(bins);
+  const Histogram whole = counts(low, high + wholeBin);
   // The robust range out to its bins' edges, so the samples of those bins stay in (all of them, in a one-bin volume).
   const auto binOf = [&](double value) { return std::floor((value - low) / wholeBin); };
   const float robustLow = static_cast<float>(low + wholeBin * binOf(whole.percentile(0.0005)));
   const float robustHigh = static_cast<float>(low + wholeBin * (binOf(whole.percentile(0.9995)) + 1.0));
   if (!(robustHigh > robustLow)) return whole;
-  return counts(volume, size, scale, stride, robustLow, robustHigh);
+  return counts(robustLow, robustHigh);
+}
+
+}  // namespace
+
+Histogram VolumeHistogram::compute(GLuint volume, const std::array<int, 3>& size, float scale) {
+  const int stride = histogramStride(size);
+  return refined(
+      bins_, [&] { return range(volume, size, scale, stride); },
+      [&](float low, float high) { return counts(volume, size, scale, stride, low, high); });
+}
+
+Histogram histogramOnHost(const float* voxels, const std::array<int, 3>& size, float scale) {
+  const int stride = histogramStride(size), bins = 4096;
+  return refined(
+      bins,
+      [&] {
+        float low = INFINITY, high = -INFINITY;
+        for (int k = 0; k < size[2]; k += stride)
+          for (int j = 0; j < size[1]; j += stride)
+            for (int i = 0; i < size[0]; i += stride) {
+              const float v = voxels[(static_cast<std::size_t>(k) * size[1] + j) * size[0] + i] * scale;
+              low = std::min(low, v);
+              high = std::max(high, v);
+            }
+        return std::pair{low, high};
+      },
+      [&](float low, float high) { return histogramCpu(voxels, size, scale, stride, low, high, bins); });
 }
 
 }  // namespace glrecon::viewer

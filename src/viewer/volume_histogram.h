@@ -37,6 +37,9 @@ std::optional<std::pair<double, double>> objectWindow(const Histogram& histogram
 /// The same histogram as VolumeHistogram::compute, on the CPU: `voxels` x fastest.
 Histogram histogramCpu(const float* voxels, const std::array<int, 3>& size, float scale, int stride, float low, float high, int bins);
 
+/// VolumeHistogram::compute's three passes on the host, over every stride-th voxel of `voxels` (the cpu backend's volume).
+Histogram histogramOnHost(const float* voxels, const std::array<int, 3>& size, float scale);
+
 class VolumeHistogram {
  public:
   explicit VolumeHistogram(int bins = 4096);  ///< needs the context current

@@ -77,6 +77,8 @@ TEST_F(GreyWindow, ObjectWindowShowsThePhantomsInside) {
   // The same window from the CPU's histogram of the same bins: the choice itself runs on the host.
   const viewer::Histogram c = viewer::histogramCpu(v.data.data(), v.size, 1.0f, viewer::histogramStride(v.size), h.low, h.high, gpu.bins());
   EXPECT_EQ(viewer::objectWindow(c), window);
+  // The cpu backend's volume takes the same three passes on the host: the same histogram, so the same window.
+  EXPECT_EQ(viewer::objectWindow(viewer::histogramOnHost(v.data.data(), v.size, 1.0f)), window);
 }
 
 // A volume of air only (before the first projection, say) or a constant one: a window of some width, not NaN.
