@@ -142,6 +142,7 @@ class App {
     }
     windowText_ = setup.options.window ? std::to_string(setup.options.window) : "auto";
     style_.mode = setup.mip ? VolumeMode::Mip : VolumeMode::Dvr;
+    autoResolution_ = setup.autoResolution;
     if (setup.range) {
       low_ = static_cast<float>(setup.range->first);
       high_ = static_cast<float>(setup.range->second);
@@ -151,7 +152,6 @@ class App {
     recent_ = recentScans();
     sliceProgram_ = buildSliceProgram();
     quad_ = gl::createVertexArray();
-    timer_ = gl::createQuery(GL_TIME_ELAPSED);
 
     ImGui::CreateContext();
     ImGuiIO& io = ImGui::GetIO();
@@ -264,9 +264,9 @@ class App {
           if (!report.autoNote.empty()) std::fprintf(stderr, "%s\n", report.autoNote.c_str());
           std::fprintf(stderr,
                        "app: %s: %zu projections in %.2f s (%.1f projections/s); %zu frames while reconstructing (%.1f frames/s), the 3D view "
-                       "drawn %zu times (%.1f/s)\n",
+                       "drawn %zu times (%.1f/s) at %d x %d pixels (%.0f ms each) in a %d x %d panel\n",
                        report.backend.c_str(), total, seconds, static_cast<double>(total) / seconds, r.frames, static_cast<double>(r.frames) / seconds,
-                       r.renders3d, static_cast<double>(r.renders3d) / seconds);
+                       r.renders3d, static_cast<double>(r.renders3d) / seconds, last3d_[0], last3d_[1], 1000.0 * cost3d_, panel3d_[0], panel3d_[1]);
         }
         status_ = "done";
         lastHistogram_ = Clock::now() - std::chrono::seconds(10);  // the final volume's window at once
@@ -460,7 +460,13 @@ class App {
       ImGui::RadioButton("DVR", &mode, 1);
       if ((mode == 1) != (style_.mode == VolumeMode::Dvr)) dirty3d_ = true;
       style_.mode = mode ? VolumeMode::Dvr : VolumeMode::Mip;
-      if (ImGui::SliderFloat("resolution", &resolution3d_, 0.25f, 1.0f, "%.2f")) dirty3d_ = true;
+      if (ImGui::Checkbox("auto resolution", &autoResolution_)) dirty3d_ = true;
+      if (autoResolution_) {
+        ImGui::SameLine();
+        ImGui::Text("%.0f%% (%.0f ms)", 100.0 * std::min(autoScale_, 1.0f), 1000.0 * cost3d_);
+      } else if (ImGui::SliderFloat("resolution", &resolution3d_, 0.1f, 1.0f, "%.2f")) {
+        dirty3d_ = true;
+      }
       if (ImGui::Button("Reset view")) {
         camera_ = OrbitCamera{};
         dirty3d_ = true;
@@ -536,9 +542,9 @@ class App {
     }
   }
 
-  // The 3D view turning once about the vertical axis, `frames` PNGs (view3d_0000.png ...) at the view's size.
+  // The 3D view turning once about the vertical axis, `frames` PNGs (view3d_0000.png ...) at its panel's full size.
   void saveSeries(const std::string& folder, int frames) {
-    if (!run_ || frames < 1 || last3d_[0] < 1) return;
+    if (!run_ || frames < 1 || panel3d_[0] < 1) return;
     try {
       fs::create_directories(folder);
     } catch (const std::exception& e) {
@@ -549,10 +555,10 @@ class App {
     const GLuint volume = run_->task->texture(uploader_);
     for (int i = 0; i < frames; ++i) {
       camera_.yaw = keep.yaw + 2.0 * 3.141592653589793 * i / frames;
-      renderer3d_.render(volume, grid_, run_->task->scale(), camera_, currentStyle(), last3d_[0], last3d_[1]);
+      renderer3d_.render(volume, grid_, run_->task->scale(), camera_, currentStyle(), panel3d_[0], panel3d_[1]);
       char name[32];
       std::snprintf(name, sizeof name, "view3d_%04d.png", i);
-      saveRgb((fs::path(folder) / name).string(), last3d_[0], last3d_[1], renderer3d_.readRgb(), i + 1 == frames ? "3D series (last)" : "3D frame");
+      saveRgb((fs::path(folder) / name).string(), panel3d_[0], panel3d_[1], renderer3d_.readRgb(), i + 1 == frames ? "3D series (last)" : "3D frame");
     }
     camera_ = keep;
     dirty3d_ = true;
@@ -629,34 +635,33 @@ class App {
                      ImGuiWindowFlags_NoScrollWithMouse);
     if (run_) {
       const ImVec2 room = ImGui::GetContentRegionAvail();
-      const int w = std::max(8, static_cast<int>(room.x * resolution3d_)), h = std::max(8, static_cast<int>(room.y * resolution3d_));
-      // The 3D view costs the most: while the volume changes it is drawn again once the time since its last drawing is
-      // twice what that drawing took (at most a third of the time), and at once when the user moves it.
-      if (timerPending_) {
-        GLint ready = 0;
-        glGetQueryObjectiv(timer_.id(), GL_QUERY_RESULT_AVAILABLE, &ready);
-        if (ready) {
-          GLuint64 ns = 0;
-          glGetQueryObjectui64v(timer_.id(), GL_QUERY_RESULT, &ns);
-          cost3d_ = static_cast<double>(ns) * 1e-9;
-          timerPending_ = false;
-        }
+      panel3d_ = {std::max(8, static_cast<int>(room.x)), std::max(8, static_cast<int>(room.y))};
+      // The 3D view costs the most. Its cost is timed from its submission to its fence (polled each frame, so an upper
+      // bound by a frame); while the volume changes it is drawn again once the time since then is twice that cost (at
+      // most a third of the time), and at once when the user moves it. With resolution "auto" its pixels are scaled
+      // (down to a quarter of the panel's width) so that one drawing takes about 100 ms, polling included: a software
+      // renderer gets a coarser view, not a frozen window.
+      if (fence3d_ && fence3d_.signalled()) {
+        cost3d_ = secondsSince(drawn3d_);
+        fence3d_.reset();
+        if (autoResolution_) autoScale_ = std::clamp(autoScale_ * static_cast<float>(std::sqrt(0.1 / std::max(cost3d_, 1e-4))), 0.25f, 1.0f);
       }
-      const bool due = changed_ && secondsSince(drawn3d_) >= 2.0 * cost3d_ && !timerPending_;
-      if (dirty3d_ || due || w != last3d_[0] || h != last3d_[1]) {
+      const float fraction = autoResolution_ ? std::min(autoScale_, 1.0f) : resolution3d_;
+      const int w = std::max(8, static_cast<int>(room.x * fraction)), h = std::max(8, static_cast<int>(room.y * fraction));
+      const bool due = changed_ && !fence3d_ && secondsSince(drawn3d_) >= 3.0 * cost3d_;
+      if (dirty3d_ || due || (!fence3d_ && (std::abs(w - last3d_[0]) > last3d_[0] / 8 || std::abs(h - last3d_[1]) > last3d_[1] / 8))) {
         try {
-          if (!timerPending_) glBeginQuery(GL_TIME_ELAPSED, timer_.id());
           renderer3d_.render(volume, grid_, scale, camera_, currentStyle(), w, h);
-          if (!timerPending_) {
-            glEndQuery(GL_TIME_ELAPSED);
-            timerPending_ = true;
+          if (!fence3d_) {
+            fence3d_ = gl::Fence::insert();
+            glFlush();
+            drawn3d_ = Clock::now();
           }
           ++run_->renders3d;
           error3d_.clear();
         } catch (const std::exception& e) {
           error3d_ = e.what();
         }
-        drawn3d_ = Clock::now();
         last3d_ = {w, h};
         dirty3d_ = false;
       }
@@ -729,12 +734,12 @@ class App {
   VolumeRenderer renderer3d_;
   OrbitCamera camera_;
   VolumeStyle style_;
-  float resolution3d_ = 1.0f;
-  bool dirty3d_ = true, changed_ = false, timerPending_ = false, scriptDone_ = false;
-  gl::Query timer_;
+  float resolution3d_ = 1.0f, autoScale_ = 1.0f;
+  bool autoResolution_ = true, dirty3d_ = true, changed_ = false, scriptDone_ = false;
+  gl::Fence fence3d_;
   double cost3d_ = 0.0;
   Clock::time_point drawn3d_ = Clock::now();
-  std::array<int, 2> last3d_{0, 0};
+  std::array<int, 2> last3d_{0, 0}, panel3d_{0, 0};
   std::string volumePath_ = "glrecon-app.mha", seriesPath_ = "glrecon-3d", pendingShot_;
   int seriesFrames_ = 36, shots_ = 0;
 };

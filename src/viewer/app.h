@@ -45,6 +45,7 @@ struct AppSetup {
   // What a script asks (tests, measurements): start at once; then, once done, save and close.
   bool start = false;
   bool mip = false;               ///< the 3D view by MIP (else DVR)
+  bool autoResolution = true;     ///< the 3D view's pixels scaled so one drawing takes about 100 ms (else all of them)
   std::optional<std::pair<double, double>> range;  ///< the grey window (default: chosen from the GPU histogram)
   std::size_t closeAfter = 0;     ///< close after this many projections, as a user closing the window would
   std::string screenshot;         ///< once done: the window's frame as PNG, then close

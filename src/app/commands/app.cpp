@@ -32,6 +32,7 @@ class AppCommand final : public Command {
     c->add_option("--resolution", resolution, "The window's (or offscreen frame's) size in pixels, WIDTHxHEIGHT")->capture_default_str();
     c->add_flag("--offscreen", setup.offscreen, "Draw the frames offscreen on a headless context (no display; scripts, frames/s)");
     c->add_flag("--start", setup.start, "Start reconstructing at once");
+    c->add_flag("--full-resolution", fullResolution, "The 3D view at every pixel of its panel (default: scaled to about 100 ms a drawing)");
     c->add_flag("--mip", setup.mip, "The 3D view by maximum intensity projection (default: direct volume rendering)");
     range.add(c, "--range", "Grey window LOW:HIGH (default: from the object's histogram, computed on the GPU)");
     c->add_option("--screenshot", setup.screenshot, "Once done: save the window's frame here (.png), then close");
@@ -50,6 +51,7 @@ class AppCommand final : public Command {
   WindowOption window;
   RangeOption range;
   double simulate = -1;
+  bool fullResolution = false;
   std::string resolution = "1600x960";
   Phantom phantom = Phantom::sheppLogan();
 
@@ -57,6 +59,7 @@ class AppCommand final : public Command {
     setup.options.backend = backend.choice();
     setup.options.window = window.window();
     setup.range = range.range();
+    setup.autoResolution = !fullResolution;
     if (setup.options.backend == Backend::Cuda)
       throw UsageError("--backend: expected graphics, graphics-mp, compute, cpu or auto in the app (its views are drawn from the OpenGL "
                        "operator's texture), found cuda");
