@@ -178,11 +178,13 @@ class App {
     auto lastFrame = Clock::now() - std::chrono::seconds(1);
     while (!window_.closeRequested()) {
       const bool working = run_ && !run_->paused && !run_->done;
-      if (working) step();
-      if (working || Clock::now() - lastFrame >= std::chrono::milliseconds(16)) {
+      if (working) {
+        step();
         window_.pollEvents();
       } else {
-        window_.waitEvents(0.016);  // idle: sleep until input or the next frame
+        // Idle (nothing running, paused, done): sleep until input, or a quarter of a second, then draw at once.
+        window_.waitEvents(0.25);
+        lastFrame = Clock::now() - std::chrono::seconds(1);
       }
       if (Clock::now() - lastFrame >= std::chrono::milliseconds(16)) {
         lastFrame = Clock::now();
