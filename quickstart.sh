@@ -6,12 +6,12 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 # OpenGL: headers and loaders (EGL, libOpenGL, GLEW) and Mesa's drivers, whose llvmpipe runs the GL backends
-# (and their tests) on machines without a GPU. Python: pybind11 and NumPy build the module, pytest, hypothesis (property
+# (and their tests) on machines without a GPU. Dear ImGui (libimgui-dev): the desktop app's widgets. Python: pybind11 and NumPy build the module, pytest, hypothesis (property
 # tests) and matplotlib test it
 # (the Python tests and the example run under ctest).
 packages=(cmake g++ ninja-build pkg-config libfftw3-dev libtinyxml2-dev libcli11-dev libglm-dev libpng-dev
           zlib1g-dev libgtest-dev libegl-dev libopengl-dev libglew-dev libegl-mesa0 libgl1-mesa-dri libglfw3-dev
-          libcairo2-dev xvfb xauth libtiff-dev pybind11-dev python3-dev python3-numpy python3-pytest python3-matplotlib
+          libcairo2-dev libimgui-dev xvfb xauth libtiff-dev pybind11-dev python3-dev python3-numpy python3-pytest python3-matplotlib
           python3-setuptools python3-hypothesis python3-scipy)
 missing=()
 for p in "${packages[@]}"; do

@@ -1,5 +1,5 @@
 // The viewer: a slice of the volume texture (read as it is being reconstructed), scaled to the whole scan,
-// mapped through window/level and a colour map. Nearest voxel: what you see is what was reconstructed.
+// mapped through window/level and a colour map (colour_maps.glsl, prepended). Nearest voxel: what you see is what was reconstructed.
 in vec2 position;
 layout(binding = 0) uniform sampler2DArray volume;
 uniform int axis;          // 0: x slice (z across, y up), 1: y slice, axial (x across, z up), 2: z slice (x across, y up)
@@ -7,11 +7,9 @@ uniform int index;         // the slice
 uniform ivec3 size;        // volume size
 uniform float scale;       // projections in the scan / projections so far
 uniform float low, high;   // grey range
-uniform int colourMap;     // 0 grey, 1 hot
+uniform int colourMap;     // colour_maps.glsl's colourOf
 uniform float progress;    // < 0: no bar; else the fraction done, drawn as a bar along the bottom
 out vec4 colour;
-
-vec3 hot(float t) { return clamp(vec3(3.0 * t, 3.0 * t - 1.0, 3.0 * t - 2.0), 0.0, 1.0); }
 
 void main() {
   if (progress >= 0.0) {
@@ -25,5 +23,5 @@ void main() {
   voxel = clamp(voxel, ivec3(0), size - 1);
   const float value = texelFetch(volume, ivec3(voxel.x, voxel.y, voxel.z), 0).r * scale;
   const float t = clamp((value - low) / (high - low), 0.0, 1.0);
-  colour = vec4(colourMap == 1 ? hot(t) : vec3(t), 1.0);
+  colour = vec4(colourOf(colourMap, t), 1.0);
 }

@@ -22,6 +22,7 @@ std::unique_ptr<Command> makeDevicesCommand();         // commands/devices.cpp
 std::unique_ptr<Command> makeBenchCommand();           // commands/bench.cpp
 std::unique_ptr<Command> makeScanSimCommand();         // commands/scan_sim.cpp
 std::unique_ptr<Command> makeViewCommand();            // commands/view.cpp
+std::unique_ptr<Command> makeAppCommand();             // commands/app.cpp (built where Dear ImGui is found: GLRECON_APP)
 std::unique_ptr<Command> makeProjectCommand();         // commands/project.cpp
 std::unique_ptr<Command> makeIterativeMethodCommand(IterativeMethod method);  // commands/iterative_methods.cpp
 std::unique_ptr<Command> makeCompareCommand();         // commands/compare.cpp

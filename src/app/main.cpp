@@ -27,6 +27,9 @@ std::vector<std::unique_ptr<Command>> makeCommands() {
   commands.push_back(makeBenchCommand());
   commands.push_back(makeScanSimCommand());
   commands.push_back(makeViewCommand());
+#ifdef GLRECON_HAVE_APP
+  commands.push_back(makeAppCommand());
+#endif
   commands.push_back(makeProjectCommand());
   for (IterativeMethod method : {IterativeMethod::Sart, IterativeMethod::Sirt, IterativeMethod::Cgls, IterativeMethod::Osem, IterativeMethod::AsdPocs,
                                    IterativeMethod::PdhgTv})

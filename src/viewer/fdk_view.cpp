@@ -6,92 +6,10 @@
 #include "glrecon/io.h"
 #include "operators/gl/gl_operator.h"
 #include "recon/device_session.h"
+#include "viewer/fdk_task.h"
 #include "viewer/viewer.h"
 
 namespace glrecon::viewer {
-namespace {
-
-class FdkViewTask final : public ViewTask {
- public:
-  FdkViewTask(const FdkPlan& plan, gl::Context& context, ProjectionSource& source)
-      : source_(source), grid_(plan.grid), total_(plan.projections), reconstructor_(plan, &context), sink_(plan.grid, plan.options.threads) {
-    auto* gl = dynamic_cast<GlOperator*>(&reconstructor_.firstOperator());
-    liveTexture_ = gl ? gl->volumeTexture() : 0;  // 0: the cpu backend, drawn from a host copy
-  }
-
-  bool step(std::chrono::milliseconds budget, std::size_t until) override {
-    if (!started_) {
-      reconstructor_.start(source_, sink_);
-      started_ = true;
-    }
-    return reconstructor_.step(budget, until);
-  }
-  std::size_t done() const override { return finished_ ? total_ : reconstructor_.done(); }
-  std::size_t total() const override { return total_; }
-
-  void frame(FrameContent& content, SliceRenderer& renderer) override {
-    content.size = grid_.size;
-    const std::size_t n = done();
-    content.scale = n ? static_cast<float>(static_cast<double>(total_) / static_cast<double>(n)) : 0.0f;
-    if (liveTexture_) {
-      content.volume = liveTexture_;
-    } else {
-      if (!finished_) {
-        hostCopy_.resize(grid_.voxelCount());
-        reconstructor_.firstOperator().readVolume(hostCopy_.data());
-      }
-      content.volume = renderer.upload(finished_ ? volume_.data.data() : hostCopy_.data(), grid_.size);
-    }
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - created_).count();
-    const double rate = n ? static_cast<double>(n) / elapsed : 0.0;
-    char line[320];
-    std::snprintf(line, sizeof line,
-                  "%zu/%zu projections  %.1f/s  %s  grey %.3g to %.3g  |  wheel/arrows: slice  drag: window/level  C: colours  space: pause  "
-                  "S: screenshot  V: save volume",
-                  n, total_, rate,
-                  n < total_ ? (rate > 0 ? (std::to_string(static_cast<int>(static_cast<double>(total_ - n) / rate + 0.5)) + " s left").c_str() : "starting")
-                             : "done",
-                  content.low, content.high);
-    content.lines = {line};
-  }
-
-  std::optional<std::pair<double, double>> suggestRange() override {
-    if (finished_) return percentileRange(volume_, 0.5, 99.5);
-    const std::size_t n = done();
-    if (n < std::max<std::size_t>(1, total_ / 10)) return std::nullopt;  // a tenth of the scan in: a stable choice
-    Image soFar(grid_);
-    reconstructor_.firstOperator().readVolume(soFar.data.data());
-    const float scale = static_cast<float>(static_cast<double>(total_) / static_cast<double>(n));
-    for (float& v : soFar.data) v *= scale;
-    return percentileRange(soFar, 0.5, 99.5);
-  }
-
-  void finish() override {
-    report_ = reconstructor_.finish();
-    volume_ = sink_.take();
-    finished_ = true;
-  }
-  void cancel() override { reconstructor_.cancel(); }
-  void saveVolume(const std::string& path, bool overwrite) override { writeMetaImage(path, volume_, overwrite); }
-
-  const FdkReport& report() const { return report_; }
-  const Image& volume() const { return volume_; }
-
- private:
-  ProjectionSource& source_;
-  VolumeGrid grid_;
-  std::size_t total_;
-  FdkReconstructor reconstructor_;
-  ImageSink sink_;
-  unsigned liveTexture_ = 0;
-  bool started_ = false, finished_ = false;
-  std::vector<float> hostCopy_;
-  FdkReport report_;
-  Image volume_;
-  const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
-};
-
-}  // namespace
 
 void viewFdk(ProjectionSource& source, const Geometry& geometry, const VolumeGrid& grid, FdkOptions options, const std::string& output,
              bool overwrite, const ViewScript& script) {

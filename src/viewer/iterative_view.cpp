@@ -8,6 +8,7 @@
 #include "glrecon/io.h"
 #include "operators/gl/gl_operator.h"
 #include "viewer/viewer.h"
+#include "viewer/volume_histogram.h"
 
 namespace glrecon::viewer {
 namespace {
@@ -64,9 +65,7 @@ class IterativeViewTask final : public ViewTask {
   std::optional<std::pair<double, double>> suggestRange() override {
     // From the first whole iteration on: the earlier subsets' volumes are far from the result's range.
     if (!finished_ && curve_.empty()) return std::nullopt;
-    Image v(grid_);
-    v.data = finished_ ? result_.data : reconstructor_.volume();
-    return percentileRange(v, 0.5, 99.5);
+    return objectWindow(histogramOnHost(finished_ ? result_.data.data() : reconstructor_.volume().data(), grid_.size, 1.0f));
   }
 
   void finish() override {

@@ -15,8 +15,14 @@ std::array<Panel, 3> centralPanels(const std::array<int, 3>& n) {
   return {Panel{1, n[1] / 2, n[0], n[2]}, Panel{2, n[2] / 2, n[0], n[1]}, Panel{0, n[0] / 2, n[2], n[1]}};
 }
 
+gl::Program buildSliceProgram() {
+  return gl::buildProgramFromSources({{{GL_VERTEX_SHADER, "slice_view.vert"}, gl::shaderSource("slice_view.vert")},
+                                      {{GL_FRAGMENT_SHADER, "slice_view.frag"},
+                                       gl::shaderSource("colour_maps.glsl") + "\n" + gl::shaderSource("slice_view.frag")}});
+}
+
 SliceRenderer::SliceRenderer(int cell, int textLines) : cell_(cell), textHeight_(4 + 18 * std::max(1, textLines)) {
-  slices_ = gl::buildProgram({{GL_VERTEX_SHADER, "slice_view.vert"}, {GL_FRAGMENT_SHADER, "slice_view.frag"}});
+  slices_ = buildSliceProgram();
   overlay_ = gl::buildProgram({{GL_VERTEX_SHADER, "slice_view.vert"}, {GL_FRAGMENT_SHADER, "overlay.frag"}});
   quad_ = gl::createVertexArray();
   text_ = gl::createTexture(GL_TEXTURE_2D);

@@ -28,12 +28,18 @@ struct FrameContent {
   std::array<int, 3> size{1, 1, 1};
   float scale = 1.0f;              ///< multiplies the voxels (FDK: the projections in the scan / so far)
   double low = 0.0, high = 1.0;    ///< grey range
-  int colourMap = 0;               ///< 0 grey, 1 hot
+  int colourMap = 0;               ///< 0 grey, 1 hot, 2 viridis, 3 inferno (kColourMaps)
   std::array<Panel, 3> panels{};
   double progress = 0.0;           ///< 0..1, the bar's fill
   std::vector<std::string> lines;  ///< the text band's lines (as many as the renderer was made for)
   std::vector<double> curve;       ///< drawn on the right of the text band (log scale) when it has two points or more
 };
+
+/// The colour maps' names, by number (shaders/colour_maps.glsl).
+inline constexpr const char* kColourMaps[] = {"grey", "hot", "viridis", "inferno"};
+
+/// The program that draws a slice of a volume texture into the current viewport (shaders/slice_view.frag).
+gl::Program buildSliceProgram();
 
 class SliceRenderer {
  public:

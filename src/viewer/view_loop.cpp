@@ -18,6 +18,7 @@ struct Shown {
   std::array<int, 3> size{};
   double low = 0, high = 1;
   bool rangeSet = false;
+  bool rangeByUser = false;  // a --slice-range or a drag: the task's suggestions no longer replace it
   int colourMap = 0;
 
   void apply(ViewInput& in) {
@@ -26,7 +27,7 @@ struct Shown {
       panels[i].index = std::clamp(panels[i].index + in.sliceSteps[i], 0, depth[panels[i].axis] - 1);
       in.sliceSteps[i] = 0;
     }
-    if (in.toggleColours) colourMap = 1 - colourMap;
+    if (in.toggleColours) colourMap = (colourMap + 1) % 4;  // grey, hot, viridis, inferno
     in.toggleColours = false;
     if (in.widthFactor != 1.0 || in.levelShift != 0.0) {
       const double width = high - low, level = 0.5 * (high + low) + in.levelShift * width;
@@ -35,6 +36,7 @@ struct Shown {
       high = level + 0.5 * newWidth;
       in.widthFactor = 1.0;
       in.levelShift = 0.0;
+      rangeByUser = true;
     }
   }
 };
@@ -63,8 +65,9 @@ ViewOutcome runView(ViewWindow& window, SliceRenderer& renderer, ViewTask& task,
   shown.panels = centralPanels(probe.size);
   if (script.range) {
     std::tie(shown.low, shown.high) = *script.range;
-    shown.rangeSet = true;
+    shown.rangeSet = shown.rangeByUser = true;
   }
+  auto lastSuggestion = Clock::now() - std::chrono::seconds(1);
   std::string pendingShot;  // a screenshot to save with the next frame ("" none)
   const auto drawFrame = [&] {
     ViewInput& in = window.input();
@@ -117,10 +120,12 @@ ViewOutcome runView(ViewWindow& window, SliceRenderer& renderer, ViewTask& task,
         window.input().screenshot = true;
         lastFrame = start - std::chrono::seconds(1);  // draw (and save) at once
       }
-      if (!shown.rangeSet)
+      // The task's grey window, twice a second as the volume fills in, until the user sets one.
+      if (!shown.rangeByUser && Clock::now() - lastSuggestion >= std::chrono::milliseconds(500))
         if (const auto range = task.suggestRange()) {
           std::tie(shown.low, shown.high) = *range;
           shown.rangeSet = true;
+          lastSuggestion = Clock::now();
         }
     }
     do {
@@ -144,7 +149,7 @@ ViewOutcome runView(ViewWindow& window, SliceRenderer& renderer, ViewTask& task,
   outcome.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   outcome.arrivingSeconds = std::chrono::duration<double>(lastUnit - firstUnit).count();
   outcome.arrivingFrames = framesAtLast - framesAtFirst;
-  if (!shown.rangeSet)
+  if (!shown.rangeByUser)
     if (const auto range = task.suggestRange()) std::tie(shown.low, shown.high) = *range;
   if (!script.screenshot.empty()) {
     pendingShot = script.screenshot;

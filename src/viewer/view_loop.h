@@ -37,7 +37,8 @@ class ViewTask {
   /// The volume to draw (the operator's texture where it has one, else a host copy the renderer uploads), its scale,
   /// the text lines and curve; called when a frame is due.
   virtual void frame(FrameContent& content, SliceRenderer& renderer) = 0;
-  /// A grey range once enough is in to choose one (percentiles of the volume so far); nothing before.
+  /// A grey range once enough is in to choose one (the object's window of the volume so far, volume_histogram.h);
+  /// nothing before. Asked again twice a second until the user sets one.
   virtual std::optional<std::pair<double, double>> suggestRange() = 0;
   /// After step() returned false: the result made final (written where asked).
   virtual void finish() = 0;

@@ -37,7 +37,8 @@ ViewWindow& viewOf(GLFWwindow* w) { return *static_cast<ViewWindow*>(glfwGetWind
 
 }  // namespace
 
-ViewWindow::ViewWindow(int width, int height, const std::string& title, bool visible, bool offscreen, int gpu) : width_(width), height_(height) {
+ViewWindow::ViewWindow(int width, int height, const std::string& title, bool visible, bool offscreen, int gpu, bool viewKeys)
+    : width_(width), height_(height) {
   if (offscreen) {
     context_ = gl::Context::headless(gpu);
     frame_ = gl::createFramebuffer();
@@ -59,7 +60,7 @@ ViewWindow::ViewWindow(int width, int height, const std::string& title, bool vis
   glfwMakeContextCurrent(window_);
   context_ = gl::Context::adopt(std::make_unique<GlfwSurface>(window_), "the window's context");
   glfwSwapInterval(0);  // frames are paced by the reconstruction, not the display
-  connectInput();
+  if (viewKeys) connectInput();
 }
 
 ViewWindow::WindowHandle::~WindowHandle() {
@@ -85,7 +86,19 @@ void ViewWindow::waitEvents(double seconds) {
   if (window_) glfwWaitEventsTimeout(seconds);
 }
 
-bool ViewWindow::closeRequested() const { return window_ && glfwWindowShouldClose(window_); }
+float ViewWindow::contentScale() const {
+  if (!window_) return 1.0f;
+  float x = 1.0f, y = 1.0f;
+  glfwGetWindowContentScale(window_, &x, &y);
+  return std::max(1.0f, std::max(x, y));
+}
+
+void ViewWindow::requestClose() {
+  if (window_) glfwSetWindowShouldClose(window_, GLFW_TRUE);
+  closeAsked_ = true;
+}
+
+bool ViewWindow::closeRequested() const { return closeAsked_ || (window_ && glfwWindowShouldClose(window_)); }
 
 void ViewWindow::present() {
   if (window_) {

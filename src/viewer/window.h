@@ -32,7 +32,8 @@ class ViewWindow {
  public:
   /// A window of `width` x `height` pixels (hidden where `visible` is false), or an offscreen framebuffer of that size on
   /// EGL device `gpu`. Its context is current on the calling thread. Throws gl::GlError without a display or OpenGL 4.5.
-  ViewWindow(int width, int height, const std::string& title, bool visible, bool offscreen, int gpu);
+  /// `viewKeys`: the view's keys and mouse (ViewInput); the app leaves its window's input to its widgets (Dear ImGui).
+  ViewWindow(int width, int height, const std::string& title, bool visible, bool offscreen, int gpu, bool viewKeys = true);
   ~ViewWindow();
   ViewWindow(const ViewWindow&) = delete;
   ViewWindow& operator=(const ViewWindow&) = delete;
@@ -51,6 +52,11 @@ class ViewWindow {
   /// Shows the frame drawn: swaps a window's buffers; offscreen, waits for the frame before the last to be done.
   void present();
   ViewInput& input() { return input_; }
+  /// The GLFW window (null offscreen), for a widget library's backend.
+  GLFWwindow* glfwWindow() const { return window_; }
+  /// The screen's content scale (1 on a 96 dpi screen, 2 on a HiDPI one; 1 offscreen).
+  float contentScale() const;
+  void requestClose();
 
  private:
   void connectInput();
@@ -66,7 +72,7 @@ class ViewWindow {
   gl::Texture frameColour_;
   gl::Fence previousFrame_;
   ViewInput input_;
-  bool dragging_ = false;
+  bool dragging_ = false, closeAsked_ = false;
   double dragX_ = 0, dragY_ = 0;
 };
 

@@ -1,0 +1,758 @@
+// The desktop app (app.h): one loop on the window's thread steps the FDK task (fdk_task.h) for a few milliseconds,
+// then, at most every 16 ms, builds the widgets (Dear ImGui, immediate mode: the panels are laid out from the window's
+// size and content scale every frame) and draws the slices and the 3D view from the operator's volume texture.
+#include "viewer/app.h"
+
+#include <GL/glew.h>  // before any other GL header
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <exception>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "core/user_cache.h"
+#include "device/gl/shader.h"
+#include "device/gl/state_scope.h"
+#include "glrecon/errors.h"
+#include "glrecon/io.h"
+#include "glrecon/validate.h"
+#include "viewer/fdk_task.h"
+#include "viewer/volume_histogram.h"
+#include "viewer/volume_renderer.h"
+#include "viewer/window.h"
+
+namespace glrecon::viewer {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+const char* const kBackendNames[] = {"auto", "graphics", "graphics-mp", "compute", "cpu"};
+const char* const kPanelNames[] = {"Axial", "Coronal", "Sagittal"};
+constexpr int kRecentScans = 8;
+
+double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// The recent scans, newest first, in the user cache (core/user_cache.h): one value, entries joined by " | ", each
+// "geometry ; projections".
+std::vector<std::pair<std::string, std::string>> recentScans() {
+  std::vector<std::pair<std::string, std::string>> list;
+  const std::optional<std::string> value = rememberedValue("recent_scans.txt", "scans");
+  if (!value) return list;
+  std::string rest = *value;
+  while (!rest.empty()) {
+    const std::size_t bar = rest.find(" | ");
+    const std::string entry = rest.substr(0, bar);
+    if (const std::size_t semi = entry.find(" ; "); semi != std::string::npos) list.emplace_back(entry.substr(0, semi), entry.substr(semi + 3));
+    rest = bar == std::string::npos ? "" : rest.substr(bar + 3);
+  }
+  return list;
+}
+
+void rememberScan(const std::string& geometry, const std::string& projections) {
+  auto list = recentScans();
+  std::erase(list, std::pair{geometry, projections});
+  list.insert(list.begin(), {geometry, projections});
+  std::string value;
+  for (std::size_t i = 0; i < list.size() && i < kRecentScans; ++i) value += (i ? " | " : "") + list[i].first + " ; " + list[i].second;
+  remember("recent_scans.txt", "scans", value);
+}
+
+// RGB bytes, top row first, of `framebuffer`'s `width` x `height` pixels.
+std::vector<unsigned char> readRgb(GLuint framebuffer, int width, int height) {
+  gl::StateScope keep;
+  std::vector<unsigned char> rgb(static_cast<std::size_t>(width) * height * 3), top(rgb.size());
+  glBindFramebuffer(GL_READ_FRAMEBUFFER, framebuffer);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadPixels(0, 0, width, height, GL_RGB, GL_UNSIGNED_BYTE, rgb.data());
+  const std::size_t row = static_cast<std::size_t>(width) * 3;
+  for (int y = 0; y < height; ++y) std::copy_n(rgb.data() + static_cast<std::size_t>(height - 1 - y) * row, row, top.data() + y * row);
+  return top;
+}
+
+ImTextureID textureId(GLuint texture) { return reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(texture)); }
+
+// A slice as an image of one texel per voxel (drawn by shaders/slice_view.frag), shown scaled by the widgets.
+struct SliceImage {
+  gl::Framebuffer frame = gl::createFramebuffer();
+  gl::Texture texture;
+  int across = 0, up = 0;
+
+  void render(const gl::Program& program, const gl::VertexArray& quad, GLuint volume, const std::array<int, 3>& size, float scale, int axis,
+              int index, int across_, int up_, double low, double high, int colourMap) {
+    if (across_ != across || up_ != up) {
+      texture = gl::createTexture(GL_TEXTURE_2D);
+      glTextureStorage2D(texture.id(), 1, GL_RGBA8, across_, up_);
+      glTextureParameteri(texture.id(), GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+      glTextureParameteri(texture.id(), GL_TEXTURE_MAG_FILTER, GL_NEAREST);  // voxels as blocks: what was reconstructed
+      glNamedFramebufferTexture(frame.id(), GL_COLOR_ATTACHMENT0, texture.id(), 0);
+      across = across_;
+      up = up_;
+    }
+    gl::StateScope keep;
+    glBindFramebuffer(GL_FRAMEBUFFER, frame.id());
+    glDisable(GL_BLEND);
+    glViewport(0, 0, across, up);
+    const GLuint p = program.id();
+    glUseProgram(p);
+    glBindVertexArray(quad.id());
+    glBindTextureUnit(0, volume);
+    glUniform3i(glGetUniformLocation(p, "size"), size[0], size[1], size[2]);
+    glUniform1f(glGetUniformLocation(p, "scale"), scale);
+    glUniform1f(glGetUniformLocation(p, "low"), static_cast<float>(low));
+    glUniform1f(glGetUniformLocation(p, "high"), static_cast<float>(high));
+    glUniform1i(glGetUniformLocation(p, "colourMap"), colourMap);
+    glUniform1f(glGetUniformLocation(p, "progress"), -1.0f);
+    glUniform1i(glGetUniformLocation(p, "axis"), axis);
+    glUniform1i(glGetUniformLocation(p, "index"), index);
+    glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
+  }
+};
+
+// One reconstruction: its scan (the source is read once), the task stepping FDK.
+struct Run {
+  OpenedScan scan;
+  std::unique_ptr<FdkViewTask> task;
+  bool paused = false, done = false;
+  Clock::time_point started = Clock::now();
+  std::size_t frames = 0, renders3d = 0;
+};
+
+class App {
+ public:
+  explicit App(const AppSetup& setup)
+      : setup_(setup),
+        window_(setup.width, setup.height, "glrecon", true, setup.offscreen, setup.options.gpu, false),
+        uploader_(1, 1) {
+    scan_ = setup.scan;
+    size_ = setup.size;
+    spacing_ = static_cast<float>(setup.spacing);
+    if (setup.options.backend) {
+      for (int i = 1; i < static_cast<int>(std::size(kBackendNames)); ++i)
+        if (backendNamed(kBackendNames[i]) == setup.options.backend) backend_ = i;
+    }
+    windowText_ = setup.options.window ? std::to_string(setup.options.window) : "auto";
+    style_.mode = setup.mip ? VolumeMode::Mip : VolumeMode::Dvr;
+    autoResolution_ = setup.autoResolution;
+    if (setup.range) {
+      low_ = static_cast<float>(setup.range->first);
+      high_ = static_cast<float>(setup.range->second);
+      autoWindow_ = false;
+      style_.transfer = defaultTransfer(low_, high_);
+    }
+    recent_ = recentScans();
+    sliceProgram_ = buildSliceProgram();
+    quad_ = gl::createVertexArray();
+
+    ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;  // nothing written beside the user's files
+    scale_ = window_.contentScale();
+    ImFontConfig font;
+    font.SizePixels = std::round(13.0f * scale_);
+    io.Fonts->AddFontDefault(&font);
+    ImGui::StyleColorsDark();
+    ImGui::GetStyle().ScaleAllSizes(scale_);
+    if (window_.glfwWindow()) ImGui_ImplGlfw_InitForOpenGL(window_.glfwWindow(), true);
+    ImGui_ImplOpenGL3_Init("#version 450 core");
+  }
+
+  ~App() {
+    window_.context().makeCurrent();
+    ImGui_ImplOpenGL3_Shutdown();
+    if (window_.glfwWindow()) ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+  }
+
+  void run() {
+    if (setup_.start) start();
+    auto lastFrame = Clock::now() - std::chrono::seconds(1);
+    while (!window_.closeRequested()) {
+      const bool working = run_ && !run_->paused && !run_->done;
+      if (working) {
+        step();
+        window_.pollEvents();
+      } else {
+        // Idle (nothing running, paused, done): sleep until input, or a quarter of a second, then draw at once.
+        window_.waitEvents(0.25);
+        lastFrame = Clock::now() - std::chrono::seconds(1);
+      }
+      if (Clock::now() - lastFrame >= std::chrono::milliseconds(16)) {
+        lastFrame = Clock::now();
+        frame();
+        if (run_ && !run_->done) ++run_->frames;
+      }
+      if (scripted()) break;
+    }
+    if (run_ && !run_->done) {
+      const std::size_t done = run_->task->done(), total = run_->task->total();
+      run_->task->cancel();
+      std::fprintf(stderr, "app: %s closed after %zu of %zu projections: reconstruction cancelled, nothing written\n",
+                   setup_.offscreen ? "offscreen frames" : "window", done, total);
+    }
+  }
+
+ private:
+  // ---- the reconstruction ----
+  void start() {
+    error_.clear();
+    failure_ = nullptr;
+    try {
+      if (backend_ > 0 && backendNamed(kBackendNames[backend_]) == Backend::Cuda)
+        throw UsageError("backend: expected one that draws in the window (graphics, graphics-mp, compute, cpu), found cuda");
+      FdkOptions options = setup_.options;
+      options.backend = backend_ ? backendNamed(kBackendNames[backend_]) : std::nullopt;
+      options.autoGlOnly = true;
+      options.progress = false;
+      options.streaming = true;
+      if (windowText_ == "auto" || windowText_.empty()) {
+        options.window = 0;
+      } else {
+        char* end = nullptr;
+        const long w = std::strtol(windowText_.c_str(), &end, 10);
+        if (*end || w < 1) throw UsageError("window: expected auto or a whole number of projections per pass >= 1, found '" + windowText_ + "'");
+        options.window = static_cast<int>(w);
+      }
+      if (size_ < 1 || size_ > 2048) throw UsageError("size: expected 1 to 2048 voxels per axis, found " + std::to_string(size_));
+      if (!(spacing_ > 0)) throw UsageError("spacing: expected mm > 0, found " + std::to_string(spacing_));
+      auto next = std::make_unique<Run>();
+      next->scan = setup_.open(scan_);
+      grid_ = VolumeGrid::centred({size_, size_, size_}, glm::dvec3(spacing_));
+      checkVolumeInBeam(*next->scan.geometry, grid_, "app");
+      auto session = std::make_shared<DeviceSession>();
+      session->useContext(options.gpu, window_.context());
+      const FdkPlan plan = planFdk(*next->scan.geometry, grid_, options, *next->scan.source, session);
+      next->task = std::make_unique<FdkViewTask>(plan, window_.context(), *next->scan.source);
+      if (run_ && !run_->done) run_->task->cancel();
+      run_ = std::move(next);
+      if (!scan_.simulate) {
+        rememberScan(scan_.geometry, scan_.projections);
+        recent_ = recentScans();
+      }
+      cursor_ = {size_ / 2, size_ / 2, size_ / 2};
+      histogram_.reset();
+      lastHistogram_ = Clock::now() - std::chrono::seconds(10);
+      dirty3d_ = true;
+      status_ = "reconstructing";
+    } catch (const std::exception& e) {
+      error_ = e.what();
+      failure_ = std::current_exception();
+      if (!rethrows()) std::fprintf(stderr, "app: %s\n", e.what());  // a script's failure is the command's error
+    }
+  }
+
+  void step() {
+    Run& r = *run_;
+    try {
+      const std::size_t until = setup_.closeAfter;
+      const bool more = r.task->step(std::chrono::milliseconds(8), until && until < r.task->total() ? until : 0);
+      changed_ = true;
+      if (!more) {
+        r.task->finish();
+        r.done = true;
+        const double seconds = secondsSince(r.started);
+        const std::size_t total = r.task->total();
+        if (!setup_.quiet) {
+          const FdkReport& report = r.task->report();
+          if (!report.autoNote.empty()) std::fprintf(stderr, "%s\n", report.autoNote.c_str());
+          std::fprintf(stderr,
+                       "app: %s: %zu projections in %.2f s (%.1f projections/s); %zu frames while reconstructing (%.1f frames/s), the 3D view "
+                       "drawn %zu times (%.1f/s) at %d x %d pixels (%.0f ms each) in a %d x %d panel\n",
+                       report.backend.c_str(), total, seconds, static_cast<double>(total) / seconds, r.frames, static_cast<double>(r.frames) / seconds,
+                       r.renders3d, static_cast<double>(r.renders3d) / seconds, last3d_[0], last3d_[1], 1000.0 * cost3d_, panel3d_[0], panel3d_[1]);
+        }
+        status_ = "done";
+        lastHistogram_ = Clock::now() - std::chrono::seconds(10);  // the final volume's window at once
+      }
+    } catch (const std::exception& e) {
+      error_ = e.what();
+      failure_ = std::current_exception();
+      if (!rethrows()) std::fprintf(stderr, "app: %s\n", e.what());  // a script's failure is the command's error
+      r.task->cancel();
+      run_.reset();
+    }
+  }
+
+  void stop() {
+    if (!run_ || run_->done) return;
+    run_->task->cancel();
+    std::fprintf(stderr, "app: stopped after %zu of %zu projections: nothing written\n", run_->task->done(), run_->task->total());
+    run_.reset();
+    status_ = "stopped";
+  }
+
+  // The grey window from the GPU histogram, twice a second while projections arrive (a few KB read back, never the
+  // volume), while the user has not set one.
+  void updateWindow(GLuint volume, float scale) {
+    if (!run_ || run_->task->done() == 0 || secondsSince(lastHistogram_) < 0.5) return;
+    if (run_->done && histogram_ && histogramFinal_) return;
+    histogramFinal_ = run_->done;
+    if (!histogramGpu_) histogramGpu_ = std::make_unique<VolumeHistogram>();
+    histogram_ = histogramGpu_->compute(volume, grid_.size, scale);
+    lastHistogram_ = Clock::now();
+    if (autoWindow_)
+      if (const auto w = objectWindow(*histogram_)) {
+        low_ = static_cast<float>(w->first);
+        high_ = static_cast<float>(w->second);
+        if (transferFollows_) style_.transfer = defaultTransfer(low_, high_);
+        dirty3d_ = true;
+      }
+  }
+
+  // ---- the frame ----
+  void frame() {
+    const auto [width, height] = window_.framebufferSize();
+    GLuint volume = 0;
+    float scale = 1.0f;
+    if (run_) {
+      volume = run_->task->texture(uploader_);
+      scale = run_->task->scale();
+      updateWindow(volume, scale);
+    }
+    ImGui_ImplOpenGL3_NewFrame();
+    if (window_.glfwWindow()) {
+      ImGui_ImplGlfw_NewFrame();
+    } else {
+      ImGuiIO& io = ImGui::GetIO();
+      io.DisplaySize = ImVec2(static_cast<float>(width), static_cast<float>(height));
+      io.DeltaTime = 1.0f / 60.0f;
+    }
+    ImGui::NewFrame();
+    const ImVec2 display = ImGui::GetIO().DisplaySize;
+    const float panel = std::min(360.0f * scale_, 0.4f * display.x);
+    sidePanel(panel, display.y);
+    const float cw = 0.5f * (display.x - panel), ch = 0.5f * display.y;
+    for (int i = 0; i < 3; ++i) slicePanel(i, ImVec2(panel + cw * static_cast<float>(i % 2), ch * static_cast<float>(i / 2)), ImVec2(cw, ch), volume, scale);
+    view3dPanel(ImVec2(panel + cw, ch), ImVec2(cw, ch), volume, scale);
+    ImGui::Render();
+    {
+      gl::StateScope keep;
+      glBindFramebuffer(GL_FRAMEBUFFER, window_.framebuffer());
+      glViewport(0, 0, width, height);
+      glClearColor(0.08f, 0.08f, 0.08f, 1.0f);
+      glClear(GL_COLOR_BUFFER_BIT);
+      ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    }
+    if (!pendingShot_.empty()) {
+      saveRgb(pendingShot_, width, height, readRgb(window_.framebuffer(), width, height), "screenshot");
+      pendingShot_.clear();
+    }
+    window_.present();
+    changed_ = false;
+  }
+
+  void saveRgb(const std::string& path, int width, int height, const std::vector<unsigned char>& rgb, const char* what) {
+    try {
+      writeRgbPng(path, width, height, rgb, setup_.overwrite);
+      if (!setup_.quiet) std::fprintf(stderr, "app: %s %s\n", what, path.c_str());
+      status_ = std::string(what) + " " + path;
+    } catch (const std::exception& e) {
+      error_ = e.what();
+      std::fprintf(stderr, "app: %s not saved: %s\n", what, e.what());
+    }
+  }
+
+  void sidePanel(float width, float height) {
+    ImGui::SetNextWindowPos(ImVec2(0, 0));
+    ImGui::SetNextWindowSize(ImVec2(width, height));
+    ImGui::Begin("glrecon", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
+    const bool running = run_ && !run_->done;
+    if (ImGui::CollapsingHeader("Scan", ImGuiTreeNodeFlags_DefaultOpen)) {
+      int source = scan_.simulate ? 0 : 1;
+      ImGui::RadioButton("simulated scanner", &source, 0);
+      ImGui::SameLine();
+      ImGui::RadioButton("files", &source, 1);
+      scan_.simulate = source == 0;
+      if (scan_.simulate) {
+        float rate = static_cast<float>(scan_.rate);
+        ImGui::DragFloat("projections/s", &rate, 1.0f, 0.0f, 1000.0f, rate > 0 ? "%.0f" : "as fast as it can");
+        scan_.rate = rate;
+      } else {
+        ImGui::InputText("geometry (RTK XML)", &scan_.geometry);
+        ImGui::InputText("projections", &scan_.projections);
+        if (!recent_.empty() && ImGui::BeginCombo("recent", "open a recent scan")) {
+          for (const auto& [g, p] : recent_)
+            if (ImGui::Selectable((p + "##" + g).c_str())) {
+              scan_.geometry = g;
+              scan_.projections = p;
+            }
+          ImGui::EndCombo();
+        }
+      }
+    }
+    if (ImGui::CollapsingHeader("Reconstruction", ImGuiTreeNodeFlags_DefaultOpen)) {
+      ImGui::BeginDisabled(running);
+      const char* methods[] = {"FDK"};
+      int method = 0;
+      ImGui::Combo("method", &method, methods, 1);
+      ImGui::Combo("backend", &backend_, kBackendNames, static_cast<int>(std::size(kBackendNames)));
+      ImGui::InputText("window W", &windowText_);
+      ImGui::InputInt("size (voxels)", &size_);
+      ImGui::InputFloat("spacing (mm)", &spacing_, 0.1f, 1.0f, "%.3f");
+      ImGui::EndDisabled();
+      if (!running) {
+        if (ImGui::Button(run_ ? "Start again" : "Start")) start();
+      } else {
+        if (ImGui::Button(run_->paused ? "Resume" : "Pause")) run_->paused = !run_->paused;
+        ImGui::SameLine();
+        if (ImGui::Button("Stop")) stop();
+      }
+      if (run_) {
+        const std::size_t n = run_->task->done(), total = run_->task->total();
+        const double rate = run_->task->rate();
+        char overlay[128];
+        if (run_->done) std::snprintf(overlay, sizeof overlay, "%zu/%zu done", n, total);
+        else std::snprintf(overlay, sizeof overlay, "%zu/%zu  %.1f/s  %s", n, total, rate,
+                           rate > 0 ? (std::to_string(static_cast<int>(static_cast<double>(total - n) / rate + 0.5)) + " s left").c_str() : "starting");
+        ImGui::ProgressBar(total ? static_cast<float>(n) / static_cast<float>(total) : 0.0f, ImVec2(-1, 0), overlay);
+        if (run_->paused) ImGui::TextUnformatted("paused");
+      }
+      if (!status_.empty()) ImGui::TextWrapped("%s", status_.c_str());
+      if (!error_.empty()) ImGui::TextColored(ImVec4(1.0f, 0.4f, 0.3f, 1.0f), "%s", error_.c_str());
+    }
+    if (ImGui::CollapsingHeader("Grey window", ImGuiTreeNodeFlags_DefaultOpen)) {
+      if (histogram_) {
+        // The histogram as 128 bars over its range, log counts (the object's peak would flatten the rest).
+        float bars[128] = {};
+        const std::size_t per = histogram_->counts.size() / 128;
+        for (std::size_t i = 0; i < histogram_->counts.size(); ++i) bars[std::min<std::size_t>(127, i / per)] += static_cast<float>(histogram_->counts[i]);
+        for (float& b : bars) b = std::log1p(b);
+        ImGui::PlotHistogram("##histogram", bars, 128, 0, nullptr, 0.0f, FLT_MAX, ImVec2(ImGui::GetContentRegionAvail().x, 60.0f * scale_));
+        ImGui::Text("%.4g .. %.4g", histogram_->low, histogram_->high);
+      }
+      if (ImGui::DragFloatRange2("low, high", &low_, &high_, 0.001f * std::max(1e-3f, high_ - low_) * 10.0f, 0.0f, 0.0f, "%.4f", "%.4f")) {
+        autoWindow_ = false;
+        dirty3d_ = true;
+      }
+      if (ImGui::Button("Object (auto)")) {
+        autoWindow_ = true;
+        lastHistogram_ = Clock::now() - std::chrono::seconds(10);
+      }
+      ImGui::SameLine();
+      if (ImGui::Button("Whole range") && histogram_) {
+        autoWindow_ = false;
+        low_ = static_cast<float>(histogram_->percentile(0.005));
+        high_ = static_cast<float>(histogram_->percentile(0.995));
+        dirty3d_ = true;
+      }
+      ImGui::SameLine();
+      if (ImGui::Button("Wider")) {
+        const float c = 0.5f * (low_ + high_), w = high_ - low_;
+        low_ = c - w;
+        high_ = c + w;
+        autoWindow_ = false;
+        dirty3d_ = true;
+      }
+      ImGui::Text("%s", autoWindow_ ? "auto: the object's median, 4 interquartile ranges" : "set by hand");
+      if (ImGui::Combo("colours", &colourMap_, kColourMaps, static_cast<int>(std::size(kColourMaps)))) dirty3d_ = true;
+    }
+    if (ImGui::CollapsingHeader("3D view", ImGuiTreeNodeFlags_DefaultOpen)) {
+      int mode = style_.mode == VolumeMode::Mip ? 0 : 1;
+      ImGui::RadioButton("MIP", &mode, 0);
+      ImGui::SameLine();
+      ImGui::RadioButton("DVR", &mode, 1);
+      if ((mode == 1) != (style_.mode == VolumeMode::Dvr)) dirty3d_ = true;
+      style_.mode = mode ? VolumeMode::Dvr : VolumeMode::Mip;
+      if (ImGui::Checkbox("auto resolution", &autoResolution_)) dirty3d_ = true;
+      if (autoResolution_) {
+        ImGui::SameLine();
+        ImGui::Text("%.0f%% (%.0f ms)", 100.0 * std::min(autoScale_, 1.0f), 1000.0 * cost3d_);
+      } else if (ImGui::SliderFloat("resolution", &resolution3d_, 0.1f, 1.0f, "%.2f")) {
+        dirty3d_ = true;
+      }
+      if (ImGui::Button("Reset view")) {
+        camera_ = OrbitCamera{};
+        dirty3d_ = true;
+      }
+      if (style_.mode == VolumeMode::Dvr && ImGui::TreeNode("Transfer function")) {
+        if (ImGui::Checkbox("follows the grey window", &transferFollows_)) dirty3d_ = true;
+        std::vector<TransferPoint>& tf = style_.transfer;
+        for (std::size_t i = 0; i < tf.size(); ++i) {
+          ImGui::PushID(static_cast<int>(i));
+          ImGui::SetNextItemWidth(90.0f * scale_);
+          bool edited = ImGui::DragFloat("##density", &tf[i].density, 0.001f * std::max(1e-3f, high_ - low_) * 10.0f, 0.0f, 0.0f, "%.4f");
+          ImGui::SameLine();
+          edited |= ImGui::ColorEdit3("##colour", &tf[i].r, ImGuiColorEditFlags_NoInputs);
+          ImGui::SameLine();
+          ImGui::SetNextItemWidth(80.0f * scale_);
+          edited |= ImGui::SliderFloat("##opacity", &tf[i].opacity, 0.0f, 1.0f, "a %.3f");
+          if (tf.size() > 2) {
+            ImGui::SameLine();
+            if (ImGui::SmallButton("x")) {
+              tf.erase(tf.begin() + static_cast<std::ptrdiff_t>(i));
+              edited = true;
+            }
+          }
+          if (edited) {
+            transferFollows_ = false;
+            dirty3d_ = true;
+          }
+          ImGui::PopID();
+        }
+        if (tf.size() < static_cast<std::size_t>(kMaxTransferPoints) && ImGui::SmallButton("add a point")) {
+          TransferPoint p = tf.back();
+          p.density += std::max(1e-3f, high_ - low_) * 0.25f;
+          tf.push_back(p);
+          transferFollows_ = false;
+          dirty3d_ = true;
+        }
+        ImGui::TreePop();
+      }
+    }
+    if (ImGui::CollapsingHeader("Save", ImGuiTreeNodeFlags_DefaultOpen)) {
+      ImGui::InputText("volume (.mha)", &volumePath_);
+      ImGui::BeginDisabled(!run_ || !run_->done);
+      if (ImGui::Button("Save volume")) saveVolume(volumePath_);
+      ImGui::EndDisabled();
+      ImGui::SameLine();
+      if (ImGui::Button("Screenshot")) {
+        char name[64];
+        std::snprintf(name, sizeof name, "glrecon-app-%04d.png", shots_++);
+        pendingShot_ = name;
+      }
+      ImGui::InputText("3D series folder", &seriesPath_);
+      ImGui::InputInt("frames", &seriesFrames_);
+      ImGui::BeginDisabled(!run_);
+      if (ImGui::Button("Save the 3D view turning")) saveSeries(seriesPath_, seriesFrames_);
+      ImGui::EndDisabled();
+    }
+    ImGui::Separator();
+    ImGui::TextWrapped("Slices: click or drag to move the crosshair, wheel to step. 3D: drag to turn, wheel to zoom. Space: pause.");
+    if (!ImGui::GetIO().WantTextInput && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Space)) && run_ && !run_->done) run_->paused = !run_->paused;
+    ImGui::End();
+  }
+
+  void saveVolume(const std::string& path) {
+    try {
+      if (path.empty() || !(path.ends_with(".mha") || path.ends_with(".mhd")))
+        throw UsageError("volume: expected a file name ending .mha or .mhd, found '" + path + "'");
+      run_->task->saveVolume(path, setup_.overwrite);
+      if (!setup_.quiet) std::fprintf(stderr, "app: wrote %s\n", path.c_str());
+      status_ = "wrote " + path;
+    } catch (const std::exception& e) {
+      error_ = e.what();
+      std::fprintf(stderr, "app: volume not saved: %s\n", e.what());
+    }
+  }
+
+  // The 3D view turning once about the vertical axis, `frames` PNGs (view3d_0000.png ...) at its panel's full size.
+  void saveSeries(const std::string& folder, int frames) {
+    if (!run_ || frames < 1 || panel3d_[0] < 1) return;
+    try {
+      fs::create_directories(folder);
+    } catch (const std::exception& e) {
+      error_ = "3D series: " + folder + ": " + e.what();
+      return;
+    }
+    const OrbitCamera keep = camera_;
+    const GLuint volume = run_->task->texture(uploader_);
+    for (int i = 0; i < frames; ++i) {
+      camera_.yaw = keep.yaw + 2.0 * 3.141592653589793 * i / frames;
+      renderer3d_.render(volume, grid_, run_->task->scale(), camera_, currentStyle(), panel3d_[0], panel3d_[1]);
+      char name[32];
+      std::snprintf(name, sizeof name, "view3d_%04d.png", i);
+      saveRgb((fs::path(folder) / name).string(), panel3d_[0], panel3d_[1], renderer3d_.readRgb(), i + 1 == frames ? "3D series (last)" : "3D frame");
+    }
+    camera_ = keep;
+    dirty3d_ = true;
+  }
+
+  VolumeStyle currentStyle() const {
+    VolumeStyle s = style_;
+    s.low = low_;
+    s.high = high_;
+    s.colourMap = colourMap_;
+    return s;
+  }
+
+  // The fitted rectangle of a `physicalWidth` x `physicalHeight` image centred in the window's content region.
+  static std::pair<ImVec2, ImVec2> fit(double physicalWidth, double physicalHeight) {
+    const ImVec2 room = ImGui::GetContentRegionAvail(), at = ImGui::GetCursorScreenPos();
+    const float zoom = static_cast<float>(std::min(room.x / physicalWidth, room.y / physicalHeight));
+    const ImVec2 size(static_cast<float>(physicalWidth) * zoom, static_cast<float>(physicalHeight) * zoom);
+    return {ImVec2(at.x + 0.5f * (room.x - size.x), at.y + 0.5f * (room.y - size.y)), size};
+  }
+
+  void slicePanel(int which, ImVec2 at, ImVec2 size, GLuint volume, float scale) {
+    // Axial: a y slice, x across and z up; coronal: a z slice, x across, y up; sagittal: an x slice, z across, y up.
+    static const int axisOf[3] = {1, 2, 0}, acrossOf[3] = {0, 0, 2}, upOf[3] = {2, 1, 1};
+    const int axis = axisOf[which], a = acrossOf[which], u = upOf[which];
+    char title[160];
+    if (run_) {
+      const glm::dvec3 mm = grid_.worldOf(cursor_[0], cursor_[1], cursor_[2]);
+      std::snprintf(title, sizeof title, "%s   %c = %d / %d   (%+.1f mm)###slice%d", kPanelNames[which], "xyz"[axis], cursor_[axis], grid_.size[axis],
+                    mm[axis], which);
+    } else {
+      std::snprintf(title, sizeof title, "%s###slice%d", kPanelNames[which], which);
+    }
+    ImGui::SetNextWindowPos(at);
+    ImGui::SetNextWindowSize(size);
+    ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(2, 2));
+    ImGui::Begin(title, nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoScrollbar |
+                                     ImGuiWindowFlags_NoScrollWithMouse);
+    if (run_) {
+      const int across = grid_.size[a], up = grid_.size[u];
+      slices_[which].render(sliceProgram_, quad_, volume, grid_.size, scale, axis, cursor_[axis], across, up, low_, high_, colourMap_);
+      const auto [corner, shown] = fit(across * grid_.spacing[a], up * grid_.spacing[u]);
+      ImGui::SetCursorScreenPos(corner);
+      ImGui::Image(textureId(slices_[which].texture.id()), shown, ImVec2(0, 1), ImVec2(1, 0));
+      const ImVec2 mouse = ImGui::GetIO().MousePos;
+      if (ImGui::IsItemHovered()) {
+        if (ImGui::IsMouseDown(ImGuiMouseButton_Left)) {
+          cursor_[a] = std::clamp(static_cast<int>((mouse.x - corner.x) / shown.x * static_cast<float>(across)), 0, across - 1);
+          cursor_[u] = std::clamp(static_cast<int>((corner.y + shown.y - mouse.y) / shown.y * static_cast<float>(up)), 0, up - 1);
+        }
+        const float wheel = ImGui::GetIO().MouseWheel;
+        if (wheel != 0) cursor_[axis] = std::clamp(cursor_[axis] + (wheel > 0 ? 1 : -1), 0, grid_.size[axis] - 1);
+      }
+      // The crosshair: the other two panels' slices, through voxel centres.
+      const float x = corner.x + (static_cast<float>(cursor_[a]) + 0.5f) / static_cast<float>(across) * shown.x;
+      const float y = corner.y + shown.y - (static_cast<float>(cursor_[u]) + 0.5f) / static_cast<float>(up) * shown.y;
+      ImDrawList* draw = ImGui::GetWindowDrawList();
+      const ImU32 colour = IM_COL32(80, 200, 255, 160);
+      draw->AddLine(ImVec2(x, corner.y), ImVec2(x, corner.y + shown.y), colour);
+      draw->AddLine(ImVec2(corner.x, y), ImVec2(corner.x + shown.x, y), colour);
+    } else {
+      ImGui::TextUnformatted("Open a scan and press Start.");
+    }
+    ImGui::End();
+    ImGui::PopStyleVar();
+  }
+
+  void view3dPanel(ImVec2 at, ImVec2 size, GLuint volume, float scale) {
+    ImGui::SetNextWindowPos(at);
+    ImGui::SetNextWindowSize(size);
+    ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(2, 2));
+    ImGui::Begin(style_.mode == VolumeMode::Mip ? "3D: maximum intensity projection###3d" : "3D: volume rendering###3d", nullptr,
+                 ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoScrollbar |
+                     ImGuiWindowFlags_NoScrollWithMouse);
+    if (run_) {
+      const ImVec2 room = ImGui::GetContentRegionAvail();
+      panel3d_ = {std::max(8, static_cast<int>(room.x)), std::max(8, static_cast<int>(room.y))};
+      // The 3D view costs the most. Its cost is timed from its submission to its fence (polled each frame, so an upper
+      // bound by a frame); while the volume changes it is drawn again once the time since then is twice that cost (at
+      // most a third of the time), and at once when the user moves it. With resolution "auto" its pixels are scaled
+      // (down to a quarter of the panel's width) so that one drawing takes about 100 ms, polling included: a software
+      // renderer gets a coarser view, not a frozen window.
+      if (fence3d_ && fence3d_.signalled()) {
+        cost3d_ = secondsSince(drawn3d_);
+        fence3d_.reset();
+        if (autoResolution_) autoScale_ = std::clamp(autoScale_ * static_cast<float>(std::sqrt(0.1 / std::max(cost3d_, 1e-4))), 0.25f, 1.0f);
+      }
+      const float fraction = autoResolution_ ? std::min(autoScale_, 1.0f) : resolution3d_;
+      const int w = std::max(8, static_cast<int>(room.x * fraction)), h = std::max(8, static_cast<int>(room.y * fraction));
+      const bool due = changed_ && !fence3d_ && secondsSince(drawn3d_) >= 3.0 * cost3d_;
+      if (dirty3d_ || due || (!fence3d_ && (std::abs(w - last3d_[0]) > last3d_[0] / 8 || std::abs(h - last3d_[1]) > last3d_[1] / 8))) {
+        try {
+          renderer3d_.render(volume, grid_, scale, camera_, currentStyle(), w, h);
+          if (!fence3d_) {
+            fence3d_ = gl::Fence::insert();
+            glFlush();
+            drawn3d_ = Clock::now();
+          }
+          ++run_->renders3d;
+          error3d_.clear();
+        } catch (const std::exception& e) {
+          error3d_ = e.what();
+        }
+        last3d_ = {w, h};
+        dirty3d_ = false;
+      }
+      if (renderer3d_.texture()) {
+        ImGui::Image(textureId(renderer3d_.texture()), room, ImVec2(0, 1), ImVec2(1, 0));
+        if (ImGui::IsItemHovered()) {
+          const ImGuiIO& io = ImGui::GetIO();
+          if (ImGui::IsMouseDragging(ImGuiMouseButton_Left) && (io.MouseDelta.x != 0 || io.MouseDelta.y != 0)) {
+            camera_.rotate(io.MouseDelta.x, io.MouseDelta.y, static_cast<int>(room.y));
+            dirty3d_ = true;
+          }
+          if (io.MouseWheel != 0) {
+            camera_.zoomBy(io.MouseWheel);
+            dirty3d_ = true;
+          }
+        }
+      }
+      if (!error3d_.empty()) ImGui::TextColored(ImVec4(1.0f, 0.4f, 0.3f, 1.0f), "%s", error3d_.c_str());
+    }
+    ImGui::End();
+    ImGui::PopStyleVar();
+  }
+
+  // ---- scripts (tests, measurements) ----
+  // True once the script is finished: the window is to close.
+  bool scripted() {
+    // A script's run that failed fails the command (the panel shows it to a user at the window).
+    if (failure_ && rethrows()) std::rethrow_exception(failure_);
+    if (!run_) return false;
+    if (setup_.closeAfter && !run_->done && run_->task->done() >= setup_.closeAfter) return true;
+    if (!run_->done || scriptDone_) return false;
+    if (!scriptOutputs()) return setup_.offscreen;
+    scriptDone_ = true;
+    if (!setup_.saveVolume.empty()) saveVolume(setup_.saveVolume);
+    if (!setup_.series.empty()) saveSeries(setup_.series, setup_.seriesFrames);
+    if (!setup_.screenshot.empty()) {
+      dirty3d_ = true;
+      pendingShot_ = setup_.screenshot;
+      frame();
+    }
+    return true;
+  }
+
+  bool rethrows() const { return setup_.offscreen || scriptOutputs(); }
+  bool scriptOutputs() const { return !setup_.saveVolume.empty() || !setup_.screenshot.empty() || !setup_.series.empty(); }
+
+  const AppSetup& setup_;
+  std::exception_ptr failure_;
+  ViewWindow window_;
+  SliceRenderer uploader_;  // the cpu backend's volume, uploaded (fdk_task.h)
+  float scale_ = 1.0f;
+  ScanChoice scan_;
+  std::vector<std::pair<std::string, std::string>> recent_;
+  int backend_ = 0, size_ = 128;
+  float spacing_ = 2.0f;
+  std::string windowText_ = "auto";
+  VolumeGrid grid_;
+  std::unique_ptr<Run> run_;
+  std::string status_, error_, error3d_;
+  std::array<int, 3> cursor_{0, 0, 0};
+  float low_ = 0.0f, high_ = 1.0f;
+  bool autoWindow_ = true, transferFollows_ = true, histogramFinal_ = false;
+  int colourMap_ = 0;
+  std::unique_ptr<VolumeHistogram> histogramGpu_;
+  std::optional<Histogram> histogram_;
+  Clock::time_point lastHistogram_ = Clock::now();
+  gl::Program sliceProgram_;
+  gl::VertexArray quad_;
+  SliceImage slices_[3];
+  VolumeRenderer renderer3d_;
+  OrbitCamera camera_;
+  VolumeStyle style_;
+  float resolution3d_ = 1.0f, autoScale_ = 1.0f;
+  bool autoResolution_ = true, dirty3d_ = true, changed_ = false, scriptDone_ = false;
+  gl::Fence fence3d_;
+  double cost3d_ = 0.0;
+  Clock::time_point drawn3d_ = Clock::now();
+  std::array<int, 2> last3d_{0, 0}, panel3d_{0, 0};
+  std::string volumePath_ = "glrecon-app.mha", seriesPath_ = "glrecon-3d", pendingShot_;
+  int seriesFrames_ = 36, shots_ = 0;
+};
+
+}  // namespace
+
+void runApp(const AppSetup& setup) {
+  if (!setup.saveVolume.empty()) refuseToOverwrite(setup.saveVolume, setup.overwrite);
+  if (!setup.screenshot.empty()) refuseToOverwrite(setup.screenshot, setup.overwrite);
+  App app(setup);
+  app.run();
+}
+
+}  // namespace glrecon::viewer
