@@ -81,9 +81,12 @@ __global__ void forwardExactKernel(const float* volume, int3 size, float3 spacin
     for (int k = 0; k < r.count; ++k) {
       const Corner c = cornerOf(r, k, size);
       float value = 0.0f;
+      // Corners of weight 0 skipped (on its plane a sample's main-axis weights are 1 and 0: half the corners), here and
+      // in transposeKernel alike, so the pair stays exact (a term v 0 adds nothing).
       for (int dz = 0; dz < 2; ++dz)
         for (int dy = 0; dy < 2; ++dy)
           for (int dx = 0; dx < 2; ++dx) {
+            if (c.w[2][dz] == 0.0f || c.w[1][dy] == 0.0f || c.w[0][dx] == 0.0f) continue;
             const int x = c.i + dx, y = c.j + dy, z = c.k + dz;
             if (x < 0 || y < 0 || z < 0 || x >= size.x || y >= size.y || z >= size.z) continue;
             value += volume[(static_cast<size_t>(z) * size.y + y) * size.x + x] * (c.w[1][dy] * c.w[2][dz] * c.w[0][dx]);
@@ -110,6 +113,7 @@ __global__ void transposeKernel(const float* projections, int3 size, float3 spac
     for (int dz = 0; dz < 2; ++dz)
       for (int dy = 0; dy < 2; ++dy)
         for (int dx = 0; dx < 2; ++dx) {
+          if (c.w[2][dz] == 0.0f || c.w[1][dy] == 0.0f || c.w[0][dx] == 0.0f) continue;
           const int x = c.i + dx, y = c.j + dy, z = c.k + dz;
           if (x < 0 || y < 0 || z < 0 || x >= size.x || y >= size.y || z >= size.z) continue;
           atomicAdd(volume + (static_cast<size_t>(z) * size.y + y) * size.x + x, w * c.w[1][dy] * c.w[2][dz] * c.w[0][dx]);
