@@ -40,7 +40,7 @@ std::unique_ptr<ProjectionSource> memorySource(const float* data, std::size_t co
 std::unique_ptr<ProjectionSource> memorySource(const Image& stack, std::string name, bool check = false);
 
 /// A scanner simulated from the analytic phantom: projection i is computed and delivered no earlier than i / rate
-/// seconds after the first read (rate 0: as fast as it can).
+/// seconds after the first read (rate 0: as fast as it can). The source keeps its own copies of both.
 std::unique_ptr<ProjectionSource> simulatedScanner(const Phantom& phantom, const Geometry& geometry, double rate, int threads = 1);
 
 /// Raw intensities to line integrals as each projection is read (glrecon/preprocess.h): p = -ln((I - dark) / (flat - dark)),

@@ -61,8 +61,10 @@ class ScannerSource final : public ProjectionSource {
   }
 
  private:
-  const Phantom& phantom_;
-  const Geometry& geometry_;
+  // Copies, not references: a caller's geometry moved or gone after the source was made (the app moved its
+  // Geometry and the scanner then read garbage detector sizes) must not reach the reads.
+  const Phantom phantom_;
+  const Geometry geometry_;
   double rate_;
   int threads_;
   std::chrono::steady_clock::time_point start_;

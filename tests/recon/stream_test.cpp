@@ -43,6 +43,27 @@ class Recorder final : public ConeBeamOperator {
   int delayMs_;
 };
 
+// The simulated scanner keeps its own phantom and geometry: the caller's may change or go before the reads (the app
+// moved its Geometry after making the source, which then read garbage detector sizes). Here both are gone, the
+// geometry emptied first, so a reference left behind would read no views at all (or freed memory, under ASan).
+TEST(Stream, SimulatedScannerKeepsItsOwnPhantomAndGeometry) {
+  std::unique_ptr<ProjectionSource> source;
+  Image expected;
+  {
+    Geometry g = smallScan(3);
+    Phantom phantom = Phantom::sheppLogan();
+    source = simulatedScanner(phantom, g, 0);
+    expected = projectPhantom(phantom, g, {});
+    g.views.clear();
+    g.detector = DetectorLayout{};
+    phantom = Phantom();
+  }
+  ASSERT_EQ(source->count(), 3u);
+  std::vector<float> read(expected.data.size());
+  source->read(0, 3, read.data());
+  EXPECT_EQ(read, expected.data);
+}
+
 TEST(Stream, OrderIsPreservedThroughTheFilterPool) {
   const Geometry g = smallScan(60);
   const Phantom phantom = Phantom::sheppLogan();
