@@ -32,5 +32,9 @@ TEST_F(GraphicsIterative, IterateOnTheDeviceMatchesTheHostPath) {
   for (const char* backend : {"graphics", "compute"}) iterateOnDeviceMatchesHostPath(backend, 64);
 }
 
+TEST_F(GraphicsIterative, CorrectionsOnTheDeviceMatchTheHostPath) {
+  for (const char* backend : {"graphics", "compute"}) deviceCorrectionsMatchHostPath(backend, 64);
+}
+
 }  // namespace
 }  // namespace glrecon

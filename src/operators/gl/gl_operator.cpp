@@ -98,6 +98,23 @@ void GlOperator::updateSubset(const float* correction, const std::size_t* views,
   timings_.back += since(start);
 }
 
+bool GlOperator::setSubsetData(const float* projections, const float* rayLengths, float rayFloor, bool multiplicative) {
+  requireWholeGrid("setSubsetData");
+  drawPending();
+  return passes().setSubsetData(projections, rayLengths, geometry_.size(), rayFloor, multiplicative);
+}
+
+double GlOperator::correctSubset(const std::size_t* views, std::size_t count) {
+  requireWholeGrid("correctSubset");
+  for (std::size_t p = 0; p < count; ++p)
+    if (views[p] >= geometry_.size()) throw std::out_of_range("correctSubset: view index beyond the geometry");
+  const auto start = std::chrono::steady_clock::now();
+  drawPending();
+  const double squares = passes().correctSubset(volume_.volume.id(), views, count);
+  timings_.forward += since(start);
+  return squares;
+}
+
 DeviceProjections* GlOperator::nextWindow() {
   return volume_.nextWindow([this] { drawWindow(); });
 }

@@ -27,6 +27,8 @@ class GlOperator : public ConeBeamOperator {
   void updateSubset(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
                     const float* cachedWeights) override;
   bool computesSubsetWeights() const override { return true; }
+  bool setSubsetData(const float* projections, const float* rayLengths, float rayFloor, bool multiplicative) override;
+  double correctSubset(const std::size_t* views, std::size_t count) override;
   using ConeBeamOperator::back;
   DeviceProjections* nextWindow() override;
   void back(DeviceProjections& window, const std::size_t* views, std::size_t count) override;

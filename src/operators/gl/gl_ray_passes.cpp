@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 
@@ -136,7 +137,14 @@ void GlRayPasses::updateSubset(GLuint iterate, const float* correction, const st
   }
   const GLuint groups[3] = {static_cast<GLuint>((grid_.size[0] + 7) / 8), static_cast<GLuint>((grid_.size[1] + 7) / 8),
                             static_cast<GLuint>((grid_.size[2] + 3) / 4)};
-  backInto(correction, views, count, updateTarget_.id(), /*clear=*/true);
+  if (correction) {
+    backInto(correction, views, count, updateTarget_.id(), /*clear=*/true);
+  } else {
+    // The correction correctSubset formed for these views on the device.
+    if (correctionViews_ != count) throw std::logic_error("updateSubset: no correction on the device for this subset (correctSubset first)");
+    backInto(nullptr, views, count, updateTarget_.id(), /*clear=*/true, /*repeatFirstBatch=*/false, correction_.id());
+    correctionViews_ = 0;
+  }
   const std::vector<std::size_t> key(views, views + count);
   GLuint weights = weightTarget_.id();
   float largest = 0.0f;
@@ -185,47 +193,65 @@ void GlRayPasses::updateSubset(GLuint iterate, const float* correction, const st
   gl::checkError("the subset update");
 }
 
+void GlRayPasses::drawForward(const std::size_t* views, int n) {
+  uploadViews(views, n);
+  const GLuint program = matched_ ? matchedForward_.id() : forwardProgram_.id();
+  glUseProgram(program);
+  setCommonUniforms(program);
+  glBindTextureUnit(0, sampled_.id());
+  if (compute_ || matched_) {
+    glUniform1i(glGetUniformLocation(program, "count"), n);
+    glBindImageTexture(0, projectionLayers_.id(), 0, GL_TRUE, 0, GL_WRITE_ONLY, GL_R32F);
+    glDispatchCompute((nu_ + 7) / 8, (nv_ + 7) / 8, n);
+    glMemoryBarrier(GL_TEXTURE_UPDATE_BARRIER_BIT | GL_SHADER_IMAGE_ACCESS_BARRIER_BIT);
+  } else {
+    glBindFramebuffer(GL_FRAMEBUFFER, framebuffer_.id());
+    glBindVertexArray(vertexArray_.id());
+    glViewport(0, 0, nu_, nv_);
+    glDisable(GL_BLEND);
+    const GLint viewLocation = glGetUniformLocation(forwardProgram_.id(), "view");
+    for (int p = 0; p < n; ++p) {
+      glNamedFramebufferTextureLayer(framebuffer_.id(), GL_COLOR_ATTACHMENT0, projectionLayers_.id(), 0, p);
+      glUniform1i(viewLocation, p);
+      glDrawArrays(GL_TRIANGLES, 0, 3);
+    }
+    glBindFramebuffer(GL_FRAMEBUFFER, 0);
+    glMemoryBarrier(GL_SHADER_IMAGE_ACCESS_BARRIER_BIT);
+  }
+}
+
 // The forward projection of what the 3D texture holds.
 void GlRayPasses::forwardTexture(const std::size_t* views, std::size_t count, float* projections) {
   const std::size_t pixels = static_cast<std::size_t>(nu_) * nv_;
   for (std::size_t first = 0; first < count; first += maxLayers_) {
     const int n = static_cast<int>(std::min<std::size_t>(maxLayers_, count - first));
-    uploadViews(views + first, n);
-    const GLuint program = matched_ ? matchedForward_.id() : forwardProgram_.id();
-    glUseProgram(program);
-    setCommonUniforms(program);
-    glBindTextureUnit(0, sampled_.id());
-    if (compute_ || matched_) {
-      glUniform1i(glGetUniformLocation(program, "count"), n);
-      glBindImageTexture(0, projectionLayers_.id(), 0, GL_TRUE, 0, GL_WRITE_ONLY, GL_R32F);
-      glDispatchCompute((nu_ + 7) / 8, (nv_ + 7) / 8, n);
-      glMemoryBarrier(GL_TEXTURE_UPDATE_BARRIER_BIT);
-    } else {
-      glBindFramebuffer(GL_FRAMEBUFFER, framebuffer_.id());
-      glBindVertexArray(vertexArray_.id());
-      glViewport(0, 0, nu_, nv_);
-      glDisable(GL_BLEND);
-      const GLint viewLocation = glGetUniformLocation(forwardProgram_.id(), "view");
-      for (int p = 0; p < n; ++p) {
-        glNamedFramebufferTextureLayer(framebuffer_.id(), GL_COLOR_ATTACHMENT0, projectionLayers_.id(), 0, p);
-        glUniform1i(viewLocation, p);
-        glDrawArrays(GL_TRIANGLES, 0, 3);
-      }
-      glBindFramebuffer(GL_FRAMEBUFFER, 0);
-    }
+    drawForward(views + first, n);
     glGetTextureSubImage(projectionLayers_.id(), 0, 0, 0, 0, nu_, nv_, n, GL_RED, GL_FLOAT, static_cast<GLsizei>(pixels * n * sizeof(float)),
                          projections + first * pixels);
   }
   gl::checkError(compute_ ? "compute forward projection" : "graphics forward projection");
 }
 
+void GlRayPasses::uploadBatch(const float* projections, std::size_t first, int n, bool repeatFirstBatch, GLuint unpack) {
+  const std::size_t pixels = static_cast<std::size_t>(nu_) * nv_, offset = repeatFirstBatch ? 0 : first * pixels;
+  if (!unpack) {
+    glTextureSubImage3D(projectionLayers_.id(), 0, 0, 0, 0, nu_, nv_, n, GL_RED, GL_FLOAT, projections + offset);
+    return;
+  }
+  // From the device buffer: the pointer argument is a byte offset into the bound unpack buffer.
+  glMemoryBarrier(GL_PIXEL_BUFFER_BARRIER_BIT);
+  glBindBuffer(GL_PIXEL_UNPACK_BUFFER, unpack);
+  glTextureSubImage3D(projectionLayers_.id(), 0, 0, 0, 0, nu_, nv_, n, GL_RED, GL_FLOAT,
+                      reinterpret_cast<const void*>(static_cast<std::uintptr_t>(offset * sizeof(float))));
+  glBindBuffer(GL_PIXEL_UNPACK_BUFFER, 0);
+}
+
 // B of the host projections into `target`: cleared first (`clear`), or added to what it holds. With repeatFirstBatch
 // every batch reads the first batch's projections (a buffer of ones as large as one batch). Per voxel a batch's sum
 // is formed, then added (compute) or blended (graphics) into the target.
 void GlRayPasses::backInto(const float* projections, const std::size_t* views, std::size_t count, GLuint target, bool clear,
-                           bool repeatFirstBatch) {
-  if (matched_) return matchedBackInto(projections, views, count, target, clear, repeatFirstBatch);
-  const std::size_t pixels = static_cast<std::size_t>(nu_) * nv_;
+                           bool repeatFirstBatch, GLuint unpack) {
+  if (matched_) return matchedBackInto(projections, views, count, target, clear, repeatFirstBatch, unpack);
   if (clear) {
     const float zero = 0.0f;
     glClearTexImage(target, 0, GL_RED, GL_FLOAT, &zero);
@@ -233,8 +259,7 @@ void GlRayPasses::backInto(const float* projections, const std::size_t* views, s
   for (std::size_t first = 0; first < count; first += maxLayers_) {
     const int n = static_cast<int>(std::min<std::size_t>(maxLayers_, count - first));
     uploadViews(views + first, n);
-    glTextureSubImage3D(projectionLayers_.id(), 0, 0, 0, 0, nu_, nv_, n, GL_RED, GL_FLOAT,
-                        projections + (repeatFirstBatch ? 0 : first * pixels));
+    uploadBatch(projections, first, n, repeatFirstBatch, unpack);
     glUseProgram(backProgram_.id());
     setCommonUniforms(backProgram_.id());
     glUniform1i(glGetUniformLocation(backProgram_.id(), "count"), n);
@@ -267,16 +292,14 @@ void GlRayPasses::backInto(const float* projections, const std::size_t* views, s
 // The matched pair's transpose: every batch's rays scatter into the buffer of float bits (zeroed first), which is then
 // added to the target (or stored, where `clear`).
 void GlRayPasses::matchedBackInto(const float* projections, const std::size_t* views, std::size_t count, GLuint target, bool clear,
-                                  bool repeatFirstBatch) {
-  const std::size_t pixels = static_cast<std::size_t>(nu_) * nv_;
+                                  bool repeatFirstBatch, GLuint unpack) {
   const GLuint zero = 0;
   glClearNamedBufferData(scatter_.id(), GL_R32UI, GL_RED_INTEGER, GL_UNSIGNED_INT, &zero);
   glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 1, scatter_.id());
   for (std::size_t first = 0; first < count; first += maxLayers_) {
     const int n = static_cast<int>(std::min<std::size_t>(maxLayers_, count - first));
     uploadViews(views + first, n);
-    glTextureSubImage3D(projectionLayers_.id(), 0, 0, 0, 0, nu_, nv_, n, GL_RED, GL_FLOAT,
-                        projections + (repeatFirstBatch ? 0 : first * pixels));
+    uploadBatch(projections, first, n, repeatFirstBatch, unpack);
     glUseProgram(matchedBack_.id());
     setCommonUniforms(matchedBack_.id());
     glUniform1i(glGetUniformLocation(matchedBack_.id(), "count"), n);
@@ -319,6 +342,72 @@ void GlRayPasses::uploadViews(const std::size_t* views, int n) {
   }
   glNamedBufferSubData(viewBuffer_.id(), 0, static_cast<GLsizeiptr>(data.size() * sizeof(float)), data.data());
   glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 0, viewBuffer_.id());
+}
+
+bool GlRayPasses::setSubsetData(const float* projections, const float* rayLengths, std::size_t views, float rayFloor, bool multiplicative) {
+  const std::size_t values = views * static_cast<std::size_t>(nu_) * nv_;
+  const std::uint64_t bytes = 3 * sizeof(float) * static_cast<std::uint64_t>(values);
+  // As cuda: the data, the lengths and a whole scan's correction only where they take at most half of what is free
+  // (where the driver does not tell, up to 2 GiB); else the caller forms the corrections on the host.
+  const long long freeBytes = gl::freeDeviceMemory();
+  if (bytes > (freeBytes > 0 ? static_cast<std::uint64_t>(freeBytes) / 2 : std::uint64_t{2} << 30)) return false;
+  GLint64 largestBlock = 0;
+  glGetInteger64v(GL_MAX_SHADER_STORAGE_BLOCK_SIZE, &largestBlock);
+  if (values * sizeof(float) > static_cast<std::uint64_t>(largestBlock)) return false;
+  if (!correctProgram_) correctProgram_ = gl::buildProgram({{GL_COMPUTE_SHADER, "subset_correct.comp"}});
+  const auto make = [](gl::Buffer& buffer, std::size_t size, const void* values) {
+    buffer = gl::createBuffer();
+    glNamedBufferStorage(buffer.id(), static_cast<GLsizeiptr>(size), values, GL_DYNAMIC_STORAGE_BIT);
+  };
+  make(data_, values * sizeof(float), projections);
+  make(lengths_, values * sizeof(float), rayLengths);
+  make(correction_, values * sizeof(float), nullptr);
+  make(viewIndex_, views * sizeof(GLint), nullptr);
+  const std::size_t groups = static_cast<std::size_t>((nu_ + 7) / 8) * ((nv_ + 7) / 8) * maxLayers_;
+  make(partials_, groups * sizeof(double), nullptr);
+  rayFloor_ = rayFloor;
+  multiplicative_ = multiplicative;
+  correctionViews_ = 0;
+  gl::checkError("keeping the subsets' data on the device");
+  return true;
+}
+
+double GlRayPasses::correctSubset(GLuint volume, const std::size_t* views, std::size_t count) {
+  if (!data_) throw std::logic_error("correctSubset: no data on the device (setSubsetData first)");
+  glMemoryBarrier(GL_TEXTURE_UPDATE_BARRIER_BIT | GL_SHADER_IMAGE_ACCESS_BARRIER_BIT);
+  glCopyImageSubData(volume, GL_TEXTURE_2D_ARRAY, 0, 0, 0, 0, sampled_.id(), GL_TEXTURE_3D, 0, 0, 0, 0, grid_.size[0], grid_.size[1],
+                     grid_.size[2]);
+  std::vector<GLint> indices(views, views + count);
+  glNamedBufferSubData(viewIndex_.id(), 0, static_cast<GLsizeiptr>(count * sizeof(GLint)), indices.data());
+  double squares = 0.0;
+  std::vector<double> partials;
+  for (std::size_t first = 0; first < count; first += maxLayers_) {
+    const int n = static_cast<int>(std::min<std::size_t>(maxLayers_, count - first));
+    drawForward(views + first, n);
+    const GLuint program = correctProgram_.id();
+    glUseProgram(program);
+    glUniform2i(glGetUniformLocation(program, "detectorSize"), nu_, nv_);
+    glUniform1i(glGetUniformLocation(program, "count"), n);
+    glUniform1i(glGetUniformLocation(program, "first"), static_cast<GLint>(first));
+    glUniform1f(glGetUniformLocation(program, "rayFloor"), rayFloor_);
+    glUniform1i(glGetUniformLocation(program, "multiplicative"), multiplicative_ ? 1 : 0);
+    glBindImageTexture(0, projectionLayers_.id(), 0, GL_TRUE, 0, GL_READ_ONLY, GL_R32F);
+    glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 2, data_.id());
+    glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 3, lengths_.id());
+    glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 4, viewIndex_.id());
+    glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 5, correction_.id());
+    glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 6, partials_.id());
+    const GLuint gx = static_cast<GLuint>((nu_ + 7) / 8), gy = static_cast<GLuint>((nv_ + 7) / 8);
+    glDispatchCompute(gx, gy, static_cast<GLuint>(n));
+    glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT | GL_PIXEL_BUFFER_BARRIER_BIT | GL_SHADER_STORAGE_BARRIER_BIT);
+    // The work groups' sums, added in order: the same bits every run (a few KB read back per batch).
+    partials.resize(static_cast<std::size_t>(gx) * gy * n);
+    glGetNamedBufferSubData(partials_.id(), 0, static_cast<GLsizeiptr>(partials.size() * sizeof(double)), partials.data());
+    for (double p : partials) squares += p;
+  }
+  correctionViews_ = count;
+  gl::checkError(compute_ ? "compute subset correction" : "graphics subset correction");
+  return squares;
 }
 
 void GlRayPasses::setCommonUniforms(GLuint program) {

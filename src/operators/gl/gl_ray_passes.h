@@ -28,17 +28,27 @@ class GlRayPasses {
   /// computed here; `mask` (nullptr: none) as setUpdateMask gave it.
   void updateSubset(GLuint iterate, const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule);
   void setMask(const std::uint8_t* mask);
+  /// The subset methods' data on the device (ConeBeamOperator::setSubsetData): false where half the free device memory
+  /// (as the driver tells) does not hold the data, the ray lengths and a correction of every view.
+  bool setSubsetData(const float* projections, const float* rayLengths, std::size_t views, float rayFloor, bool multiplicative);
+  /// A_S of `volume` and the subset's correction, kept on the device for updateSubset(nullptr); the residual's squares.
+  double correctSubset(GLuint volume, const std::size_t* views, std::size_t count);
 
  private:
+  /// A of the 3D texture for `n` views into the first n layers of projectionLayers_ (views' constants uploaded).
+  void drawForward(const std::size_t* views, int n);
   void forwardTexture(const std::size_t* views, std::size_t count, float* projections);
+  /// `unpack` non-zero: the projections come from that buffer (bound as the pixel unpack buffer), `projections` unused.
   void backInto(const float* projections, const std::size_t* views, std::size_t count, GLuint target, bool clear,
-                bool repeatFirstBatch = false);
+                bool repeatFirstBatch = false, GLuint unpack = 0);
+  /// glTextureSubImage3D of batch `first` (n views) into projectionLayers_, from host memory or the unpack buffer.
+  void uploadBatch(const float* projections, std::size_t first, int n, bool repeatFirstBatch, GLuint unpack);
   gl::Program build(const std::vector<gl::ShaderStage>& stages, const std::vector<std::string>& defines);
   void uploadViews(const std::size_t* views, int n);
   void setCommonUniforms(GLuint program);
 
   void matchedBackInto(const float* projections, const std::size_t* views, std::size_t count, GLuint target, bool clear,
-                       bool repeatFirstBatch);
+                       bool repeatFirstBatch, GLuint unpack);
   bool compute_, matched_;
   VolumeGrid grid_;
   int nu_, nv_;
@@ -66,6 +76,13 @@ class GlRayPasses {
   std::size_t cacheCapacity_ = 0;
   bool masked_ = false;
   std::vector<float> ones_;
+  // The subset methods' data (setSubsetData): every projection and ray length, a whole subset's correction, the
+  // subset's view indices, the work groups' sums of squares.
+  gl::Program correctProgram_;
+  gl::Buffer data_, lengths_, correction_, viewIndex_, partials_;
+  float rayFloor_ = 0.0f;
+  bool multiplicative_ = false;
+  std::size_t correctionViews_ = 0;  // views of the correction correctSubset formed (0: none pending)
 };
 
 }  // namespace glrecon::detail
