@@ -228,6 +228,9 @@ class ConeBeamOperator {
   virtual void back(DeviceProjections& window, const std::size_t* views, std::size_t count);
   /// True on a software rasterizer (llvmpipe), where device work runs slower than the host's.
   virtual bool softwareDevice() const { return false; }
+  /// Waits until the work queued on the device has finished (cpu: nothing to wait for), so that a time taken after
+  /// it counts that work (the iterative methods' per-iteration times).
+  virtual void synchronize() {}
 
   // ---- vectors kept on the device (glrecon::OperatorVectors) ----
   /// Vectors where this operator computes, for a method needing `volumes` volume and `scans` projection vectors; nullptr

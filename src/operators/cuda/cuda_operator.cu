@@ -102,6 +102,10 @@ class CudaOperator final : public ConeBeamOperator {
                     const float* cachedWeights) override;
   bool computesSubsetWeights() const override { return true; }
   std::unique_ptr<OperatorVectors> makeVectors(int volumes, int scans) override;
+  void synchronize() override {
+    GLRECON_CUDA(cudaSetDevice(device_));
+    GLRECON_CUDA(cudaDeviceSynchronize());
+  }
   bool setSubsetData(const float* projections, const float* rayLengths, float rayFloor, bool multiplicative) override;
   double correctSubset(const std::size_t* views, std::size_t count) override;
   using ConeBeamOperator::back;

@@ -115,6 +115,11 @@ double GlOperator::correctSubset(const std::size_t* views, std::size_t count) {
   return squares;
 }
 
+void GlOperator::synchronize() {
+  volume_.context().makeCurrent();
+  glFinish();
+}
+
 DeviceProjections* GlOperator::nextWindow() {
   return volume_.nextWindow([this] { drawWindow(); });
 }

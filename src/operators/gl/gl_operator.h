@@ -29,6 +29,7 @@ class GlOperator : public ConeBeamOperator {
   bool computesSubsetWeights() const override { return true; }
   bool setSubsetData(const float* projections, const float* rayLengths, float rayFloor, bool multiplicative) override;
   double correctSubset(const std::size_t* views, std::size_t count) override;
+  void synchronize() override;
   using ConeBeamOperator::back;
   DeviceProjections* nextWindow() override;
   void back(DeviceProjections& window, const std::size_t* views, std::size_t count) override;
