@@ -5,8 +5,6 @@ glrecon lacks (below). TIGRE's original: https://github.com/CERN/TIGRE/blob/mast
 What glrecon lacks, and the nearest it has:
   * lmbda_red=0.999 (lambda times 0.999 each iteration): glrecon's sart and sirt keep lambda fixed (only asd_pocs has
     lambda_reduction); after 20 iterations TIGRE's lambda is 0.98, 2% from glrecon's.
-  * OrderStrategy="random": glrecon has one order (views interleaved, subsets in bit-reversed order, TIGRE's
-    "angularDistance" in aim) and refuses "random" rather than ignore it; the port passes "angularDistance".
   * Quameasopts (RMSE, SSD between iterations) and verbose: glrecon's report gives ||A x - b|| per iteration
     (TIGRE's computel2), and progress=True prints a line per iteration.
 
@@ -45,9 +43,9 @@ imgSIRT = glrecon.to_tigre_order(glrecon.sirt(projections, g, iterations=args.ni
 quality["sart"] = {}
 imgSART = glrecon.to_tigre_order(glrecon.sart(projections, g, iterations=args.niter, lmbda=lmbda, blocksize=1,
                                               backend=args.backend, report=quality["sart"]), "volume")
-# blcks = 10; order = "random"   ("random": refused by glrecon, see above)
+# blcks = 10; order = "random"   (glrecon's shuffle is seeded: order_seed, default 0)
 blcks = 10
-order = "angularDistance"
+order = "random"
 # imgOSSART, qualityOSSART = algs.ossart(projections, geo, angles, 20, lmbda=lmbda, lmbda_red=lambdared, ...,
 #                                        blocksize=blcks, OrderStrategy=order, computel2=True)
 quality["ossart"] = {}

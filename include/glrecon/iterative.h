@@ -15,9 +15,10 @@
 ///                   2011): per iteration one forward and one back projection, no inner TV solver, no step to tune;
 ///                   convergent for a matched pair (--projector matched). lambda = tvWeight s |A|^2 (|A|^2 bounded by
 ///                   max B 1 max A 1, s = max b / max A 1 the data's density scale), so tvWeight is unitless
-/// Ordered subsets: subset s holds the views v with v mod S == s (each subset spans the whole arc); the subsets are
-/// visited in bit-reversed order of s (0, S/2, S/4, 3S/4, ... for a power of two), so consecutive subsets are far
-/// apart in angle. Rays with A 1 = 0 (missing the volume) and voxels with B 1 = 0 (seen by no view of the subset)
+/// Ordered subsets (SubsetOrder::Interleaved, the default): subset s holds the views v with v mod S == s (each subset
+/// spans the whole arc); the subsets are visited in bit-reversed order of s (0, S/2, S/4, 3S/4, ... for a power of
+/// two), so consecutive subsets are far apart in angle. TIGRE's other two orders are there too (SubsetOrder::Ordered,
+/// SubsetOrder::Random: blocks of consecutive views, in view order or shuffled by a seed). Rays with A 1 = 0 (missing the volume) and voxels with B 1 = 0 (seen by no view of the subset)
 /// are left out of the update. Tested in tests/recon/iterative*_test.cpp.
 #include <cstdint>
 #include <functional>
@@ -35,12 +36,28 @@ enum class IterativeMethod { Sart, Sirt, Cgls, Osem, AsdPocs, PdhgTv };
 IterativeMethod parseIterativeMethod(const std::string& name);
 const char* methodName(IterativeMethod method);
 
+/// How the views form the subsets and the order the subsets are visited in (TIGRE's OrderStrategy), the same order
+/// in every iteration:
+///   Interleaved  subset s holds the views v with v mod S == s, visited in bit-reversed order of s (the default;
+///                TIGRE's "angularDistance" in aim: consecutive subsets far apart in angle)
+///   Ordered      S blocks of consecutive views (view order, as the geometry lists them), visited in that order; the
+///                first (views mod S) blocks are one view longer (TIGRE's "ordered"; TIGRE's blocks are `blocksize`
+///                long with the remainder last)
+///   Random       the Ordered blocks, visited in an order shuffled once per run from IterativeOptions::orderSeed
+///                (TIGRE's "random", which is unseeded): the same seed gives the same order, on every platform
+enum class SubsetOrder { Interleaved, Ordered, Random };
+/// "interleaved", "ordered" or "random" (UsageError naming the field `order` otherwise).
+SubsetOrder parseSubsetOrder(const std::string& name);
+const char* subsetOrderName(SubsetOrder order);
+
 struct IterativeOptions {
   IterativeMethod method = IterativeMethod::Sart;
   int iterations = 10;
   int subsets = 0;         ///< 0: the method's default (sart: one view per subset; osem: 8; sirt, cgls: 1)
   double lambda = 0.0;     ///< relaxation; 0: the default (sart 0.8 with subsets of one view, else 1; sirt 1)
   bool positivity = false; ///< clamp negative voxels to 0 after every update (sart, sirt)
+  SubsetOrder order = SubsetOrder::Interleaved;  ///< the subsets' views and visiting order (sart, osem, asd-pocs)
+  std::uint64_t orderSeed = 0;  ///< SubsetOrder::Random's seed (any value; the default 0 is a seed too); unused otherwise
   /// Stopping rules, checked on each iteration's residual (IterationRecord::residual) at its end; 0: off.
   double stopResidual = 0.0;  ///< stop once the residual is at most this fraction of ||b||
   double stopChange = 0.0;    ///< stop once an iteration lowers the residual by less than this fraction of it
@@ -131,5 +148,8 @@ Image reconstructIterative(ConeBeamOperator& op, const Geometry& geometry, const
 
 /// The views of subset s of `views` split into `subsets` (v mod S == s), and the visiting order of the subsets.
 std::vector<std::vector<std::size_t>> orderedSubsets(std::size_t views, int subsets);
+/// The subsets in the order they are visited, for each SubsetOrder (Interleaved: orderedSubsets); every view in exactly
+/// one of them, none empty. UsageError for subsets outside 1 to views or an order that is none of the three.
+std::vector<std::vector<std::size_t>> subsetsInOrder(std::size_t views, int subsets, SubsetOrder order, std::uint64_t seed = 0);
 
 }  // namespace glrecon

@@ -765,7 +765,7 @@ _TV_DEFAULTS = {"tv_steps": 20, "tv_alpha": 0.002, "tv_reduction": 0.95, "tv_rat
 
 def _iterative(method, projections, geometry, size, spacing, origin, iterations, subsets, lamb, positivity, initial, roi,
                backend, gpu, threads, step, progress, report, projector="interpolating", stop_residual=0.0, stop_change=0.0,
-               tv=None):
+               tv=None, order=("interleaved", 0)):
     tv = {**_TV_DEFAULTS, **(tv or {})}
     if not isinstance(geometry, Geometry):
         raise UsageError(f"geometry: expected a glrecon.Geometry, found {type(geometry).__name__}")
@@ -788,7 +788,8 @@ def _iterative(method, projections, geometry, size, spacing, origin, iterations,
                                   _number(tv["tv_alpha"], "tv_alpha", "tvAlpha"), _number(tv["tv_reduction"], "tv_reduction", "tvReduction"),
                                   _number(tv["tv_ratio"], "tv_ratio", "tvRatio"),
                                   _number(tv["lambda_reduction"], "lambda_reduction", "lambdaReduction"),
-                                  _number(tv["tv_weight"], "tv_weight", "tvWeight"), callback, progress is True, info)
+                                  _number(tv["tv_weight"], "tv_weight", "tvWeight"), order[0], order[1], callback,
+                                  progress is True, info)
     if origin is None:
         origin = tuple(-0.5 * (n - 1) * s for n, s in zip(size, voxel))
     return ImageArray(vol, voxel, origin)
@@ -803,18 +804,33 @@ def _relaxation(lamb, relaxation, lmbda=None):
     return next(iter(given.values()), 0.0)
 
 
-# TIGRE's OrderStrategy values and what glrecon does: its subsets interleave the views (view i in subset i mod S) and
-# are visited in bit-reversed order, so consecutive subsets are far apart in angle: TIGRE's "angularDistance" in aim.
-# The other orders would need the library to take an order; they are refused rather than ignored.
-_ORDER_STRATEGIES = ("angularDistance",)
+# TIGRE's OrderStrategy values and glrecon's orders (the library's SubsetOrder; --order on the command line):
+# "angularDistance" is glrecon's interleaved order in aim (view i in subset i mod S, subsets visited in bit-reversed
+# order, so consecutive subsets are far apart in angle; TIGRE's greedy angle sort itself is not reproduced);
+# "ordered" is blocks of consecutive views in view order; "random" those blocks visited in an order shuffled by
+# ``order_seed`` (TIGRE's is unseeded). glrecon's own names are taken too.
+_ORDER_STRATEGIES = {"angularDistance": "interleaved", "interleaved": "interleaved", "ordered": "ordered", "random": "random"}
 
 
-def _subsets(subsets, blocksize, order_strategy, projections):
+def _order(order_strategy, order_seed):
+    """(glrecon's order name, seed) from TIGRE's ``OrderStrategy`` (None: interleaved) and ``order_seed`` (None: 0;
+    only with "random")."""
+    if order_strategy is None:
+        order_strategy = "angularDistance"
+    if not isinstance(order_strategy, str) or order_strategy not in _ORDER_STRATEGIES:
+        raise UsageError(f"OrderStrategy: expected 'angularDistance', 'ordered' or 'random' (or glrecon's 'interleaved'), "
+                         f"found {_shown(order_strategy)!r}")
+    order = _ORDER_STRATEGIES[order_strategy]
+    if order_seed is None:
+        return order, 0
+    if order != "random":
+        raise UsageError(f"order_seed: only with OrderStrategy='random', found OrderStrategy={order_strategy!r}")
+    return order, _whole(order_seed, "order_seed", None, 0, 2**64 - 1)
+
+
+def _subsets(subsets, blocksize, projections):
     """The number of subsets from ``subsets`` or TIGRE's ``blocksize`` (views per subset: subsets = ceil(views /
-    blocksize)); None: the method's default. ``order_strategy``: None or one of _ORDER_STRATEGIES."""
-    if order_strategy is not None and order_strategy not in _ORDER_STRATEGIES:
-        raise UsageError(f"OrderStrategy: expected {' or '.join(map(repr, _ORDER_STRATEGIES))} (glrecon interleaves the "
-                         f"views and visits the subsets in bit-reversed order), found {_shown(order_strategy)!r}")
+    blocksize)); None: the method's default."""
     if blocksize is None:
         return 0 if subsets is None else subsets
     if subsets is not None:
@@ -853,18 +869,26 @@ _COMMON_DOC = """
 
 def sart(projections, geometry, size=None, spacing=None, origin=None, iterations=10, subsets=None, lamb=None, positivity=False,
          initial=None, roi="", backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, relaxation=None,
-         projector="interpolating", stop_residual=0.0, stop_change=0.0, lmbda=None, blocksize=None, OrderStrategy=None):
+         projector="interpolating", stop_residual=0.0, stop_change=0.0, lmbda=None, blocksize=None, OrderStrategy=None,
+         order_seed=None):
     """SART / OS-SART, as ``glrecon sart``: x += lambda (B_S 1)^-1 B_S [(b_S - A_S x) / (A_S 1)] per ordered subset.
 
     subsets: 1 to the number of views (None: one view per subset; 1 is SIRT), or TIGRE's ``blocksize`` (views per
         subset: subsets = ceil(views / blocksize)); lamb (or ``relaxation``, TIGRE's ``lmbda``): in (0, 2) (None:
         0.8 with one view per subset, else 1); positivity: clamp negative voxels after every update (TIGRE's
-        ``nonneg``). ``OrderStrategy``: TIGRE's "angularDistance" is glrecon's only order (the views interleaved in
-        the subsets, visited in bit-reversed order); TIGRE's sart is blocksize=1, os_sart blocksize=N, sirt ``sirt``.
+        ``nonneg``); TIGRE's sart is blocksize=1, os_sart blocksize=N, sirt ``sirt``.
+    OrderStrategy (TIGRE's, as ``--order``): how views form subsets and the order they are visited in, the same in
+        every iteration. None or "angularDistance": glrecon's interleaved order (view i in subset i mod S, subsets
+        visited in bit-reversed order, so consecutive ones are far apart in angle: TIGRE's aim, not its greedy
+        sort); "ordered": S blocks of consecutive views in view order (the first views mod S one view longer, where
+        TIGRE puts the remainder in a shorter last block); "random": those blocks in an order shuffled once by
+        ``order_seed`` (None: 0; the same seed, the same order; TIGRE's shuffle is unseeded). "interleaved" is
+        taken too. order_seed: a whole number from 0 to 2**64 - 1, only with "random".
     """
     return _iterative("sart", projections, geometry, size, spacing, origin, iterations,
-                      _subsets(subsets, blocksize, OrderStrategy, projections), _relaxation(lamb, relaxation, lmbda), positivity,
-                      initial, roi, backend, gpu, threads, step, progress, report, projector, stop_residual, stop_change)
+                      _subsets(subsets, blocksize, projections), _relaxation(lamb, relaxation, lmbda), positivity,
+                      initial, roi, backend, gpu, threads, step, progress, report, projector, stop_residual, stop_change,
+                      order=_order(OrderStrategy, order_seed))
 
 
 def sirt(projections, geometry, size=None, spacing=None, origin=None, iterations=10, lamb=None, positivity=False, initial=None, roi="",
@@ -889,19 +913,20 @@ def cgls(projections, geometry, size=None, spacing=None, origin=None, iterations
 
 def osem(projections, geometry, size=None, spacing=None, origin=None, iterations=10, subsets=None, positivity=False, initial=None,
          roi="", backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, projector="interpolating",
-         stop_residual=0.0, stop_change=0.0, blocksize=None, OrderStrategy=None):
+         stop_residual=0.0, stop_change=0.0, blocksize=None, OrderStrategy=None, order_seed=None):
     """OS-EM / MLEM, as ``glrecon osem``: x *= (B_S 1)^-1 B_S [b_S / (A_S x)]; the data must be finite and
     non-negative with some positive value. subsets: 1 to the number of views (None: 8, or fewer views; 1 is MLEM),
-    or TIGRE's ``blocksize`` (views per subset); ``OrderStrategy`` as in ``sart``.
+    or TIGRE's ``blocksize`` (views per subset); ``OrderStrategy`` and ``order_seed`` as in ``sart``.
     """
-    return _iterative("osem", projections, geometry, size, spacing, origin, iterations, _subsets(subsets, blocksize, OrderStrategy, projections), 0.0,
-                      positivity, initial, roi, backend, gpu, threads, step, progress, report, projector, stop_residual, stop_change)
+    return _iterative("osem", projections, geometry, size, spacing, origin, iterations, _subsets(subsets, blocksize, projections), 0.0,
+                      positivity, initial, roi, backend, gpu, threads, step, progress, report, projector, stop_residual, stop_change,
+                      order=_order(OrderStrategy, order_seed))
 
 
 def asd_pocs(projections, geometry, size=None, spacing=None, origin=None, iterations=10, subsets=None, lamb=None, initial=None, roi="",
              backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, projector="interpolating", stop_residual=0.0,
              stop_change=0.0, tv_steps=20, tv_alpha=0.002, tv_reduction=0.95, tv_ratio=0.95, lambda_reduction=0.99, lmbda=None,
-             blocksize=None, OrderStrategy=None):
+             blocksize=None, OrderStrategy=None, order_seed=None):
     """ASD-POCS (Sidky & Pan 2008), as ``glrecon asd-pocs``: per iteration a SART sweep with x >= 0, then
     ``tv_steps`` steps of steepest descent on the total variation; the TV step starts at ``tv_alpha`` times the
     sweep's change and shrinks by ``tv_reduction`` whenever TV moved the volume more than ``tv_ratio`` times it;
@@ -909,12 +934,12 @@ def asd_pocs(projections, geometry, size=None, spacing=None, origin=None, iterat
 
     TIGRE's asd_pocs keywords: ``lmbda`` is lamb, ``lmbda_red`` lambda_reduction, ``tviter`` tv_steps, ``alpha``
     tv_alpha, ``alpha_red`` tv_reduction, ``rmax`` tv_ratio, ``blocksize`` views per subset (subsets), and
-    ``OrderStrategy`` as in ``sart``.
+    ``OrderStrategy`` (and ``order_seed``) as in ``sart``.
     """
     return _iterative("asd-pocs", projections, geometry, size, spacing, origin, iterations,
-                      _subsets(subsets, blocksize, OrderStrategy, projections), _relaxation(lamb, None, lmbda), True, initial, roi, backend, gpu, threads, step, progress, report, projector, stop_residual,
+                      _subsets(subsets, blocksize, projections), _relaxation(lamb, None, lmbda), True, initial, roi, backend, gpu, threads, step, progress, report, projector, stop_residual,
                       stop_change, dict(tv_steps=tv_steps, tv_alpha=tv_alpha, tv_reduction=tv_reduction, tv_ratio=tv_ratio,
-                                        lambda_reduction=lambda_reduction))
+                                        lambda_reduction=lambda_reduction), _order(OrderStrategy, order_seed))
 
 
 def pdhg_tv(projections, geometry, size=None, spacing=None, origin=None, iterations=300, tv_weight=0.001, initial=None, roi="",

@@ -80,14 +80,16 @@ py::array iterative(const std::string& methodName_, const py::array& input, cons
                     const std::optional<FloatArray>& initial, const std::optional<std::array<double, 3>>& initialSpacing,
                     const std::optional<std::array<double, 3>>& initialOrigin, const std::string& roi, const std::string& backend, int gpu,
                     int threads, double step, const std::string& pair, double stopResidual, double stopChange, int tvSteps, double tvAlpha,
-                    double tvReduction, double tvRatio, double lambdaReduction, double tvWeight, const py::object& progress, bool printProgress,
-                    py::dict report) {
+                    double tvReduction, double tvRatio, double lambdaReduction, double tvWeight, const std::string& order,
+                    std::uint64_t orderSeed, const py::object& progress, bool printProgress, py::dict report) {
   IterativeOptions options;
   options.method = parseIterativeMethod(methodName_);
   options.iterations = iterations;
   options.subsets = subsets;
   options.lambda = lambda;
   options.positivity = positivity;
+  options.order = parseSubsetOrder(order);
+  options.orderSeed = orderSeed;
   options.stopResidual = stopResidual;
   options.stopChange = stopChange;
   options.tvSteps = tvSteps;

@@ -43,12 +43,44 @@ def test_tigre_keywords_lmbda_blocksize_order(scan):
     np.testing.assert_array_equal(by_block, glrecon.sart(p, geometry, subsets=5, **common))
     np.testing.assert_array_equal(glrecon.osem(p, geometry, blocksize=24, **common), glrecon.osem(p, geometry, subsets=1, **common))
     np.testing.assert_array_equal(glrecon.sart(p, geometry, blocksize=5, OrderStrategy="angularDistance", **common), by_block)
-    with pytest.raises(glrecon.UsageError, match="OrderStrategy: expected 'angularDistance' .* found 'random'"):
-        glrecon.asd_pocs(p, geometry, OrderStrategy="random", **common)
     with pytest.raises(glrecon.UsageError, match="subsets, blocksize: give one of them"):
         glrecon.sart(p, geometry, subsets=4, blocksize=6, **common)
     with pytest.raises(glrecon.UsageError, match="blocksize: expected a whole number from 1"):
         glrecon.sart(p, geometry, blocksize=0, **common)
+
+
+def test_tigre_order_strategy(scan):
+    """TIGRE's OrderStrategy: "angularDistance" (and None, glrecon's "interleaved") is the default order, bit for bit;
+    "ordered" and "random" change the run; random repeats with its order_seed and differs across seeds; anything else
+    is refused, as is a seed without "random"; the same orders on the command line's --order."""
+    geometry, p = scan
+    common = dict(size=8, spacing=16, iterations=2, blocksize=6)  # 24 views: 4 subsets
+    default = glrecon.sart(p, geometry, **common)
+    for name in ("angularDistance", "interleaved"):
+        np.testing.assert_array_equal(glrecon.sart(p, geometry, OrderStrategy=name, **common), default)
+    ordered = glrecon.sart(p, geometry, OrderStrategy="ordered", **common)
+    assert not np.array_equal(ordered, default)
+    random = glrecon.sart(p, geometry, OrderStrategy="random", order_seed=3, **common)
+    np.testing.assert_array_equal(glrecon.sart(p, geometry, OrderStrategy="random", order_seed=3, **common), random)
+    assert not np.array_equal(random, ordered)
+    # Among a few seeds the 4! block orders differ (seed 0 is the default seed).
+    runs = [glrecon.sart(p, geometry, OrderStrategy="random", order_seed=seed, **common).tobytes() for seed in range(4)]
+    assert len(set(runs)) > 1
+    np.testing.assert_array_equal(glrecon.sart(p, geometry, OrderStrategy="random", **common), np.frombuffer(runs[0], np.float32).reshape(random.shape))
+    for method in (glrecon.osem, glrecon.asd_pocs):
+        a = method(p, geometry, OrderStrategy="random", order_seed=2**64 - 1, **common)
+        np.testing.assert_array_equal(method(p, geometry, OrderStrategy="random", order_seed=2**64 - 1, **common), a)
+    with pytest.raises(glrecon.UsageError, match="OrderStrategy: expected 'angularDistance', 'ordered' or 'random' .* found 'random2'"):
+        glrecon.asd_pocs(p, geometry, OrderStrategy="random2", **common)
+    with pytest.raises(glrecon.UsageError, match="order_seed: only with OrderStrategy='random', found OrderStrategy='ordered'"):
+        glrecon.osem(p, geometry, OrderStrategy="ordered", order_seed=1, **common)
+    with pytest.raises(glrecon.UsageError, match="order_seed: expected a whole number from 0"):
+        glrecon.sart(p, geometry, OrderStrategy="random", order_seed=-1, **common)
+    # The command line takes the same orders; a bad name is a usage error (exit 2) naming --order.
+    bad = subprocess.run([CLI, "sart", "-g", "x.xml", "-p", "x.mha", "-o", "x.mha", "--order", "angularDistance"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2, bad.stderr
+    assert "--order: expected interleaved, ordered or random, found 'angularDistance'" in bad.stderr
 
 
 def test_roi_takes_a_numpy_mask(scan):

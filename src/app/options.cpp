@@ -269,6 +269,15 @@ void IterativeParameters::addStoppingRules(CLI::App* command) {
       ->capture_default_str();
 }
 
+void IterativeParameters::addOrder(CLI::App* command) {
+  command->add_option("--order", order,
+                      "Subset order: interleaved (view v in subset v mod S, subsets in bit-reversed order), ordered (blocks of "
+                      "consecutive views in view order: TIGRE's \"ordered\") or random (those blocks shuffled by --order-seed: TIGRE's \"random\")")
+      ->capture_default_str();
+  orderSeedOption = command->add_option("--order-seed", orderSeed, "--order random: the shuffle's seed (the same seed, the same order)")
+                        ->capture_default_str();
+}
+
 void IterativeParameters::addTotalVariation(CLI::App* command) {
   IterativeOptions& tv = totalVariation;
   command->add_option("--tv-steps", tv.tvSteps, "TV descent steps after each SART sweep")->capture_default_str();
@@ -292,6 +301,10 @@ IterativeOptions IterativeParameters::options(IterativeMethod method) const {
   options.subsets = subsets;
   options.lambda = lambda;
   options.positivity = positivity;
+  options.order = parseSubsetOrder(order);
+  if (orderSeedOption && orderSeedOption->count() > 0 && options.order != SubsetOrder::Random)
+    throw UsageError("--order-seed: only with --order random (found --order " + order + ")");
+  options.orderSeed = orderSeed;
   options.stopResidual = stopResidual;
   options.stopChange = stopChange;
   options.tvSteps = totalVariation.tvSteps;

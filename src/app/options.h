@@ -1,6 +1,7 @@
 #pragma once
 // Option groups several commands share (volume grid, window, LO:HI range, backend, GPU list): each declares its options
 // (add) and parses and validates them in one accessor, so the same text gives the same value and message everywhere.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -12,6 +13,7 @@
 
 namespace CLI {
 class App;
+class Option;
 }
 
 namespace glrecon::app {
@@ -133,16 +135,21 @@ struct ProjectorOptions {
   OperatorOptions operatorOptions() const;
 };
 
-/// --iterations, --subsets, --lambda, --positivity: the iterative methods' parameters (sart, sirt, cgls, osem and view).
+/// --iterations, --subsets, --order, --lambda, --positivity: the iterative methods' parameters (sart, sirt, cgls, osem and view).
 /// Each command declares those it takes, with its own help; they become IterativeOptions here, checked before any work.
 struct IterativeParameters {
   int iterations = 10, subsets = 0;
   double lambda = 0.0;
   bool positivity = false;
   double stopResidual = 0.0, stopChange = 0.0;
+  std::string order = "interleaved";  // --order: interleaved, ordered or random (parsed in options())
+  std::uint64_t orderSeed = 0;        // --order-seed: random's seed
+  CLI::Option* orderSeedOption = nullptr;  // set by addOrder: whether --order-seed was given
   IterativeOptions totalVariation;  // ASD-POCS's tv* and lambdaReduction, PDHG-TV's tvWeight (the library's defaults)
   /// --stop-residual and --stop-change, the same for every method.
   void addStoppingRules(CLI::App* command);
+  /// --order interleaved|ordered|random and --order-seed (sart, osem, asd-pocs: the subset methods).
+  void addOrder(CLI::App* command);
   /// ASD-POCS's --tv-steps, --tv-alpha, --tv-reduction, --tv-ratio, --lambda-reduction.
   void addTotalVariation(CLI::App* command);
   /// PDHG-TV's --tv-weight.

@@ -94,6 +94,45 @@ TEST(CliIterative, TiffVolumesGoEverywhereAVolumeDoes) {
   EXPECT_EQ(readImage((dir / "p.tif").string()).size, (std::array<int, 3>{32, 32, 12}));
 }
 
+// --order (sart, osem, asd-pocs): the default is interleaved (the same volume as without --order); ordered and random
+// change the run; random repeats with its seed and is named in the summary; a bad name or a seed without random fail.
+TEST(CliIterative, OrderChoosesTheSubsetOrder) {
+  const fs::path dir = test::scratchDir();
+  ASSERT_EQ(runCli(dir, kScan).exitCode, 0);
+  auto volume = [&](const std::string& name, const std::string& args) {
+    const CliRun r = runCli(dir, "sart" + kGrid + "-o " + name + ".mha --iterations 2 --subsets 4 " + args);
+    EXPECT_EQ(r.exitCode, 0) << args << "\n" << r.output;
+    return std::make_pair(readMetaImage((dir / (name + ".mha")).string()).data, r.output);
+  };
+  const auto standard = volume("a", "-q");
+  EXPECT_EQ(volume("b", "--order interleaved -q").first, standard.first);
+  const auto ordered = volume("c", "--order ordered");
+  EXPECT_NE(ordered.first, standard.first);
+  EXPECT_TRUE(contains(ordered.second, "4 subset(s) (ordered)")) << ordered.second;
+  const auto random = volume("d", "--order random --order-seed 3");
+  EXPECT_TRUE(contains(random.second, "4 subset(s) (random, seed 3)")) << random.second;
+  EXPECT_EQ(volume("e", "--order random --order-seed 3 -q").first, random.first);
+  EXPECT_NE(random.first, ordered.first);
+  for (const char* m : {"osem", "asd-pocs"}) {
+    const CliRun r = runCli(dir, std::string(m) + kGrid + "-o " + m + ".mha --iterations 1 --subsets 3 --order random -q");
+    EXPECT_EQ(r.exitCode, 0) << m << ": " << r.output;
+  }
+  struct Case {
+    std::string args;
+    std::vector<std::string> fragments;
+  } cases[] = {
+      {"sart" + kGrid + "-o out.mha --order angularDistance", {"--order", "expected interleaved, ordered or random", "found 'angularDistance'"}},
+      {"osem" + kGrid + "-o out.mha --order-seed 4", {"--order-seed", "only with --order random"}},
+      {"sirt" + kGrid + "-o out.mha --order ordered", {"--order"}},  // one subset: sirt takes no order
+  };
+  for (const Case& c : cases) {
+    const CliRun r = runCli(dir, c.args);
+    EXPECT_EQ(r.exitCode, 2) << c.args << "\n" << r.output;
+    for (const std::string& f : c.fragments) EXPECT_TRUE(contains(r.output, f)) << c.args << ": '" << f << "' not in " << r.output;
+    EXPECT_FALSE(fs::exists(dir / "out.mha")) << c.args;
+  }
+}
+
 TEST(CliIterative, BadInputFailsClearlyWithoutOutput) {
   const fs::path dir = test::scratchDir();
   ASSERT_EQ(runCli(dir, kScan).exitCode, 0);

@@ -47,6 +47,7 @@ class IterativeMethodCommand final : public Command {
       c->add_option("--subsets", parameters.subsets,
                     method != IterativeMethod::Osem ? "Ordered subsets (1 to the number of projections; default: one projection per subset)"
                                                     : "Ordered subsets (1 to the number of projections; 1 is MLEM; default: 8)");
+    if (method == IterativeMethod::Sart || method == IterativeMethod::Osem || method == IterativeMethod::AsdPocs) parameters.addOrder(c);
     if (method == IterativeMethod::Sart || method == IterativeMethod::Sirt || method == IterativeMethod::AsdPocs)
       c->add_option("--lambda", parameters.lambda, "Relaxation in (0, 2) (default: 0.8 with one projection per subset, else 1)");
     if (method == IterativeMethod::AsdPocs) parameters.addTotalVariation(c);
@@ -110,6 +111,12 @@ class IterativeMethodCommand final : public Command {
     if (!report.warning.empty()) std::fprintf(stderr, "warning: %s\n", renderFields(report.warning, optionName).c_str());
   }
 
+  // " (ordered)", " (random, seed N)": the subset order where it is not the default interleaved one.
+  std::string orderNote() const {
+    if (parameters.order == "interleaved") return "";
+    return " (" + parameters.order + (parameters.order == "random" ? ", seed " + std::to_string(parameters.orderSeed) : std::string()) + ")";
+  }
+
   void writeOutputs(const Image& result, const IterativeReport& report, const std::string& backend) const {
     // A residual file that cannot be written takes the volume written before it along: a run leaves all, or nothing.
     RunOutputs written;
@@ -119,15 +126,15 @@ class IterativeMethodCommand final : public Command {
     for (const std::string& path : {residualCsv, residualPng})
       if (!path.empty()) written.track(path);
     writeResidualFiles(residualCsv, residualPng, report,
-                       std::string(methodName(method)) + " on " + backend + ", " + std::to_string(report.subsets) + " subset(s)", overwrite);
+                       std::string(methodName(method)) + " on " + backend + ", " + std::to_string(report.subsets) + " subset(s)" + orderNote(), overwrite);
     written.keep();
   }
 
   void printSummary(const IterativeReport& report, const OperatorTimings& timings, double norm) const {
     std::fprintf(stderr,
-                 "%s: %d iterations, %d subset(s), lambda %.3g: final residual %.6g (%.4g of ||b||); %.2f s (setup %.2f s; forward %.2f s, "
+                 "%s: %d iterations, %d subset(s)%s, lambda %.3g: final residual %.6g (%.4g of ||b||); %.2f s (setup %.2f s; forward %.2f s, "
                  "back %.2f s)\n",
-                 methodName(method), static_cast<int>(report.iterations.size()), report.subsets, report.lambda, report.finalResidual,
+                 methodName(method), static_cast<int>(report.iterations.size()), report.subsets, orderNote().c_str(), report.lambda, report.finalResidual,
                  norm > 0 ? report.finalResidual / norm : 0.0, report.seconds, report.setupSeconds, timings.forward, timings.back);
     if (report.restarts > 0) std::fprintf(stderr, "%s: restarted %d time(s) where the conjugate direction stopped lowering the residual\n", methodName(method), report.restarts);
     if (!report.stopReason.empty())

@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <numeric>
+#include <random>
 
 #include "glrecon/errors.h"
 #include "glrecon/limits.h"
@@ -202,6 +204,52 @@ std::vector<std::vector<std::size_t>> orderedSubsets(std::size_t views, int subs
   return out;
 }
 
+SubsetOrder parseSubsetOrder(const std::string& name) {
+  if (name == "interleaved") return SubsetOrder::Interleaved;
+  if (name == "ordered") return SubsetOrder::Ordered;
+  if (name == "random") return SubsetOrder::Random;
+  throw UsageError(field("order") + ": expected interleaved, ordered or random, found '" + quoted(name) + "'");
+}
+
+const char* subsetOrderName(SubsetOrder order) {
+  switch (order) {
+    case SubsetOrder::Interleaved: return "interleaved";
+    case SubsetOrder::Ordered: return "ordered";
+    case SubsetOrder::Random: return "random";
+  }
+  return "?";
+}
+
+std::vector<std::vector<std::size_t>> subsetsInOrder(std::size_t views, int subsets, SubsetOrder order, std::uint64_t seed) {
+  if (order == SubsetOrder::Interleaved) return orderedSubsets(views, subsets);
+  if (order != SubsetOrder::Ordered && order != SubsetOrder::Random)
+    throw UsageError(field("order") + ": expected interleaved, ordered or random, found " + std::to_string(static_cast<int>(order)));
+  if (subsets < 1 || static_cast<std::size_t>(subsets) > views)
+    throw UsageError(field("subsets") + ": expected 1 to " + std::to_string(views) + " (the number of projections), found " + std::to_string(subsets));
+  // S blocks of consecutive views in view order, the first views mod S of them one view longer (TIGRE's blocks are
+  // blocksize long with the remainder last; here the count S is given and every block is non-empty).
+  const std::size_t count = static_cast<std::size_t>(subsets), base = views / count, longer = views % count;
+  std::vector<std::vector<std::size_t>> out(count);
+  for (std::size_t s = 0, first = 0; s < count; ++s) {
+    const std::size_t length = base + (s < longer ? 1 : 0);
+    for (std::size_t v = first; v < first + length; ++v) out[s].push_back(v);
+    first += length;
+  }
+  if (order == SubsetOrder::Random) {
+    // Fisher-Yates over the blocks with mt19937_64 (its sequence is fixed by the standard) and an unbiased draw by
+    // rejection written here (std::shuffle and the distributions differ between standard libraries): the same seed
+    // gives the same order everywhere.
+    std::mt19937_64 random(seed);
+    for (std::size_t i = count - 1; i > 0; --i) {
+      const std::uint64_t n = i + 1, limit = std::numeric_limits<std::uint64_t>::max() - std::numeric_limits<std::uint64_t>::max() % n;
+      std::uint64_t r = random();
+      while (r >= limit) r = random();
+      std::swap(out[i], out[static_cast<std::size_t>(r % n)]);
+    }
+  }
+  return out;
+}
+
 // OperatorVectors over host vectors, for operators that keep none on their device: the operator's forward and back of
 // host memory, the algebra on every core in the operations CudaVectors' kernels use (sums in fixed blocks).
 class HostVectors final : public OperatorVectors {
@@ -378,6 +426,8 @@ void IterativeReconstructor::State::check() {
     throw UsageError(field("subsets") + ": expected 1 to " + std::to_string(views) + " (the number of projections), found " + std::to_string(subsets));
   if ((method == IterativeMethod::Sirt || !updatesBySubsets(method)) && subsets != 1)
     throw UsageError(std::string(field("subsets") + ": ") + methodName(method) + " uses every projection at once: expected 1, found " + std::to_string(subsets));
+  if (options.order != SubsetOrder::Interleaved && options.order != SubsetOrder::Ordered && options.order != SubsetOrder::Random)
+    throw UsageError(field("order") + ": expected interleaved, ordered or random, found " + std::to_string(static_cast<int>(options.order)));
   double lambda = options.lambda;
   if (lambda == 0.0)
     lambda = ((method == IterativeMethod::Sart || method == IterativeMethod::AsdPocs) && subsets == static_cast<int>(views) && views > 1) ? 0.8 : 1.0;
@@ -448,7 +498,7 @@ void IterativeReconstructor::State::setUp() {
   report.subsets = subsets;
   report.lambda = lambda;
   report.dataNorm = std::sqrt(sumSquares(projections.data));
-  order = orderedSubsets(views, subsets);
+  order = subsetsInOrder(views, subsets, options.order, options.orderSeed);
 
   // ---- normalisations: A 1 per ray (all views at once), B_S 1 per subset (cached when it fits in 512 MiB) ----
   std::vector<float> ones(voxels, 1.0f);
