@@ -179,10 +179,16 @@ __global__ void __launch_bounds__(128) backRunsKernel(cudaTextureObject_t projec
   }
 }
 
+// A block's sum of every thread's `sum` into partials[blockIdx.x], by halving in shared memory (blocks of 256 threads):
+// the same additions in the same order every run.
+__device__ void storeBlockSum(double sum, double* partials) {
+  __shared__ double sums[256];
+  storeBlockSum(sum, partials);
+}
+
 __global__ void __launch_bounds__(256) correctionKernel(const float* projected, const float* data, const float* lengths,
                                                         const int* viewIndex, int count, size_t pixels, float floor,
                                                         bool multiplicative, float* correction, double* partials) {
-  __shared__ double sums[256];
   double sum = 0.0;
   const size_t n = static_cast<size_t>(count) * pixels;
   for (size_t e = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += static_cast<size_t>(gridDim.x) * blockDim.x) {
@@ -193,13 +199,7 @@ __global__ void __launch_bounds__(256) correctionKernel(const float* projected, 
     sum += static_cast<double>(residual) * residual;
     correction[e] = multiplicative ? ((length > floor && ax > 0.0f) ? b / ax : 0.0f) : (length > floor ? residual / length : 0.0f);
   }
-  sums[threadIdx.x] = sum;
-  __syncthreads();
-  for (int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) sums[threadIdx.x] += sums[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) partials[blockIdx.x] = sums[0];
+  storeBlockSum(sum, partials);
 }
 
 // The largest of n non-negative floats (B_S 1): positive floats' bit patterns order as the values do, so an integer
@@ -246,17 +246,10 @@ __global__ void maskKernel(float* x, const unsigned char* mask, size_t n) {
 }
 
 __global__ void __launch_bounds__(256) dotKernel(const float* a, const float* b, size_t n, double* partials) {
-  __shared__ double sums[256];
   double sum = 0.0;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
     sum += static_cast<double>(a[i]) * static_cast<double>(b[i]);
-  sums[threadIdx.x] = sum;
-  __syncthreads();
-  for (int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) sums[threadIdx.x] += sums[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) partials[blockIdx.x] = sums[0];
+  storeBlockSum(sum, partials);
 }
 
 }  // namespace
