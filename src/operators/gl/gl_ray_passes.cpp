@@ -87,11 +87,15 @@ GlRayPasses::GlRayPasses(bool compute, bool matched, const Geometry& geometry, c
 
 GlRayPasses::~GlRayPasses() = default;  // the operator makes its context current first
 
-void GlRayPasses::forward(GLuint volume, const std::size_t* views, std::size_t count, float* projections) {
+void GlRayPasses::sample(GLuint volume) {
   // The rays sample a 3D texture (trilinear across slices): the volume's layers copied into it, bit for bit.
   glMemoryBarrier(GL_TEXTURE_UPDATE_BARRIER_BIT | GL_SHADER_IMAGE_ACCESS_BARRIER_BIT);
   glCopyImageSubData(volume, GL_TEXTURE_2D_ARRAY, 0, 0, 0, 0, sampled_.id(), GL_TEXTURE_3D, 0, 0, 0, 0, grid_.size[0], grid_.size[1],
                      grid_.size[2]);
+}
+
+void GlRayPasses::forward(GLuint volume, const std::size_t* views, std::size_t count, float* projections) {
+  sample(volume);
   forwardTexture(views, count, projections);
 }
 
@@ -374,9 +378,7 @@ bool GlRayPasses::setSubsetData(const float* projections, const float* rayLength
 
 double GlRayPasses::correctSubset(GLuint volume, const std::size_t* views, std::size_t count) {
   if (!data_) throw std::logic_error("correctSubset: no data on the device (setSubsetData first)");
-  glMemoryBarrier(GL_TEXTURE_UPDATE_BARRIER_BIT | GL_SHADER_IMAGE_ACCESS_BARRIER_BIT);
-  glCopyImageSubData(volume, GL_TEXTURE_2D_ARRAY, 0, 0, 0, 0, sampled_.id(), GL_TEXTURE_3D, 0, 0, 0, 0, grid_.size[0], grid_.size[1],
-                     grid_.size[2]);
+  sample(volume);
   std::vector<GLint> indices(views, views + count);
   glNamedBufferSubData(viewIndex_.id(), 0, static_cast<GLsizeiptr>(count * sizeof(GLint)), indices.data());
   double squares = 0.0;

@@ -35,6 +35,8 @@ class GlRayPasses {
   double correctSubset(GLuint volume, const std::size_t* views, std::size_t count);
 
  private:
+  /// `volume` (an R32F 2D array texture of the grid) into the 3D texture the rays sample.
+  void sample(GLuint volume);
   /// A of the 3D texture for `n` views into the first n layers of projectionLayers_ (views' constants uploaded).
   void drawForward(const std::size_t* views, int n);
   void forwardTexture(const std::size_t* views, std::size_t count, float* projections);
