@@ -250,12 +250,21 @@ std::vector<std::vector<std::size_t>> subsetsInOrder(std::size_t views, int subs
   return out;
 }
 
+// B (Adjoint) of host projections into a host volume: the operator's volume set to `zeros`, back-projected into, read.
+void backProjectInto(ConeBeamOperator& op, const std::vector<float>& zeros, const float* values, const std::vector<std::size_t>& views,
+                     float* out) {
+  op.setVolume(zeros.data());
+  op.back(values, views.data(), views.size(), Weighting::Adjoint);
+  op.readVolume(out);
+}
+
 // OperatorVectors over host vectors, for operators that keep none on their device: the operator's forward and back of
 // host memory, the algebra on every core in the operations CudaVectors' kernels use (sums in fixed blocks).
 class HostVectors final : public OperatorVectors {
  public:
-  HostVectors(ConeBeamOperator& op, std::size_t voxels, const std::vector<std::size_t>& all, std::size_t values)
-      : op_(op), voxels_(voxels), values_(values), all_(all), zeros_(voxels, 0.0f) {}
+  /// `all`: every view; `zeros`: a volume of zeros (the reconstructor's), both outliving the vectors.
+  HostVectors(ConeBeamOperator& op, const std::vector<float>& zeros, const std::vector<std::size_t>& all, std::size_t values)
+      : op_(op), voxels_(zeros.size()), values_(values), all_(all), zeros_(zeros) {}
   Id volume() override { return make(voxels_); }
   Id projections() override { return make(values_); }
   void upload(Id to, const float* values) override { std::copy_n(values, at(to).size(), at(to).begin()); }
@@ -267,9 +276,7 @@ class HostVectors final : public OperatorVectors {
   }
   void back(Id projections, Id volume) override {
     std::vector<float>& out = at(volume);
-    op_.setVolume(zeros_.data());
-    op_.back(at(projections).data(), all_.data(), all_.size(), Weighting::Adjoint);
-    op_.readVolume(out.data());
+    backProjectInto(op_, zeros_, at(projections).data(), all_, out.data());
     if (mask_)
       forEachIndex(out.size(), [&](std::size_t i) {
         if (!mask_[i]) out[i] = 0.0f;
@@ -301,7 +308,7 @@ class HostVectors final : public OperatorVectors {
   ConeBeamOperator& op_;
   std::size_t voxels_, values_;
   const std::vector<std::size_t>& all_;
-  std::vector<float> zeros_;
+  const std::vector<float>& zeros_;
   const std::uint8_t* mask_ = nullptr;
   std::vector<std::vector<float>> vectors_;
 };
@@ -370,12 +377,7 @@ struct IterativeReconstructor::State {
         options(opts),
         method(opts.method) {}
   bool inside(std::size_t i) const { return options.mask.empty() || options.mask[i]; }
-  // B r for host vectors: the operator's volume cleared, back-projected into, read.
-  void backInto(const float* values, const std::vector<std::size_t>& subset, float* out) {
-    op.setVolume(zeros.data());
-    op.back(values, subset.data(), subset.size(), Weighting::Adjoint);
-    op.readVolume(out);
-  }
+  void backInto(const float* values, const std::vector<std::size_t>& subset, float* out) { backProjectInto(op, zeros, values, subset, out); }
   // The subset's data, one projection after another: the projections themselves where the subset is every view in
   // order (SIRT: no 94 MB copy per iteration at 256^2 x 360), else gathered into `b`.
   const float* gather(const std::vector<std::size_t>& subset) {
@@ -562,7 +564,7 @@ void IterativeReconstructor::State::setUp() {
 
 void IterativeReconstructor::State::startCgls() {
   vectors = op.makeVectors(3, 2);
-  if (!vectors) vectors = std::make_unique<HostVectors>(op, voxels, all, views * pixels);
+  if (!vectors) vectors = std::make_unique<HostVectors>(op, zeros, all, views * pixels);
   OperatorVectors& v = *vectors;
   vx = v.volume();
   vs = v.volume();
