@@ -26,6 +26,7 @@
 #include "glrecon/io.h"
 #include "glrecon/validate.h"
 #include "viewer/fdk_task.h"
+#include "viewer/slice_renderer.h"
 #include "viewer/volume_histogram.h"
 #include "viewer/volume_renderer.h"
 #include "viewer/window.h"
@@ -65,18 +66,6 @@ void rememberScan(const std::string& geometry, const std::string& projections) {
   std::string value;
   for (std::size_t i = 0; i < list.size() && i < kRecentScans; ++i) value += (i ? " | " : "") + list[i].first + " ; " + list[i].second;
   remember("recent_scans.txt", "scans", value);
-}
-
-// RGB bytes, top row first, of `framebuffer`'s `width` x `height` pixels.
-std::vector<unsigned char> readRgb(GLuint framebuffer, int width, int height) {
-  gl::StateScope keep;
-  std::vector<unsigned char> rgb(static_cast<std::size_t>(width) * height * 3), top(rgb.size());
-  glBindFramebuffer(GL_READ_FRAMEBUFFER, framebuffer);
-  glPixelStorei(GL_PACK_ALIGNMENT, 1);
-  glReadPixels(0, 0, width, height, GL_RGB, GL_UNSIGNED_BYTE, rgb.data());
-  const std::size_t row = static_cast<std::size_t>(width) * 3;
-  for (int y = 0; y < height; ++y) std::copy_n(rgb.data() + static_cast<std::size_t>(height - 1 - y) * row, row, top.data() + y * row);
-  return top;
 }
 
 ImTextureID textureId(GLuint texture) { return reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(texture)); }
@@ -343,7 +332,7 @@ class App {
       ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     }
     if (!pendingShot_.empty()) {
-      saveRgb(pendingShot_, width, height, readRgb(window_.framebuffer(), width, height), "screenshot");
+      saveRgb(pendingShot_, width, height, readFramebufferRgb(window_.framebuffer(), width, height), "screenshot");
       pendingShot_.clear();
     }
     window_.present();

@@ -123,7 +123,7 @@ void SliceRenderer::draw(const FrameContent& frame, GLuint framebuffer, int widt
   glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
 }
 
-std::vector<unsigned char> SliceRenderer::readRgb(GLuint framebuffer, int width, int height) const {
+std::vector<unsigned char> readFramebufferRgb(GLuint framebuffer, int width, int height) {
   gl::StateScope keep;
   std::vector<unsigned char> rgb(static_cast<std::size_t>(width) * height * 3), topFirst(rgb.size());
   glBindFramebuffer(GL_READ_FRAMEBUFFER, framebuffer);

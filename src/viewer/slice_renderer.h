@@ -55,8 +55,6 @@ class SliceRenderer {
   int height() const { return cell_ + kBarHeight + textHeight_; }
 
   void draw(const FrameContent& frame, GLuint framebuffer, int width, int height);
-  /// The frame in `framebuffer` as RGB bytes, top row first (as PNG writes them).
-  std::vector<unsigned char> readRgb(GLuint framebuffer, int width, int height) const;
   /// A texture for a volume on the host (made for its size on first use), refreshed from `voxels`.
   GLuint upload(const float* voxels, const std::array<int, 3>& size);
 
@@ -71,5 +69,9 @@ class SliceRenderer {
   std::array<int, 3> hostSize_{0, 0, 0};
   cairo_surface_t* surface_ = nullptr;
 };
+
+/// `width` x `height` pixels of `framebuffer` as RGB bytes, top row first (as PNG writes them): the viewer's and the
+/// app's screenshots.
+std::vector<unsigned char> readFramebufferRgb(GLuint framebuffer, int width, int height);
 
 }  // namespace glrecon::viewer

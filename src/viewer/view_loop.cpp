@@ -45,7 +45,7 @@ void saveScreenshot(SliceRenderer& renderer, ViewWindow& window, const std::stri
   const auto [width, height] = window.framebufferSize();
   // An existing file is replaced only with --overwrite; a refused screenshot does not end the session.
   try {
-    writeRgbPng(path, width, height, renderer.readRgb(window.framebuffer(), width, height), overwrite);
+    writeRgbPng(path, width, height, readFramebufferRgb(window.framebuffer(), width, height), overwrite);
     std::fprintf(stderr, "view: screenshot %s\n", path.c_str());
   } catch (const InputError& e) {
     std::fprintf(stderr, "view: screenshot not saved: %s\n", e.what());
