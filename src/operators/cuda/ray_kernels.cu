@@ -183,7 +183,13 @@ __global__ void __launch_bounds__(128) backRunsKernel(cudaTextureObject_t projec
 // the same additions in the same order every run.
 __device__ void storeBlockSum(double sum, double* partials) {
   __shared__ double sums[256];
-  storeBlockSum(sum, partials);
+  sums[threadIdx.x] = sum;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) sums[threadIdx.x] += sums[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partials[blockIdx.x] = sums[0];
 }
 
 __global__ void __launch_bounds__(256) correctionKernel(const float* projected, const float* data, const float* lengths,
