@@ -32,6 +32,7 @@ namespace glrecon {
 namespace gl {
 class Context;
 }
+class Cluster;
 class DeviceSession;
 
 /// The density-range kill (Xu & Mueller 3.3), a heuristic: off unless asked for.
@@ -80,6 +81,11 @@ struct FdkOptions {
   bool streaming = false;
   std::size_t queueDepth = 16;
   int filterThreads = 0;           ///< the CPU filter pool's threads (0: threads)
+  /// Several processes (glrecon/cluster.h; not owned, it outlives the run): the volume always in slabs, at least four
+  /// per rank, dealt out on demand by rank 0; each rank reads and filters (on the CPU) only the detector rows of the
+  /// slab it holds and writes it into the sink, which every rank shares (VolumeFileSink's joined form). One device per
+  /// rank. planFdk and FdkReconstructor::finish are then collectives: every rank calls them.
+  Cluster* cluster = nullptr;
 };
 
 /// Everything decided before any projection is read, by planFdk.
@@ -114,6 +120,18 @@ struct DeviceShare {
   std::string description;
 };
 
+/// What one rank of a cluster did (gathered on rank 0).
+struct RankShare {
+  int rank = 0;
+  std::string host;
+  int slabs = 0;
+  double seconds = 0.0;    ///< from the run's start to its last slab written
+  double busySeconds = 0.0;  ///< in its operator (backprojection, uploads, readback)
+  double readSeconds = 0.0;  ///< reading its rows of the projections
+  double bytesRead = 0.0;    ///< projection bytes read (its slabs' detector rows)
+  std::string description;  ///< its operator: backend and device
+};
+
 struct FdkReport {
   std::string backend;      ///< the operator's description: name, device, window
   std::string autoNote;     ///< why auto chose what it chose
@@ -142,6 +160,8 @@ struct FdkReport {
   double uploadedBytes = 0.0;       ///< projection bytes sent to the devices (slabs: row bands)
   double wholeUploadBytes = 0.0;    ///< what every slab uploading whole projections would have sent
   bool scratchFile = false;         ///< the filtered projections lived in a mapped scratch file
+  double bytesRead = 0.0;           ///< projection bytes read from the source (a cluster's rank: its rows only)
+  std::vector<RankShare> ranks;     ///< a cluster's ranks, on rank 0 (empty elsewhere and without a cluster)
   double gigaUpdatesPerSecond() const { return backprojectSeconds > 0 ? voxelUpdates / backprojectSeconds * 1e-9 : 0.0; }
 };
 

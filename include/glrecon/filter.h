@@ -101,6 +101,9 @@ class FdkFilter {
 
   /// Filters projection `view` (nv rows of nu floats) in place, ready for backprojection.
   void apply(std::size_t view, float* projection) const;
+  /// Only rows [firstRow, firstRow + rows) of the projection, in place: the same bits as apply() gives those rows (the
+  /// weights are per pixel, the ramp per row), for a cluster's rank that holds only the rows its slabs need.
+  void applyRows(std::size_t view, float* projection, int firstRow, int rows) const;
   /// This filter for a GPU (made at the first call, then kept: runs that reuse the filter pay for it once), or
   /// nullptr where views need different cosine tables (a trajectory whose detector moves relative to the source):
   /// those are filtered on the CPU.

@@ -133,6 +133,15 @@ class AtomicOutput {
 class VolumeFileWriter {
  public:
   VolumeFileWriter(const std::string& path, const VolumeGrid& grid, bool overwrite);
+  /// Another process's writer, under MPI (glrecon/cluster.h): rank 0 makes the file; the other ranks open its temporary
+  /// data file (`temporaryData()` there) and write their rows into it; their commit() writes their rows back and closes,
+  /// and rank 0's, once every rank has, renames it.
+  struct JoinedFile {
+    std::string temporaryData;
+  };
+  VolumeFileWriter(const std::string& path, const VolumeGrid& grid, const JoinedFile& joined);
+  /// The data file being written (the volume's temporary name; for .mhd, the .raw's).
+  const std::string& temporaryData() const;
   ~VolumeFileWriter();
   VolumeFileWriter(const VolumeFileWriter&) = delete;
   VolumeFileWriter& operator=(const VolumeFileWriter&) = delete;
@@ -175,6 +184,11 @@ class VolumeFileWriter {
 class VolumeFileSink final : public VolumeSink {
  public:
   VolumeFileSink(const std::string& path, const VolumeGrid& grid, bool overwrite, int threads = 0);
+  /// Another rank's sink into the file rank 0's sink made (VolumeFileWriter::JoinedFile): rows only; commit() writes them
+  /// back and closes, without renaming.
+  VolumeFileSink(const std::string& path, const VolumeGrid& grid, const VolumeFileWriter::JoinedFile& joined);
+  /// The data file being written, for the other ranks to join.
+  const std::string& temporaryData() const { return writer_.temporaryData(); }
   ~VolumeFileSink() override;
   std::string name() const override { return path_; }
   float* wholeVolume() override;

@@ -10,6 +10,7 @@
 #include "glrecon/image.h"
 #include "glrecon/phantom.h"
 #include "glrecon/preprocess.h"
+#include "glrecon/slab.h"
 
 namespace glrecon {
 
@@ -25,6 +26,11 @@ class ProjectionSource {
   /// and within kMaxProjectionValue: InputError naming the file, the projection and the pixel otherwise). Called in
   /// order, from one thread.
   virtual void read(std::size_t first, std::size_t n, float* out) = 0;
+  /// Only rows bands[i] of projection first + i, for i < n, into `out` laid out as read() lays it out (rows outside the
+  /// bands are left as they were), those rows checked as read() checks them: a rank of a cluster reads only the
+  /// detector rows its slabs need (glrecon/cluster.h). In order, from one thread, and again from the start for each slab.
+  /// The base reads whole projections and keeps the bands' rows; files read the rows alone.
+  virtual void readRows(std::size_t first, std::size_t n, const RowBand* bands, float* out);
   /// Projections worth reading at once (a chunk of a stack file); the reader asks for about this many.
   virtual std::size_t chunk() const { return 1; }
   /// Every projection in memory already, read-only (nu x nv x count floats): the scheduler reads them where they are,

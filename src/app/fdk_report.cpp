@@ -69,10 +69,29 @@ void printStreamReport(const FdkReport& r, std::size_t projections) {
                r.filterWaitSeconds, r.latencySeconds, r.peakQueued);
 }
 
-std::string describePlan(const SlabPlan& plan, std::size_t devices) {
+std::string describePlan(const SlabPlan& plan, std::size_t devices, int ranks) {
   return "slabs: " + std::to_string(plan.slabs.size()) + " of " + std::to_string(plan.rowsPerSlab) + " rows of y, " +
          (plan.budgetBytes == UINT64_MAX ? std::string("device memory not limited") : formatBytes(plan.budgetBytes) + " per device") +
-         (devices > 1 ? ", " + std::to_string(devices) + " devices" : "");
+         (devices > 1 ? ", " + std::to_string(devices) + " devices" : "") +
+         (ranks > 0 ? ", dealt on demand to " + std::to_string(ranks) + (ranks == 1 ? " MPI rank" : " MPI ranks") +
+                          " (each reads and filters only its slabs' detector rows)"
+                    : "");
+}
+
+void printRanks(const FdkReport& report, double wallSeconds) {
+  if (report.ranks.empty()) return;
+  double busy = 0, bytes = 0;
+  for (const RankShare& r : report.ranks) {
+    std::fprintf(stderr, "  rank %d (%s): %d %s in %.2f s, %.2f s in its operator, read %s in %.2f s (%s)\n", r.rank, r.host.c_str(), r.slabs,
+                 r.slabs == 1 ? "slab" : "slabs", r.seconds, r.busySeconds, formatBytes(static_cast<std::uint64_t>(r.bytesRead)).c_str(),
+                 r.readSeconds, r.description.c_str());
+    busy += r.busySeconds;
+    bytes += r.bytesRead;
+  }
+  // One rank would do every rank's operator work in turn: their sum over the wall time estimates the speed-up (what
+  // the ranks share, reading and the final write, is left out: mpirun -np 1 measures it).
+  std::fprintf(stderr, "  %zu ranks read %s of projection rows; speed-up over one rank, estimated from the ranks' operator time: %.2fx\n",
+               report.ranks.size(), formatBytes(static_cast<std::uint64_t>(bytes)).c_str(), wallSeconds > 0 ? busy / wallSeconds : 0.0);
 }
 
 std::string sideNote(const FdkReport& report, const VolumeGrid& grid, std::size_t projections, bool regionAsked) {

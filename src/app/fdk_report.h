@@ -20,7 +20,9 @@ void printFileSplit(const FdkReport& report, double gpuStartSeconds, double writ
 void printStreamReport(const FdkReport& report, std::size_t projections);
 
 /// "slabs: N of R rows of y, ... per device, D devices".
-std::string describePlan(const SlabPlan& plan, std::size_t devices);
+std::string describePlan(const SlabPlan& plan, std::size_t devices, int ranks = 0);
+/// A cluster's ranks (FdkReport::ranks): slabs, time, bytes read each, and the speed-up their operator time implies.
+void printRanks(const FdkReport& report, double wallSeconds);
 
 /// A region leaves zeros outside it (said when `regionAsked`), the density kill scales partial sums: the note beside the
 /// volume says so (viewers ignore it). "" when there is nothing to say.

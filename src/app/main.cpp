@@ -6,11 +6,13 @@
 #include <iostream>
 #include <memory>
 #include <new>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "command.h"
+#include "glrecon/cluster.h"
 #include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "glrecon/limits.h"
@@ -49,8 +51,9 @@ std::string explainGlError(const std::string& text) {
   return " (GL_OUT_OF_MEMORY: the GPU has too little memory for this volume; try a smaller --size or --backend cpu)";
 }
 
-// Parses the command line and runs the command (its callback); every error becomes a message and an exit code.
-int parseAndRun(CLI::App& app, int argc, char** argv) {
+// Parses the command line and runs the command (its callback); every error becomes a message (on `std::cerr`, the
+// stream given) and an exit code.
+int parseAndRun(CLI::App& app, int argc, char** argv, std::ostream& errors) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -63,25 +66,25 @@ int parseAndRun(CLI::App& app, int argc, char** argv) {
     app.exit(e);
     return 2;
   } catch (const UsageError& e) {
-    std::cerr << "glrecon: usage error: " << e.render(optionName) << "\n";
+    errors << "glrecon: usage error: " << e.render(optionName) << "\n";
     return 2;
   } catch (const Error& e) {
-    std::cerr << "glrecon: error: " << e.render(optionName) << explainGlError(e.what()) << "\n";
+    errors << "glrecon: error: " << e.render(optionName) << explainGlError(e.what()) << "\n";
     return 1;
   } catch (const std::bad_alloc&) {
     // What the budget checks did not foresee (they count the main arrays only).
-    std::cerr << "glrecon: error: out of memory: the job needs more than the " << formatBytes(availableHostMemory())
+    errors << "glrecon: error: out of memory: the job needs more than the " << formatBytes(availableHostMemory())
               << " available; try a smaller --size, --detector or fewer projections\n";
     return 1;
   } catch (const std::length_error&) {
-    std::cerr << "glrecon: error: out of memory: a size computed from the input exceeds what can be allocated; check "
+    errors << "glrecon: error: out of memory: a size computed from the input exceeds what can be allocated; check "
                  "--size, --detector and the input headers\n";
     return 1;
   } catch (const std::filesystem::filesystem_error& e) {
-    std::cerr << "glrecon: error: " << e.path1().string() << ": " << e.code().message() << "\n";
+    errors << "glrecon: error: " << e.path1().string() << ": " << e.code().message() << "\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "glrecon: error: " << e.what() << explainGlError(e.what()) << "\n";
+    errors << "glrecon: error: " << e.what() << explainGlError(e.what()) << "\n";
     return 1;
   }
   return 0;
@@ -107,10 +110,25 @@ int run(int argc, char** argv) {
     std::cerr << "glrecon: usage error: " << unknown << "\nRun with --help for more information.\n";
     return 2;
   }
-  return parseAndRun(app, argc, argv);
+  // Under mpirun (glrecon/cluster.h) a failing rank stops every rank, naming itself; elsewhere the message and the code.
+  std::ostringstream errors;
+  const int code = parseAndRun(app, argc, argv, errors);
+  if (code != 0) abortCluster(errors.str(), code);
+  std::cerr << errors.str();
+  return code;
 }
 
 }  // namespace
 }  // namespace glrecon::app
 
-int main(int argc, char** argv) { return glrecon::app::run(argc, argv); }
+int main(int argc, char** argv) {
+  try {
+    glrecon::startCluster(&argc, &argv);
+  } catch (const glrecon::UsageError& e) {
+    std::cerr << "glrecon: usage error: " << e.what() << "\n";
+    return 2;
+  }
+  const int code = glrecon::app::run(argc, argv);
+  glrecon::endCluster();
+  return code;
+}

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <vector>
 #include <thread>
 
 #include "glrecon/errors.h"
@@ -90,6 +91,18 @@ std::unique_ptr<ProjectionSource> memorySource(const Image& stack, std::string n
 
 std::unique_ptr<ProjectionSource> simulatedScanner(const Phantom& phantom, const Geometry& geometry, double rate, int threads) {
   return std::make_unique<ScannerSource>(phantom, geometry, rate, threads);
+}
+
+void ProjectionSource::readRows(std::size_t first, std::size_t n, const RowBand* bands, float* out) {
+  const DetectorLayout layout = detector();
+  const std::size_t pixels = static_cast<std::size_t>(layout.nu) * layout.nv;
+  std::vector<float> whole(pixels);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (bands[i].count <= 0) continue;
+    read(first + i, 1, whole.data());
+    const std::size_t begin = static_cast<std::size_t>(bands[i].first) * layout.nu, values = static_cast<std::size_t>(bands[i].count) * layout.nu;
+    std::copy_n(whole.data() + begin, values, out + i * pixels + begin);
+  }
 }
 
 LineIntegralSource::LineIntegralSource(std::unique_ptr<ProjectionSource> intensities, const Image& flat, const Image& dark, double i0,

@@ -255,16 +255,19 @@ std::vector<double> FdkFilter::columnWeights(std::size_t view) const {
   return weights;
 }
 
-void FdkFilter::apply(std::size_t view, float* projection) const {
-  const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
+void FdkFilter::apply(std::size_t view, float* projection) const { applyRows(view, projection, 0, geometry_.detector.nv); }
+
+void FdkFilter::applyRows(std::size_t view, float* projection, int firstRow, int rows) const {
+  const int nu = geometry_.detector.nu;
+  if (rows <= 0) return;
   const std::vector<double> columns = columnWeights(view);
   const std::shared_ptr<const CosineTable> cosine = cosineTable(view);
-  for (int row = 0; row < nv; ++row) {
+  for (int row = firstRow; row < firstRow + rows; ++row) {
     float* p = projection + static_cast<std::size_t>(row) * nu;
     const double* w = cosine->weights.data() + static_cast<std::size_t>(row) * nu;
     for (int u = 0; u < nu; ++u) p[u] = static_cast<float>(p[u] * w[u] * columns[u]);
   }
-  ramp_.filterRows(projection, nv);
+  ramp_.filterRows(projection + static_cast<std::size_t>(firstRow) * nu, rows);
 }
 
 const DeviceFilter* FdkFilter::deviceFilter() const {

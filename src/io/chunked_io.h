@@ -29,6 +29,9 @@ class MetaImageReader {
   /// Slices [first, first + n) into `out` (nx * ny floats each); with limit > 0 the index in `out` of the first value
   /// firstValueOutside() reports, n * nx * ny when there is none.
   std::size_t readSlices(std::size_t first, std::size_t n, float* out, double limit);
+  /// Rows [firstRow, firstRow + rows) of slice `slice` into `out` (rows * nx floats), read alone (an MPI rank reads only
+  /// the detector rows its slabs need); the index in `out` of the first value outside `limit`, rows * nx when none.
+  std::size_t readRows(std::size_t slice, int firstRow, int rows, float* out, double limit);
 
  private:
   std::string path_;

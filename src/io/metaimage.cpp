@@ -412,6 +412,15 @@ std::size_t MetaImageReader::readSlices(std::size_t first, std::size_t n, float*
                          data_->dataPath, limit);
 }
 
+std::size_t MetaImageReader::readRows(std::size_t slice, int firstRow, int rows, float* out, double limit) {
+  const std::size_t nx = static_cast<std::size_t>(header_.size[0]);
+  const std::size_t first = (slice * static_cast<std::size_t>(header_.size[1]) + static_cast<std::size_t>(firstRow)) * nx;
+  const ElementType& type = data_->type;
+  const unsigned char* raw = data_->inflated.empty() ? nullptr : data_->inflated.data() + first * type.bytes;
+  return convertInChunks(type, data_->bigEndian, static_cast<std::size_t>(rows) * nx, out, raw, data_->file.fd,
+                         data_->offset + first * type.bytes, data_->dataPath, limit);
+}
+
 namespace {
 
 Image readMetaImageFile(const std::string& path, std::string* elementType, double limit, std::size_t* firstOutside) {

@@ -98,6 +98,39 @@ class ProjectionFiles final : public ProjectionSource {
     }
   }
 
+  // MetaImage files: each band read alone (pread of its rows); TIFF files are read whole (readTiff) and their rows kept.
+  void readRows(std::size_t first, std::size_t n, const RowBand* bands, float* out) override {
+    const std::size_t nu = static_cast<std::size_t>(first_.size[0]);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t p = first + i, f = fileOf(p), local = p - starts_[f];
+      const RowBand band = bands[i];
+      if (band.count <= 0) continue;
+      float* to = out + i * pixels() + static_cast<std::size_t>(band.first) * nu;
+      const std::size_t values = static_cast<std::size_t>(band.count) * nu;
+      std::size_t outside = values;
+      try {
+        if (isTiffPath(files_[f])) {
+          if (tiffFile_ != f) {
+            tiff_ = readTiff(files_[f]);
+            tiffFile_ = f;
+          }
+          std::copy_n(tiff_.slice(static_cast<int>(local)) + static_cast<std::size_t>(band.first) * nu, values, to);
+          outside = firstValueOutside(to, values, kMaxProjectionValue);
+        } else {
+          if (readerFile_ != f) {
+            reader_ = std::make_unique<MetaImageReader>(files_[f]);
+            readerFile_ = f;
+          }
+          outside = reader_->readRows(local, band.first, band.count, to, kMaxProjectionValue);
+        }
+      } catch (const Error& e) {
+        throw InputError("projection " + std::to_string(p) + " (" + files_[f] + "): " + e.text());
+      }
+      if (outside < values)
+        throwBadProjectionValue(files_[f], p, static_cast<std::size_t>(band.first) * nu + outside, first_.size[0], to[outside]);
+    }
+  }
+
  private:
   std::size_t pixels() const { return static_cast<std::size_t>(first_.size[0]) * first_.size[1]; }
   std::size_t fileOf(std::size_t index) const {

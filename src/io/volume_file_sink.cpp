@@ -28,6 +28,9 @@ VolumeFileSink::VolumeFileSink(const std::string& path, const VolumeGrid& grid, 
   writer_.preparePages();
 }
 
+VolumeFileSink::VolumeFileSink(const std::string& path, const VolumeGrid& grid, const VolumeFileWriter::JoinedFile& joined)
+    : path_(path), grid_(grid), threads_(1), writer_(path, grid, joined) {}
+
 VolumeFileSink::~VolumeFileSink() {
   if (fallback_ && fallback_->making.valid()) fallback_->making.wait();
 }

@@ -39,21 +39,33 @@ void writeAll(int fd, const void* data, std::size_t bytes, off_t offset, const s
 }
 }  // namespace
 
-VolumeFileWriter::VolumeFileWriter(const std::string& path, const VolumeGrid& grid, bool overwrite) : path_(path), size_(grid.size) {
+namespace {
+// The header a volume file of `path`'s format starts with (or, for .mhd, its own file), and the data file's path.
+std::string volumeHeader(const std::string& path, const VolumeGrid& grid, std::string& dataPath) {
   const std::array<double, 3> spacing{grid.spacing.x, grid.spacing.y, grid.spacing.z}, origin{grid.origin.x, grid.origin.y, grid.origin.z};
-  std::string header;
-  std::string dataPath = path;
-  if (isTiffPath(path)) {
-    header = tiffHeader(path, size_, spacing, origin);
-  } else {
-    checkMetaImageName(path);
-    if (isDetachedMetaImage(path)) {
-      dataPath = fs::path(path).replace_extension(".raw").string();
-      header = metaImageHeader(size_, spacing, origin, fs::path(dataPath).filename().string());
-    } else {
-      header = metaImageHeader(size_, spacing, origin, "LOCAL");
-    }
-  }
+  dataPath = path;
+  if (isTiffPath(path)) return tiffHeader(path, grid.size, spacing, origin);
+  checkMetaImageName(path);
+  if (!isDetachedMetaImage(path)) return metaImageHeader(grid.size, spacing, origin, "LOCAL");
+  dataPath = fs::path(path).replace_extension(".raw").string();
+  return metaImageHeader(grid.size, spacing, origin, fs::path(dataPath).filename().string());
+}
+}  // namespace
+
+VolumeFileWriter::VolumeFileWriter(const std::string& path, const VolumeGrid& grid, const JoinedFile& joined) : path_(path), size_(grid.size) {
+  std::string dataPath;
+  const std::string header = volumeHeader(path, grid, dataPath);
+  dataOffset_ = dataPath != path ? 0 : header.size();
+  // Made, sized and headed by rank 0; this rank writes its rows into it.
+  fd_ = ::open(joined.temporaryData.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd_ < 0) throwInputError(path, "output", "the file rank 0 made (" + joined.temporaryData + ") on a file system every rank shares", std::strerror(errno));
+}
+
+const std::string& VolumeFileWriter::temporaryData() const { return data_->temporaryPath(); }
+
+VolumeFileWriter::VolumeFileWriter(const std::string& path, const VolumeGrid& grid, bool overwrite) : path_(path), size_(grid.size) {
+  std::string dataPath;
+  const std::string header = volumeHeader(path, grid, dataPath);
   const std::uint64_t dataBytes = static_cast<std::uint64_t>(grid.voxelCount()) * sizeof(float);
   if (dataPath != path) {
     // .mhd: the header is its own small file; the voxels go to the .raw beside it.
@@ -167,6 +179,15 @@ void VolumeFileWriter::writeRows(int firstRow, int rows, const float* data) {
 }
 
 void VolumeFileWriter::commit() {
+  if (!data_) {
+    // Joined: this rank's rows on the disk (a shared file system shows them to rank 0 once written back) and closed.
+    const bool synced = ::fdatasync(fd_) == 0 || errno == EINVAL;
+    const int error = errno;
+    const bool closed = ::close(fd_) == 0;
+    fd_ = -1;
+    if (!synced || !closed) throwInputError(path_, "output", "a writable file with enough space", std::strerror(synced ? errno : error));
+    return;
+  }
   // The mapped pages are in the page cache already, the file's: it is complete, closed and renamed now, and the mapping
   // goes with the writer (unmapping half a gigabyte takes tens of milliseconds the output need not wait for).
   if (mapping_) mapping_->join();

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "glrecon/cluster.h"
 #include "glrecon/errors.h"
 #include "glrecon/fdk.h"
 #include "glrecon/limits.h"
@@ -38,6 +39,18 @@ SlabPlan planSlabsFor(const FdkPlan& plan, DeviceSession& session) {
   const std::uint64_t whole = cost.fixedBytes + cost.bytesPerRow * static_cast<std::uint64_t>(plan.grid.size[1]);
   std::uint64_t budget = options.gpuMemory;
   std::string what = field("gpuMemory") + " " + formatBytes(budget);
+  if (options.cluster) {
+    // Always slabs, the same on every rank: sized for the rank with the least memory, at least four per rank so that
+    // dealing them out on demand evens out ranks of different speeds (more would re-read more of the rows that
+    // neighbouring slabs share).
+    if (budget == 0) {
+      budget = freeMemory(plan.backend, plan.devices.front(), session);
+      if (budget != UINT64_MAX) budget -= std::min(budget, budget / 16 + (std::uint64_t{256} << 20));
+    }
+    budget = options.cluster->minimum(budget);
+    what = budget == options.gpuMemory ? what : "the smallest free device memory of the ranks (" + formatBytes(budget) + " usable)";
+    return planSlabs(plan.grid, cost, budget, what, 4 * options.cluster->size());
+  }
   if (budget == 0) {
     if (plan.devices.size() == 1 && (plan.backend == Backend::Cpu || whole < (std::uint64_t{1} << 30))) return {};
     // Measured: the smallest free memory of the devices named, less a margin for the driver's own buffers.
@@ -56,6 +69,13 @@ SlabPlan planSlabsFor(const FdkPlan& plan, DeviceSession& session) {
 bool deviceFilterWanted(const FdkPlan& plan, DeviceSession& session) {
   const FilterPlace place = plan.options.filterOn;
   if (place == FilterPlace::Cpu) return false;
+  if (plan.options.cluster) {
+    // Each rank filters only the rows of its slab, as it reads them: on the CPU, row by row as the whole detector would be.
+    if (place == FilterPlace::Gpu)
+      throw UsageError(field("filterOn") + " gpu: expected " + field("filterOn") + " auto or cpu under MPI (each rank filters only the "
+                       "detector rows of its slabs, on the CPU)");
+    return false;
+  }
   const bool hasTwin = backendInfo(plan.backend).filtersOnDevice;
   const bool sharedTables = hasTwin && plan.filter->deviceFilter() != nullptr;
   if (place == FilterPlace::Gpu) {
@@ -90,6 +110,19 @@ void checkHostMemoryFor(const FdkPlan& plan, const ProjectionSource& source) {
     return;
   }
   const std::uint64_t workers = plan.devices.size();
+  if (plan.options.cluster) {
+    // A rank holds one slab's detector rows of every projection at a time (the widest slab's) and two slab buffers.
+    std::uint64_t widest = 0;
+    for (const auto& [first, rows] : plan.slabs.slabs) {
+      std::uint64_t values = 0;
+      for (std::size_t view = 0; view < plan.projections; ++view)
+        values += static_cast<std::uint64_t>(slabRowBand(plan.geometry, view, plan.grid, first, rows).count) * plan.geometry.detector.nu;
+      widest = std::max(widest, values);
+    }
+    checkHostMemory("fdk", "one slab's detector rows of every projection and 2 slab buffers",
+                    4 * widest + 2 * 4 * static_cast<std::uint64_t>(plan.grid.size[0]) * plan.slabs.rowsPerSlab * plan.grid.size[2]);
+    return;
+  }
   const bool stored = source.memory() == nullptr || !plan.deviceFilter;  // a memory source filtered on the device needs no store
   checkHostMemory("fdk", "the filtered projections and " + std::to_string(2 * workers) + " slab buffers",
                   (plan.options.scratch.empty() && stored ? 4 * pixels * plan.projections : 0) +
@@ -161,6 +194,15 @@ FdkPlan planFdk(const Geometry& geometry, const VolumeGrid& grid, const FdkOptio
                      "it arrives); " + field("gpuMemory") + " and several " + field("gpu") + " reconstruct in slabs, which needs every "
                      "projection first: leave out " + field("stream"));
   plan.devices = options.gpus.empty() ? std::vector<int>{options.gpu} : options.gpus;
+  if (options.cluster) {
+    const std::string many = "several processes (MPI)";
+    if (plan.devices.size() > 1)
+      throw UsageError(field("gpu") + ": expected one device per rank under MPI, found " + std::to_string(plan.devices.size()) +
+                       " (start one rank per GPU: each rank takes the device of its place on its host)");
+    if (options.streaming) throw UsageError(field("stream") + ": expected one process, found " + many + " (leave out " + field("stream") + ")");
+    if (!options.scratch.empty())
+      throw UsageError(field("scratch") + ": expected one process, found " + many + " (each rank holds only its slab's detector rows)");
+  }
   if (options.backend) {
     plan.backend = *options.backend;
   } else {
@@ -171,6 +213,11 @@ FdkPlan planFdk(const Geometry& geometry, const VolumeGrid& grid, const FdkOptio
     const AutoChoice choice = chooseBackend(grid, plan.projections, *plan.session, automatic);
     plan.backend = choice.backend;
     plan.autoNote = choice.note;
+    if (options.cluster) {
+      // Rank 0's choice everywhere: the same kernels on every rank, so that every slab is computed alike.
+      plan.backend = *backendNamed(options.cluster->broadcast(backendInfo(plan.backend).name));
+      if (plan.backend != choice.backend) plan.autoNote = "rank 0's choice (this rank measured " + std::string(backendInfo(choice.backend).name) + ")";
+    }
     if (plan.backend == Backend::Cuda) plan.session->open(Backend::Cuda, plan.devices.front());  // beside the rest
   }
   plan.filter = std::make_shared<FdkFilter>(geometry, options.filter);

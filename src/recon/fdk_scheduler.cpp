@@ -20,8 +20,10 @@
 #include <future>
 #include <mutex>
 #include <numeric>
+#include <sstream>
 #include <thread>
 
+#include "glrecon/cluster.h"
 #include "glrecon/fdk.h"
 #include "glrecon/limits.h"
 #include "glrecon/parallel.h"
@@ -36,11 +38,20 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Projections between the reader and the workers: `slots` of them, projection p in slot p % slots; in memory, or in a
-// deleted temporary file under `scratch` (slabs whose filtered projections do not fit in memory), mapped.
+// deleted temporary file under `scratch` (slabs whose filtered projections do not fit in memory), mapped; or (`sparse`,
+// a cluster's rank, which fills only its slab's detector rows) address space whose pages exist once written, given
+// back between slabs (release).
 class ProjectionStore {
  public:
-  ProjectionStore(std::size_t slots, std::size_t pixels, const std::string& scratch) : slots_(slots), pixels_(pixels) {
+  ProjectionStore(std::size_t slots, std::size_t pixels, const std::string& scratch, bool sparse = false) : slots_(slots), pixels_(pixels) {
     const std::uint64_t bytes = static_cast<std::uint64_t>(slots) * pixels * sizeof(float);
+    if (sparse) {
+      void* map = ::mmap(nullptr, std::max<std::uint64_t>(bytes, 1), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (map == MAP_FAILED) throw std::bad_alloc();
+      data_ = static_cast<float*>(map);
+      sparse_ = true;
+      return;
+    }
     if (scratch.empty()) {
       // Not zeroed: the reader writes every slot, and so pages it in on its threads instead of this one.
       memory_.reset(new float[std::max<std::size_t>(1, slots * pixels)]);
@@ -59,6 +70,7 @@ class ProjectionStore {
     data_ = static_cast<float*>(map);
   }
   ~ProjectionStore() {
+    if (sparse_) ::munmap(data_, std::max<std::size_t>(slots_ * pixels_ * sizeof(float), 1));
     if (fd_ >= 0) {
       ::munmap(data_, slots_ * pixels_ * sizeof(float));
       ::close(fd_);
@@ -69,12 +81,17 @@ class ProjectionStore {
   float* slot(std::size_t projection) { return data_ + (projection % slots_) * pixels_; }
   std::size_t slots() const { return slots_; }
   bool inFile() const { return fd_ >= 0; }
+  // A sparse store's pages back to the system (they read as zeros again).
+  void release() {
+    if (sparse_) ::madvise(data_, slots_ * pixels_ * sizeof(float), MADV_DONTNEED);
+  }
 
  private:
   std::size_t slots_, pixels_;
   std::unique_ptr<float[]> memory_;
   float* data_ = nullptr;
   int fd_ = -1;
+  bool sparse_ = false;
 };
 
 // A non-finite voxel (projections near float's limit overflow the sums): an error naming the output, never a file.
@@ -97,6 +114,9 @@ struct FdkReconstructor::Run {
   const std::atomic<bool>* cancelFlag;
   const std::size_t count, pixels, batch;
   const bool slabs;
+  // A cluster's rank (FdkOptions::cluster): slabs dealt by rank 0, each slab's detector rows read and filtered alone.
+  Cluster* const cluster;
+  const bool bands;
   const Clock::time_point started = Clock::now();
   const float* direct = nullptr;  // the source's memory, read where it is
   std::unique_ptr<ProjectionStore> store;
@@ -111,7 +131,11 @@ struct FdkReconstructor::Run {
   std::vector<std::uint8_t> filtered;
   bool stop = false;
   std::exception_ptr failure;
-  double readSeconds = 0, filterBusy = 0;
+  double readSeconds = 0, filterBusy = 0, bytesRead = 0;
+  // Bands: the rows of each view the slab being read needs; slabs begun (the reader reads each once); no slab left.
+  std::vector<RowBand> rowBands;
+  std::size_t bandEpoch = 0;
+  bool bandsOver = false;
   int filterThreads = 0;
   Clock::time_point lastRead = Clock::now();
 
@@ -132,8 +156,12 @@ struct FdkReconstructor::Run {
         pixels(static_cast<std::size_t>(p.geometry.detector.nu) * p.geometry.detector.nv),
         batch(std::max<std::size_t>(1, p.options.batch)),
         slabs(!p.slabs.slabs.empty()),
+        cluster(p.options.cluster),
+        bands(cluster != nullptr),
         filtered(count, 0),
-        progress(std::move(label), count * std::max<std::size_t>(1, p.slabs.slabs.size()), "proj", p.options.progress) {}
+        // A cluster's progress line is rank 0's, counting the slabs the others have finished.
+        progress(std::move(label), count * std::max<std::size_t>(1, p.slabs.slabs.size()), "proj",
+                 p.options.progress && (!cluster || cluster->rank() == 0)) {}
 
   bool cancelled() const { return stop || (cancelFlag && cancelFlag->load()); }
   void fail(std::exception_ptr e) {
@@ -163,6 +191,10 @@ struct FdkReconstructor::Run {
   void startReader();
   void startFilterPool(int threads);
   void markFiltered(std::size_t p);
+  void beginBand(int firstRow, int rows);
+  void endBands();
+  // Projections [first, first + n) into the store: whole, or the current slab's rows of each.
+  void readChunk(std::size_t first, std::size_t n);
 };
 
 // ---- one device's worker ----
@@ -202,8 +234,17 @@ struct FdkReconstructor::Run::Worker {
       rows = plan.grid.size[1];
       if (!plan.region.mask.empty()) op->setRegion(plan.region);
     } else {
-      slab = run.nextSlab++;
-      if (slab >= plan.slabs.slabs.size()) return false;
+      if (run.bands) {
+        const std::optional<std::size_t> dealt = run.cluster->next();
+        if (!dealt) {
+          run.endBands();
+          return false;
+        }
+        slab = *dealt;
+      } else {
+        slab = run.nextSlab++;
+        if (slab >= plan.slabs.slabs.size()) return false;
+      }
       std::tie(firstRow, rows) = plan.slabs.slabs[slab];
       if (share.slabs == 0) firstSlabStart = Clock::now();
       op->moveBlock(firstRow, rows);
@@ -212,6 +253,7 @@ struct FdkReconstructor::Run::Worker {
         blockRegion = slabRegion(plan.region, firstRow, rows);
         op->setRegion(blockRegion);
       }
+      if (run.bands) run.beginBand(firstRow, rows);
     }
     inBlock = true;
     next = 0;
@@ -296,7 +338,7 @@ struct FdkReconstructor::Run::Worker {
       {
         std::lock_guard lock(run.progressMutex);
         run.done += n;
-        run.progress.update(run.done);
+        run.progress.update(run.done + (run.cluster ? run.cluster->finishedElsewhere() * run.count : 0));
       }
       if (until > 0 && run.done >= until) {
         closeWindow();  // the caller looks at the volume here (a snapshot): every projection so far is in it
@@ -381,44 +423,83 @@ void FdkReconstructor::Run::markFiltered(std::size_t p) {
   changed.notify_all();
 }
 
+void FdkReconstructor::Run::readChunk(std::size_t first, std::size_t n) {
+  try {
+    if (bands)
+      source.readRows(first, n, rowBands.data() + first, store->slot(first));
+    else
+      source.read(first, n, store->slot(first));
+  } catch (const Error&) {
+    throw;  // glrecon's sources name the file, the projection and the field
+  } catch (const std::exception& e) {
+    throw InputError("projections " + std::to_string(first) + " to " + std::to_string(first + n - 1) + " (" + source.origin(first) +
+                     "): " + e.what());
+  }
+}
+
 void FdkReconstructor::Run::startReader() {
   if (direct) {
-    read = count;
+    if (!bands) read = count;  // bands: at each slab's start (beginBand)
     return;
   }
   reader = std::jthread([this] {
     try {
       const std::size_t chunk = std::max<std::size_t>(1, source.chunk());
-      for (std::size_t first = 0; first < count;) {
-        std::size_t n = std::min(chunk, count - first);
-        {
+      // Once; in a cluster's rank, once per slab it takes (beginBand), each time only the slab's rows.
+      for (std::size_t epoch = 0;; ++epoch) {
+        if (bands) {
           std::unique_lock lock(mutex);
-          // A one-block ring holds at most its slots beyond what the workers consumed.
-          if (!waitFor(lock, Clock::time_point::max(), [&] { return first < consumed + ringRoom(); })) return;
-          n = std::min({n, consumed + ringRoom() - first, store->slots() - first % store->slots()});
+          if (!waitFor(lock, Clock::time_point::max(), [&] { return bandEpoch > epoch || bandsOver; }) || bandEpoch == epoch) return;
         }
-        const auto t = Clock::now();
-        try {
-          source.read(first, n, store->slot(first));
-        } catch (const Error&) {
-          throw;  // glrecon's sources name the file, the projection and the field
-        } catch (const std::exception& e) {
-          throw InputError("projections " + std::to_string(first) + " to " + std::to_string(first + n - 1) + " (" + source.origin(first) +
-                           "): " + e.what());
+        for (std::size_t first = 0; first < count;) {
+          std::size_t n = std::min(chunk, count - first);
+          {
+            std::unique_lock lock(mutex);
+            // A one-block ring holds at most its slots beyond what the workers consumed.
+            if (!waitFor(lock, Clock::time_point::max(), [&] { return first < consumed + ringRoom(); })) return;
+            n = std::min({n, consumed + ringRoom() - first, store->slots() - first % store->slots()});
+          }
+          const auto t = Clock::now();
+          readChunk(first, n);
+          std::lock_guard lock(mutex);
+          readSeconds += since(t);
+          double values = 0;
+          for (std::size_t p = first; p < first + n; ++p) values += bands ? static_cast<double>(rowBands[p].count) * plan.geometry.detector.nu : pixels;
+          bytesRead += values * sizeof(float);
+          lastRead = Clock::now();
+          read = first + n;
+          peakHeld = std::max(peakHeld, read - std::min(read, consumed));
+          first += n;
+          changed.notify_all();
         }
-        std::lock_guard lock(mutex);
-        readSeconds += since(t);
-        lastRead = Clock::now();
-        read = first + n;
-        peakHeld = std::max(peakHeld, read - std::min(read, consumed));
-        first += n;
-        changed.notify_all();
+        trace("reader: every projection read");
+        if (!bands) return;
       }
-      trace("reader: every projection read");
     } catch (...) {
       fail(std::current_exception());
     }
   });
+}
+
+// A cluster's rank begins a slab: the last slab's rows forgotten, this one's to be read and filtered from the start
+// (the worker has handed every projection of the last one over, so the reader and the pool are idle).
+void FdkReconstructor::Run::beginBand(int firstRow, int rows) {
+  std::vector<RowBand> needed(count);
+  for (std::size_t view = 0; view < count; ++view) needed[view] = slabRowBand(plan.geometry, view, plan.grid, firstRow, rows);
+  std::lock_guard lock(mutex);
+  store->release();
+  rowBands = std::move(needed);
+  read = direct ? count : 0;
+  filteredPrefix = nextToFilter = 0;
+  std::fill(filtered.begin(), filtered.end(), 0);
+  ++bandEpoch;
+  changed.notify_all();
+}
+
+void FdkReconstructor::Run::endBands() {
+  std::lock_guard lock(mutex);
+  bandsOver = true;
+  changed.notify_all();
 }
 
 void FdkReconstructor::Run::startFilterPool(int threads) {
@@ -429,20 +510,30 @@ void FdkReconstructor::Run::startFilterPool(int threads) {
       try {
         for (;;) {
           std::size_t p;
+          RowBand band;
           {
             std::unique_lock lock(mutex);
-            // In order; from a source in memory, into the ring's slots (never more than it holds ahead).
+            // In order; from a source in memory, into the ring's slots (never more than it holds ahead). A cluster's
+            // rank filters each slab's rows in turn, until no slab is left.
             if (!waitFor(lock, Clock::time_point::max(), [&] {
+                  if (bands) return bandsOver || nextToFilter < read;
                   return nextToFilter >= count || (nextToFilter < read && nextToFilter < consumed + ringRoom());
                 }))
               return;
-            if (nextToFilter >= count) return;
+            if (bands ? nextToFilter >= read : nextToFilter >= count) return;
             p = nextToFilter++;
+            if (bands) band = rowBands[p];
           }
           const auto t0 = Clock::now();
           float* slot = slotOf(p);
-          if (direct) std::copy_n(direct + p * pixels, pixels, slot);
-          filter.apply(p, slot);
+          if (bands) {
+            const std::size_t begin = static_cast<std::size_t>(band.first) * plan.geometry.detector.nu;
+            if (direct) std::copy_n(direct + p * pixels + begin, static_cast<std::size_t>(band.count) * plan.geometry.detector.nu, slot + begin);
+            filter.applyRows(p, slot, band.first, band.count);
+          } else {
+            if (direct) std::copy_n(direct + p * pixels, pixels, slot);
+            filter.apply(p, slot);
+          }
           std::lock_guard lock(mutex);
           filterBusy += since(t0);
           markFiltered(p);
@@ -542,7 +633,7 @@ void FdkReconstructor::begin(ProjectionSource& source, VolumeSink& sink) {
     if (!run.slabs && plan.options.streaming) slots = std::max<std::size_t>(2, plan.options.queueDepth);
     if (!run.slabs && !plan.options.streaming)
       slots = std::max(run.batch * 4, run.direct ? 0 : (std::size_t{1} << 30) / (run.pixels * sizeof(float)));
-    run.store = std::make_unique<ProjectionStore>(std::min(slots, run.count), run.pixels, run.slabs ? plan.options.scratch : "");
+    run.store = std::make_unique<ProjectionStore>(std::min(slots, run.count), run.pixels, run.slabs ? plan.options.scratch : "", run.bands);
   };
   run.direct = source.memory();
   if (!run.direct) {
@@ -583,6 +674,8 @@ void FdkReconstructor::begin(ProjectionSource& source, VolumeSink& sink) {
     run.startFilterPool(pool);
   }
 
+  // A cluster's slabs are dealt from here on (every rank starts its run: a collective).
+  if (run.bands) run.cluster->deal(plan.slabs.slabs.size());
   auto first = std::make_unique<Run::Worker>(run, 0);
   first->op = first_;
   first->setupSeconds = setupSeconds_;
@@ -645,9 +738,9 @@ bool FdkReconstructor::step(std::chrono::milliseconds budget, std::size_t until)
   try {
     const bool more = run.workers[0]->advance(Clock::now() + budget, until);
     if (more) return true;
-    // The first worker is done: wait for the others (slabs).
+    // The first worker is done: wait for the others (slabs; a cluster's rank has one worker, and its share of the slabs).
     std::unique_lock lock(run.mutex);
-    while (run.done < run.count * std::max<std::size_t>(1, run.plan.slabs.slabs.size()) && !run.failure && !run.cancelled())
+    while (!run.bands && run.done < run.count * std::max<std::size_t>(1, run.plan.slabs.slabs.size()) && !run.failure && !run.cancelled())
       run.changed.wait_for(lock, std::chrono::milliseconds(50));
     if (run.failure) std::rethrow_exception(run.failure);
     return false;
@@ -656,6 +749,30 @@ bool FdkReconstructor::step(std::chrono::milliseconds budget, std::size_t until)
     throw;
   }
 }
+
+namespace {
+// Every rank's share of a cluster's run, on rank 0 (a collective: after it returns on rank 0, every rank has written its
+// slabs).
+std::vector<RankShare> gatherRankShares(Cluster& cluster, const FdkReport& report, int slabs, const std::string& description) {
+  std::ostringstream mine;
+  mine.precision(17);
+  mine << slabs << ' ' << report.totalSeconds << ' ' << report.backprojectSeconds << ' ' << report.readSeconds << ' '
+       << report.bytesRead << '\t' << cluster.host() << '\t' << description;
+  std::vector<RankShare> shares;
+  const std::vector<std::string> all = cluster.gather(mine.str());
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    RankShare share;
+    share.rank = static_cast<int>(r);
+    std::istringstream in(all[r]);
+    in >> share.slabs >> share.seconds >> share.busySeconds >> share.readSeconds >> share.bytesRead;
+    in.ignore(1);
+    std::getline(in, share.host, '\t');
+    std::getline(in, share.description);
+    shares.push_back(share);
+  }
+  return shares;
+}
+}  // namespace
 
 FdkReport FdkReconstructor::finish() {
   if (!run_) throw std::logic_error("FdkReconstructor::finish: no run started");
@@ -713,6 +830,8 @@ FdkReport FdkReconstructor::finish() {
   report.voxelUpdates = static_cast<double>(plan.grid.voxelCount()) * plan.projections;
   report.latencySeconds = since(ended->lastRead);
   report.totalSeconds = since(ended->started);
+  report.bytesRead = ended->bytesRead;
+  if (ended->cluster) report.ranks = gatherRankShares(*ended->cluster, report, ended->workers[0]->share.slabs, ended->workers[0]->share.description);
   setupSeconds_ = 0;  // paid once: later runs reuse the operator
   spent_ = std::move(ended);  // its memory (the projections' ring) released later, not while the caller waits
   return report;

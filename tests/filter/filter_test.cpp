@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <numbers>
 #include <random>
 
@@ -98,6 +99,32 @@ TEST(RampFilter, WindowsShapeTheResponseAsDefined) {
   EXPECT_LT(hm, rl);
   EXPECT_THROW(RampFilter(64, RampWindow::Hann, 0.0), UsageError);
   EXPECT_THROW(parseRampWindow("gauss"), UsageError);
+}
+
+// A cluster's rank filters only the detector rows of its slab: every row as the whole projection's filter gives it,
+// bit for bit (weights per pixel, the ramp per row), on a short scan (Parker's weights per column) with offsets.
+TEST(FdkFilter, RowsAloneFilterToTheWholeProjectionsBits) {
+  CircularScanSpec spec;
+  spec.projections = 12;
+  spec.arc = 220;
+  spec.nu = 37;
+  spec.nv = 23;
+  spec.projectionOffsetX = 7;
+  spec.projectionOffsetY = -5;
+  const Geometry g = makeCircularScan(spec);
+  const FdkFilter filter(g, {});
+  const std::vector<float> data = test::randomProjections(g);
+  const std::size_t pixels = static_cast<std::size_t>(g.detector.nu) * g.detector.nv;
+  for (std::size_t view : {0u, 5u, 11u}) {
+    std::vector<float> whole(data.begin() + view * pixels, data.begin() + (view + 1) * pixels), part = whole;
+    filter.apply(view, whole.data());
+    filter.applyRows(view, part.data(), 6, 9);
+    for (std::size_t i = 0; i < pixels; ++i) {
+      const bool inBand = i / g.detector.nu >= 6 && i / g.detector.nu < 15;
+      const float expected = inBand ? whole[i] : data[view * pixels + i];  // rows outside the band untouched
+      ASSERT_EQ(std::memcmp(&part[i], &expected, sizeof(float)), 0) << "view " << view << " pixel " << i;
+    }
+  }
 }
 
 TEST(FdkFilter, FullScanGapsAndShortScanDetection) {

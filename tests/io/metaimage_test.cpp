@@ -194,6 +194,48 @@ TEST(ProjectionStack, DirectoryAndGlobInNaturalOrder) {
   expectError<InputError>([&] { readProjectionStack((dir / "nothing_*.mha").string()); }, {"no match"});
 }
 
+// A cluster's rank reads only its slab's rows of each projection: the same values as whole projections give them, from
+// a stack, from files of one projection each, compressed, and from TIFF; a bad value inside a band is named, one outside
+// every band is not read.
+TEST(ProjectionStack, RowsAloneReadAsWholeProjectionsGiveThem) {
+  const auto dir = test::scratchDir();
+  Image s({5, 7, 4}, {1, 1, 1}, {0, 0, 0});
+  for (std::size_t i = 0; i < s.data.size(); ++i) s.data[i] = static_cast<float>(i % 97) * 0.25f;
+  writeMetaImage((dir / "stack.mha").string(), s, false);
+  writeTiff((dir / "stack.tif").string(), s, false);
+  fs::create_directories(dir / "files");
+  for (int p = 0; p < 4; ++p) {
+    Image one({5, 7, 1}, {1, 1, 1}, {0, 0, 0});
+    std::copy_n(s.data.begin() + p * 35, 35, one.data.begin());
+    writeMetaImage((dir / "files" / ("p_" + std::to_string(p) + ".mha")).string(), one, false);
+  }
+  const std::vector<RowBand> bands = {{0, 2}, {3, 4}, {0, 0}, {6, 1}};
+  for (const std::string spec : {(dir / "stack.mha").string(), (dir / "stack.tif").string(), (dir / "files").string()}) {
+    auto source = openProjectionFiles(listProjectionFiles(spec));
+    std::vector<float> rows(s.data.size(), -1.0f);
+    source->readRows(0, 4, bands.data(), rows.data());
+    for (int p = 0; p < 4; ++p)
+      for (int v = 0; v < 7; ++v)
+        for (int u = 0; u < 5; ++u) {
+          const bool inBand = v >= bands[p].first && v < bands[p].first + bands[p].count;
+          EXPECT_EQ(rows[(p * 7 + v) * 5 + u], inBand ? s.at(u, v, p) : -1.0f) << spec << " projection " << p << " row " << v;
+        }
+  }
+  // One file per projection (opening reads and checks the first file whole, the others are read as asked).
+  fs::create_directories(dir / "bad");
+  for (int p = 0; p < 4; ++p) {
+    Image one({5, 7, 1}, {1, 1, 1}, {0, 0, 0});
+    std::copy_n(s.data.begin() + p * 35, 35, one.data.begin());
+    if (p == 1) one.at(2, 4, 0) = std::nanf("");  // row 4 of projection 1: inside its band {3, 4}
+    if (p == 3) one.at(1, 2, 0) = std::nanf("");  // row 2 of projection 3: outside its band {6, 1}
+    writeMetaImage((dir / "bad" / ("p_" + std::to_string(p) + ".mha")).string(), one, false);
+  }
+  std::vector<float> rows(s.data.size());
+  auto source = openProjectionFiles(listProjectionFiles((dir / "bad").string()));
+  source->readRows(2, 2, bands.data() + 2, rows.data());  // projection 3's bad row is not read
+  expectError<InputError>([&] { source->readRows(0, 2, bands.data(), rows.data()); }, {"p_1.mha", "projection 1"});
+}
+
 TEST(ProjectionStack, NonFiniteValuesNameTheProjection) {
   const auto dir = test::scratchDir();
   Image s({3, 2, 4}, {1, 1, 1}, {0, 0, 0});

@@ -28,5 +28,7 @@ TEST_F(CudaSlab, SlabsEqualOneBlockBitForBit) {
   slabsEqualOneBlock("cuda", 8);
 }
 
+TEST_F(CudaSlab, ClusterBandsEqualOneBlockBitForBit) { bandsEqualOneBlock("cuda", 8); }
+
 }  // namespace
 }  // namespace glrecon

@@ -31,6 +31,11 @@ TEST_F(GraphicsSlab, FdkThroughSlabsEqualsOneBlockOnEveryGlBackend) {
   for (const char* backend : {"graphics", "graphics-mp", "compute"}) slabsEqualOneBlock(backend, 8);
 }
 
+// A cluster's rank (each slab's detector rows read and filtered alone, uploaded as row bands): the same bits.
+TEST_F(GraphicsSlab, ClusterBandsEqualOneBlockOnEveryGlBackend) {
+  for (const char* backend : {"graphics", "graphics-mp", "compute"}) bandsEqualOneBlock(backend, 8);
+}
+
 // Streaming needs the whole volume on one GPU: where it cannot be, the error names the limit and suggests the slab
 // path. A volume taller than the device's largest texture (16384 rows on llvmpipe and most GPUs) shows it on any
 // device; a GPU's free memory takes the same path where the driver reports it (NVX/ATI, CUDA).

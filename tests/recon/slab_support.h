@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "glrecon/cluster.h"
 #include "glrecon/operator.h"
 #include "device/cuda/device.h"
 #include "glrecon/errors.h"
@@ -14,6 +15,8 @@
 #include "glrecon/io.h"
 #include "glrecon/phantom.h"
 #include "glrecon/slab.h"
+#include "glrecon/sink.h"
+#include "glrecon/source.h"
 #include "test_support.h"
 
 namespace glrecon::test {
@@ -97,6 +100,46 @@ inline void slabsEqualOneBlock(const std::string& backend, int window) {
         options.gpus = {0, 0};
         expectBitIdentical(reconstructFdk(g, projections, grid, options), whole, what + ", --gpu 0,0");
       }
+    }
+  }
+}
+
+// A cluster's configuration in one process (FdkOptions::cluster: slabs dealt in turn, each slab's detector rows read
+// from the file and filtered alone) against the one-block run: the same bits, an uneven last slab, a region, the
+// circular and the tilted scan; and fewer bytes read than every slab reading whole projections.
+inline void bandsEqualOneBlock(const std::string& backend, int window) {
+  const auto dir = scratchDir();
+  std::unique_ptr<Cluster> one = singleProcessCluster();
+  for (const Geometry& g : {circularScan(), tiltedScan()}) {
+    const Image projections = phantomScan(g);
+    const std::string file = (dir / "projections.mha").string();
+    writeImage(file, projections, true);
+    const VolumeGrid grid = smallGrid(100);
+    for (const std::string roi : {"", "sphere:3,-4,2,40"}) {
+      FdkOptions options;
+      options.backend = test::backendOf(backend);
+      options.window = window;
+      options.threads = 2;
+      options.roi = roi;
+      options.filterOn = FilterPlace::Cpu;  // what a cluster's ranks do
+      const Image whole = reconstructFdk(g, projections, grid, options);
+      options.cluster = one.get();
+      const std::string what = backend + ", bands, roi '" + roi + "', " + (g.circular.front().outOfPlaneAngle != 0 ? "tilted" : "circular");
+      // From memory, and from the file (ProjectionFiles::readRows reads each band alone).
+      FdkReport fromMemory;
+      expectBitIdentical(reconstructFdk(g, projections, grid, options, &fromMemory), whole, what + ", from memory");
+      EXPECT_EQ(fromMemory.slabs, 4) << what;  // 100 rows, at least 4 slabs a rank: 3 of 32 rows (16-row granules) and one of 4
+      auto source = openProjectionFiles({file});
+      const FdkPlan plan = planFdk(g, grid, options, *source);
+      ImageSink sink(grid, 2);
+      FdkReconstructor reconstructor(plan);
+      const FdkReport report = reconstructor.run(*source, sink);
+      expectBitIdentical(sink.take(), whole, what + ", from the file");
+      const double wholeBytes = static_cast<double>(projections.data.size()) * sizeof(float);
+      EXPECT_GT(report.bytesRead, 0.0) << what;
+      EXPECT_LT(report.bytesRead, wholeBytes * report.slabs) << what;
+      ASSERT_EQ(report.ranks.size(), 1u) << what;
+      EXPECT_EQ(report.ranks[0].slabs, report.slabs) << what;
     }
   }
 }

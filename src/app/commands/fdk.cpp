@@ -13,6 +13,7 @@
 #include "app/fdk_report.h"
 #include "app/options.h"
 #include "app/slice_files.h"
+#include "glrecon/cluster.h"
 #include "glrecon/errors.h"
 #include "glrecon/fdk.h"
 #include "glrecon/io.h"
@@ -134,6 +135,16 @@ class FdkCommand final : public Command {
 
   void run() const {
     FdkOptions options = fdkOptions();
+    // Under mpirun (glrecon/cluster.h): every rank runs this command; rank 0 makes the output and speaks.
+    Cluster* const cluster = currentCluster();
+    options.cluster = cluster;
+    const bool rankZero = !cluster || cluster->rank() == 0;
+    const bool speak = !quiet && rankZero;
+    if (cluster && !options.gpus.empty()) {
+      // One device per rank: the ranks of a host share its devices out by their place on it.
+      options.gpu = options.gpus[static_cast<std::size_t>(cluster->localRank()) % options.gpus.size()];
+      options.gpus.clear();
+    }
     const VolumeGrid grid = volume.grid();
     checkInputs();
     std::vector<SliceSpec> chosen;
@@ -154,27 +165,41 @@ class FdkCommand final : public Command {
     const Geometry geometry = Geometry::fromCircular(params, opened.source->detector());
     // The output file is made now, and its pages put into the page cache by background threads while the projections
     // are read and reconstructed: the final write is then a parallel copy (VolumeFileWriter::preparePages says why).
-    outputs.track(output);
-    if (!rawPath().empty()) outputs.track(rawPath());
-    VolumeFileSink sink(output, grid, overwrite, options.threads);
+    // Under MPI rank 0 makes it and the other ranks write their slabs into it.
+    if (rankZero) {
+      outputs.track(output);
+      if (!rawPath().empty()) outputs.track(rawPath());
+    }
+    std::unique_ptr<VolumeFileSink> made = rankZero ? std::make_unique<VolumeFileSink>(output, grid, overwrite, options.threads) : nullptr;
+    if (cluster) {
+      const std::string shared = cluster->broadcast(made ? made->temporaryData() : std::string());
+      if (!made) made = std::make_unique<VolumeFileSink>(output, grid, VolumeFileWriter::JoinedFile{shared});
+    }
+    VolumeFileSink& sink = *made;
     options.streaming = stream;
     const FdkPlan plan = planFdk(geometry, grid, options, *opened.source, opened.session);
     trace("fdk: planned");
-    if (!quiet) {
+    if (speak) {
       std::cerr << "reconstructing " << grid.size[0] << " x " << grid.size[1] << " x " << grid.size[2] << " voxels from "
                 << geometry.size() << " projections of " << geometry.detector.nu << " x " << geometry.detector.nv << '\n';
-      if (!plan.slabs.slabs.empty()) std::cerr << describePlan(plan.slabs, plan.devices.size()) << '\n';
+      if (!plan.slabs.slabs.empty()) std::cerr << describePlan(plan.slabs, plan.devices.size(), cluster ? cluster->size() : 0) << '\n';
     }
     FdkReconstructor reconstructor(plan);
     const FdkReport report = reconstructor.run(*opened.source, sink);
-    if (!quiet) printConversion(opened.converted);
+    if (cluster && !rankZero) {
+      sink.commit();       // this rank's rows written back
+      cluster->barrier();  // rank 0 renames the file once every rank's are
+      return;
+    }
+    if (cluster) cluster->barrier();
+    if (speak) printConversion(opened.converted);
     const std::string noteText = sideNote(report, grid, geometry.size(), !roi.empty());
     trace("fdk: reconstructed");
     const double writeSeconds = sink.commit();
     trace("fdk: written");
     const double fileToFileSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     writeSideNote(noteText, outputs);
-    if (!quiet) printSummary(report, geometry.size(), opened.session->waitedSeconds(), writeSeconds, fileToFileSeconds, noteText);
+    if (speak) printSummary(report, geometry.size(), opened.session->waitedSeconds(), writeSeconds, fileToFileSeconds, noteText);
     if (!slices.empty()) writeVolumeSlices(plan, sink, grid, chosen.empty(), pngs, fixedRange, outputs);
     outputs.keep();
   }
@@ -299,6 +324,7 @@ class FdkCommand final : public Command {
                    formatBytes(static_cast<std::uint64_t>(report.uploadedBytes)).c_str(), 100.0 * report.uploadedBytes / report.wholeUploadBytes,
                    report.scratchFile ? "; filtered projections in a scratch file" : "");
     printFileSplit(report, gpuStartSeconds, writeSeconds, total, projections);
+    printRanks(report, total);
     if (!noteText.empty()) std::cerr << noteText;
     std::cerr << "wrote " << output << (noteText.empty() ? "" : " and " + notePath()) << '\n';
   }

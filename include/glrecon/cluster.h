@@ -1,0 +1,64 @@
+#pragma once
+/// Several processes reconstructing one volume: the ranks of an MPI job (`mpirun -np N glrecon fdk ...`), one process
+/// per node or per GPU. The FDK scheduler (glrecon/fdk.h, FdkOptions::cluster) cuts the volume into slabs of y rows as it
+/// does for several GPUs of one machine; rank 0 deals them out on demand (a slower rank takes fewer), and each rank
+/// reads and filters only the detector rows of the slab it holds (slabRowBand), backprojects it on its device and writes
+/// it at its offsets into the one output file. Every slab is computed as one block computes it, so the file equals a
+/// one-process run's bit for bit.
+///
+/// Implemented over MPI (src/recon/cluster.cpp, where the build found MPI) and, for tests and for the same band-reading
+/// configuration without MPI, as one process (singleProcessCluster).
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace glrecon {
+
+class Cluster {
+ public:
+  virtual ~Cluster() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// This rank's index among the ranks on its host (a node's GPUs are shared out by it).
+  virtual int localRank() const { return rank(); }
+  /// The host's name, for reports and messages.
+  virtual std::string host() const;
+
+  // ---- collectives: every rank calls them, in the same order ----
+  /// The smallest of every rank's `value`.
+  virtual std::uint64_t minimum(std::uint64_t value) = 0;
+  /// Rank 0's `text` on every rank.
+  virtual std::string broadcast(const std::string& text) = 0;
+  /// Every rank's `text`, in rank order, on rank 0 (elsewhere: empty).
+  virtual std::vector<std::string> gather(const std::string& text) = 0;
+  /// Returns once every rank has called it.
+  virtual void barrier() = 0;
+  /// Starts dealing items 0 .. count-1 (rank 0 serves them; a collective).
+  virtual void deal(std::size_t count) = 0;
+
+  // ---- dealing, from any thread once deal() has returned ----
+  /// The next item for this rank, in increasing order over the cluster; nullopt once every item is taken.
+  virtual std::optional<std::size_t> next() = 0;
+  /// On rank 0: items the other ranks have finished (a rank asking again has finished its last one); 0 elsewhere.
+  virtual std::size_t finishedElsewhere() const { return 0; }
+};
+
+/// A cluster of one process: the band-reading configuration without MPI (tests compare it with one block).
+std::unique_ptr<Cluster> singleProcessCluster();
+
+/// The MPI job this process belongs to: started where the build has MPI and the process was launched by mpirun (its
+/// environment says so); nullptr otherwise. A build without MPI launched by mpirun with several ranks throws UsageError
+/// (each copy would write the whole volume). Call once, first thing in main; endCluster() before returning.
+Cluster* startCluster(int* argc, char*** argv);
+void endCluster();
+/// Where an MPI job runs: ends every rank with `message` on stderr (prefixed with this rank and host) and `code`; never
+/// returns. Elsewhere it returns and the caller exits as usual.
+void abortCluster(const std::string& message, int code);
+/// The process's cluster where startCluster made one, nullptr otherwise.
+Cluster* currentCluster();
+/// True where the build has MPI.
+bool clusterBuiltWithMpi();
+
+}  // namespace glrecon

@@ -1,0 +1,225 @@
+// Clusters (glrecon/cluster.h): one process, or the ranks of an MPI job. Rank 0 deals items (slabs) from a thread of its
+// own, so that a rank asking for work is answered while rank 0's own worker backprojects: MPI's one-sided atomics would
+// need no thread, but over TCP between nodes Open MPI emulates them with messages that progress only while the target
+// is inside MPI, which a rank busy on its GPU is not for seconds at a time.
+#include "glrecon/cluster.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+#include "glrecon/errors.h"
+
+#ifdef GLRECON_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace glrecon {
+
+std::string Cluster::host() const {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "unknown host";
+  return name;
+}
+
+namespace {
+
+class SingleProcess final : public Cluster {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::uint64_t minimum(std::uint64_t value) override { return value; }
+  std::string broadcast(const std::string& text) override { return text; }
+  std::vector<std::string> gather(const std::string& text) override { return {text}; }
+  void barrier() override {}
+  void deal(std::size_t count) override {
+    count_ = count;
+    next_ = 0;
+  }
+  std::optional<std::size_t> next() override {
+    const std::size_t item = next_++;
+    if (item >= count_) return std::nullopt;
+    return item;
+  }
+
+ private:
+  std::size_t count_ = 0;
+  std::atomic<std::size_t> next_{0};
+};
+
+// Launched by mpirun (Open MPI, MPICH, or a PMIx launcher such as srun): its environment says so.
+int launchedRanks() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"})
+    if (const char* value = std::getenv(name)) return std::max(1, std::atoi(value));
+  if (std::getenv("PMIX_RANK")) return 1;
+  return 0;
+}
+
+#ifdef GLRECON_HAVE_MPI
+constexpr int kAsk = 1, kGive = 2;
+
+class MpiCluster final : public Cluster {
+ public:
+  MpiCluster() {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    MPI_Comm local;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
+    MPI_Comm_rank(local, &local_);
+    MPI_Comm_free(&local);
+    // Dealing has a communicator of its own: its messages never meet the collectives of the main thread.
+    MPI_Comm_dup(MPI_COMM_WORLD, &deals_);
+  }
+  ~MpiCluster() override {
+    if (server_.joinable()) server_.join();
+    MPI_Comm_free(&deals_);
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int localRank() const override { return local_; }
+  std::uint64_t minimum(std::uint64_t value) override {
+    std::uint64_t result = value;
+    MPI_Allreduce(&value, &result, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    return result;
+  }
+  std::string broadcast(const std::string& text) override {
+    unsigned long long length = text.size();
+    MPI_Bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    std::string result = rank_ == 0 ? text : std::string(length, '\0');
+    MPI_Bcast(result.data(), static_cast<int>(length), MPI_CHAR, 0, MPI_COMM_WORLD);
+    return result;
+  }
+  std::vector<std::string> gather(const std::string& text) override {
+    const int length = static_cast<int>(text.size());
+    std::vector<int> lengths(rank_ == 0 ? size_ : 0), offsets(rank_ == 0 ? size_ : 0);
+    MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+    std::string all;
+    if (rank_ == 0) {
+      for (int r = 0; r < size_; ++r) offsets[r] = r == 0 ? 0 : offsets[r - 1] + lengths[r - 1];
+      all.resize(static_cast<std::size_t>(offsets.back() + lengths.back()));
+    }
+    MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
+    std::vector<std::string> texts;
+    for (int r = 0; rank_ == 0 && r < size_; ++r) texts.push_back(all.substr(offsets[r], lengths[r]));
+    return texts;
+  }
+  void barrier() override { MPI_Barrier(MPI_COMM_WORLD); }
+
+  void deal(std::size_t count) override {
+    if (server_.joinable()) server_.join();
+    count_ = count;
+    next_ = 0;
+    finishedElsewhere_ = 0;
+    holding_ = false;
+    if (rank_ == 0 && size_ > 1) server_ = std::thread([this] { serve(); });
+    barrier();  // the server listens before anyone asks (and no rank asks about an earlier deal's items)
+  }
+  std::optional<std::size_t> next() override {
+    if (rank_ == 0) return take();
+    // The request says whether this rank has finished an item since it last asked (rank 0's progress counts it).
+    int finished = holding_.exchange(false) ? 1 : 0;
+    long long item = -1;
+    MPI_Send(&finished, 1, MPI_INT, 0, kAsk, deals_);
+    MPI_Recv(&item, 1, MPI_LONG_LONG, 0, kGive, deals_, MPI_STATUS_IGNORE);
+    if (item < 0) return std::nullopt;
+    holding_ = true;
+    return static_cast<std::size_t>(item);
+  }
+  std::size_t finishedElsewhere() const override { return finishedElsewhere_; }
+
+ private:
+  std::optional<std::size_t> take() {
+    const std::size_t item = next_++;
+    if (item >= count_) return std::nullopt;
+    return item;
+  }
+  // Rank 0: answers every other rank until each has been told that nothing is left.
+  void serve() {
+    for (int open = size_ - 1; open > 0;) {
+      int finished = 0;
+      MPI_Status status;
+      MPI_Recv(&finished, 1, MPI_INT, MPI_ANY_SOURCE, kAsk, deals_, &status);
+      finishedElsewhere_ += static_cast<std::size_t>(finished);
+      const std::optional<std::size_t> item = take();
+      const long long reply = item ? static_cast<long long>(*item) : -1;
+      if (!item) --open;
+      MPI_Send(&reply, 1, MPI_LONG_LONG, status.MPI_SOURCE, kGive, deals_);
+    }
+  }
+
+  int rank_ = 0, size_ = 1, local_ = 0;
+  MPI_Comm deals_ = MPI_COMM_NULL;
+  std::size_t count_ = 0;
+  std::atomic<std::size_t> next_{0}, finishedElsewhere_{0};
+  std::atomic<bool> holding_{false};
+  std::thread server_;
+};
+#endif
+
+std::unique_ptr<Cluster> process;
+
+}  // namespace
+
+std::unique_ptr<Cluster> singleProcessCluster() { return std::make_unique<SingleProcess>(); }
+
+bool clusterBuiltWithMpi() {
+#ifdef GLRECON_HAVE_MPI
+  return true;
+#else
+  return false;
+#endif
+}
+
+Cluster* startCluster(int* argc, char*** argv) {
+  const int ranks = launchedRanks();
+  if (ranks == 0) return nullptr;
+#ifdef GLRECON_HAVE_MPI
+  int provided = 0;
+  MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+  // Abort, not an error code, on any MPI failure: a rank that returned from a failed call would leave the others waiting.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  if (provided < MPI_THREAD_MULTIPLE) {
+    std::fprintf(stderr, "glrecon: error: this MPI library gives thread level %d; glrecon deals slabs from a thread of rank 0 "
+                 "and needs MPI_THREAD_MULTIPLE (%d)\n", provided, MPI_THREAD_MULTIPLE);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  process = std::make_unique<MpiCluster>();
+  return process.get();
+#else
+  (void)argc;
+  (void)argv;
+  if (ranks > 1)
+    throw UsageError("started by mpirun with " + std::to_string(ranks) + " ranks, but this glrecon was built without MPI: each copy would "
+                     "reconstruct and write the whole volume. Install libopenmpi-dev and build again (CMake finds MPI), or run one process");
+  return nullptr;
+#endif
+}
+
+void endCluster() {
+#ifdef GLRECON_HAVE_MPI
+  if (!process) return;
+  process.reset();
+  MPI_Finalize();
+#endif
+}
+
+Cluster* currentCluster() { return process.get(); }
+
+void abortCluster(const std::string& message, int code) {
+#ifdef GLRECON_HAVE_MPI
+  if (!process || process->size() == 1) return;
+  std::fprintf(stderr, "glrecon: rank %d of %d (%s) stops the job: %s", process->rank(), process->size(), process->host().c_str(), message.c_str());
+  if (message.empty() || message.back() != '\n') std::fputc('\n', stderr);
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, code);
+#else
+  (void)message;
+  (void)code;
+#endif
+}
+
+}  // namespace glrecon

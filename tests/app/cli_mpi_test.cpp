@@ -1,0 +1,112 @@
+// `mpirun -np N glrecon fdk ...` (glrecon/cluster.h) as a user runs it, on the cpu backend: the file equals the one
+// process's bit for bit (an uneven last slab, a region, a tilted scan, .mhd), each rank reads only its rows, a rank that
+// fails mid-run stops the job with its reason and leaves no file, and what cannot be shared out is refused. The GL
+// backends: cli_mpi_gl_test.cpp.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "glrecon/io.h"
+#include "cli_support.h"
+#include "mpi_support.h"
+#include "test_support.h"
+
+namespace glrecon {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace test;
+
+// 72 rows of y: 2 or 3 ranks deal 5 slabs of 16 rows (at least 4 a rank, 16-row granules), the last one 8 rows.
+const std::string kGrid = " --size 40,72,32 --spacing 6 --backend cpu --threads 1";
+
+TEST(ClusterCli, FdkOverRanksEqualsOneProcessBitForBit) {
+  if (const std::string why = mpiMissing(); !why.empty()) GTEST_SKIP() << why;
+  const auto dir = scratchDir();
+  ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
+  ASSERT_EQ(runCli(dir, "phantom -o tilted --projections 60 --detector 64 --detector-spacing 8 --out-of-plane 5 --in-plane 3 "
+                        "--detector-offset 10,-6 --source-offset 4,3 -q").exitCode, 0);
+  struct Case {
+    std::string name, scan, extra;
+  };
+  for (const Case& c : {Case{"plain", "scan", ""}, Case{"roi", "scan", " --roi sphere:10,-20,5,70"}, Case{"tilted", "tilted", ""}}) {
+    const std::string common = "fdk -g " + c.scan + "/geometry.xml -p " + c.scan + "/projections.mha" + kGrid + c.extra;
+    const CliRun one = runCli(dir, common + " -o one-" + c.name + ".mha");
+    ASSERT_EQ(one.exitCode, 0) << one.output;
+    for (int ranks : {1, 2, 3}) {
+      const std::string out = c.name + "-np" + std::to_string(ranks) + ".mha";
+      const CliRun r = runMpi(dir, ranks, common + " -o " + out);
+      ASSERT_EQ(r.exitCode, 0) << c.name << " -np " << ranks << ":\n" << r.output;
+      EXPECT_EQ(fileBytes(dir / out), fileBytes(dir / ("one-" + c.name + ".mha"))) << c.name << " -np " << ranks;
+      // Rank 0 reports every rank's share, once.
+      EXPECT_TRUE(contains(r.output, "dealt on demand to " + std::to_string(ranks))) << r.output;
+      EXPECT_TRUE(contains(r.output, "rank " + std::to_string(ranks - 1) + " (")) << r.output;
+      EXPECT_EQ(r.output.find("wrote "), r.output.rfind("wrote ")) << r.output;
+      if (!c.extra.empty()) EXPECT_EQ(fileBytes(dir / (out + ".txt")).size(), fileBytes(dir / ("one-" + c.name + ".mha.txt")).size());
+    }
+  }
+  // A .mhd's .raw is the file the ranks share.
+  ASSERT_EQ(runCli(dir, "fdk -g scan/geometry.xml -p scan/projections.mha" + kGrid + " -o one.mhd").exitCode, 0);
+  const CliRun mhd = runMpi(dir, 2, "fdk -g scan/geometry.xml -p scan/projections.mha" + kGrid + " -o two.mhd");
+  ASSERT_EQ(mhd.exitCode, 0) << mhd.output;
+  EXPECT_EQ(fileBytes(dir / "two.raw"), fileBytes(dir / "one.raw"));
+  EXPECT_EQ(filesStartingWith(dir, "."), 0) << "temporary files left";
+}
+
+TEST(ClusterCli, EachRankReadsOnlyItsRows) {
+  if (const std::string why = mpiMissing(); !why.empty()) GTEST_SKIP() << why;
+  const auto dir = scratchDir();
+  ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
+  const CliRun r = runMpi(dir, 3, "fdk -g scan/geometry.xml -p scan/projections.mha -o v.mha" + kGrid);
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  // "3 ranks read N of projection rows": the 5 slabs' bands of 60 projections of 64 x 64, together less than every
+  // slab reading whole projections (5 x 983040 bytes), and each rank's share named.
+  const auto at = r.output.find("3 ranks read ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const std::string amount = r.output.substr(at + 13, r.output.find(" of projection rows", at) - at - 13);
+  const double value = std::stod(amount);
+  const double bytes = contains(amount, "MiB") ? value * 1048576 : contains(amount, "KiB") ? value * 1024 : value;
+  EXPECT_LT(bytes, 5.0 * 60 * 64 * 64 * 4) << r.output;
+  EXPECT_GT(bytes, 0.9 * 60 * 64 * 64 * 4) << r.output;  // every row some slab needs, at least once
+}
+
+TEST(ClusterCli, ARankThatFailsMidRunStopsTheJobAndLeavesNoFile) {
+  if (const std::string why = mpiMissing(); !why.empty()) GTEST_SKIP() << why;
+  const auto dir = scratchDir();
+  ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
+  // One file per projection (the first file is read at opening, the others as each slab needs them), with a bad value
+  // in a central row of projection 40: read by whichever rank takes a slab whose band holds that row, mid-run.
+  const Image stack = readMetaImage((dir / "scan" / "projections.mha").string());
+  fs::create_directories(dir / "files");
+  for (int p = 0; p < stack.size[2]; ++p) {
+    Image one({stack.size[0], stack.size[1], 1}, stack.spacing, stack.origin);
+    std::copy_n(stack.data.begin() + static_cast<std::ptrdiff_t>(p) * 64 * 64, 64 * 64, one.data.begin());
+    if (p == 40) one.at(30, 32, 0) = std::nanf("");
+    writeMetaImage((dir / "files" / ("p_" + std::to_string(p) + ".mha")).string(), one, false);
+  }
+  const CliRun r = runMpi(dir, 3, "fdk -g scan/geometry.xml -p files -o v.mha" + kGrid);
+  EXPECT_NE(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "stops the job")) << r.output;
+  EXPECT_TRUE(contains(r.output, "p_40.mha") && contains(r.output, "projection 40")) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "v.mha"));
+  EXPECT_EQ(filesStartingWith(dir, ".v.mha"), 0) << "temporary files left";
+}
+
+TEST(ClusterCli, WhatCannotBeSharedOutIsRefused) {
+  if (const std::string why = mpiMissing(); !why.empty()) GTEST_SKIP() << why;
+  const auto dir = scratchDir();
+  ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
+  const std::string common = "fdk -g scan/geometry.xml -p scan/projections.mha -o v.mha" + kGrid;
+  for (const auto& [option, words] : {std::pair{" --stream", "--stream"}, std::pair{" --filter-on gpu", "--filter-on"},
+                                      std::pair{" --scratch .", "--scratch"}}) {
+    const CliRun r = runMpi(dir, 2, common + option);
+    EXPECT_NE(r.exitCode, 0) << option << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, words) && contains(r.output, "MPI")) << r.output;
+    EXPECT_FALSE(fs::exists(dir / "v.mha"));
+    EXPECT_EQ(filesStartingWith(dir, ".v.mha"), 0) << "temporary files left";
+  }
+}
+
+}  // namespace
+}  // namespace glrecon

@@ -1,0 +1,46 @@
+#pragma once
+// mpirun around the command-line tool (cli_mpi_test.cpp, cli_mpi_gl_test.cpp): ranks on this machine, more than its
+// cores where asked (--oversubscribe), root allowed (CI's containers run as root).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "glrecon/cluster.h"
+#include "test_support.h"
+
+namespace glrecon::test {
+
+/// Why MPI runs cannot be tested here ("" where they can).
+inline std::string mpiMissing() {
+  if (!clusterBuiltWithMpi()) return "this build has no MPI (CMake found none: install libopenmpi-dev)";
+  if (std::system("command -v mpirun > /dev/null 2>&1") != 0) return "no mpirun on PATH (install openmpi-bin)";
+  return "";
+}
+
+/// `ranks` ranks of the tool with `arguments` in `dir`: exit code and output as runCli gives them.
+inline CliRun runMpi(const std::filesystem::path& dir, int ranks, const std::string& arguments, int seconds = 300) {
+  const std::filesystem::path log = dir / "mpi.log";
+  const std::string command = "cd '" + dir.string() + "' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 timeout " +
+                              std::to_string(seconds) + " mpirun -np " + std::to_string(ranks) + " '" + GLRECON_CLI_PATH + "' " + arguments +
+                              " > '" + log.string() + "' 2>&1";
+  const int status = std::system(command.c_str());
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const std::string output = readText(log);
+  std::filesystem::remove(log);
+  return CliRun{code == 124 ? -1 : code, output};
+}
+
+/// The file's bytes, for bit-for-bit comparisons of whole outputs (header included).
+inline std::string fileBytes(const std::filesystem::path& path) { return readText(path); }
+
+/// Files in `dir` whose names start with `prefix` (an output's temporary files are ".NAME.tmp-*").
+inline int filesStartingWith(const std::filesystem::path& dir, const std::string& prefix) {
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    if (entry.path().filename().string().rfind(prefix, 0) == 0) ++n;
+  return n;
+}
+
+}  // namespace glrecon::test
