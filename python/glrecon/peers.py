@@ -121,7 +121,8 @@ def from_tigre(DSO, DSD=None, angles=None, n_detector=None, d_detector=None, off
                           detector move together); one number or one per view.
       nVoxel, dVoxel      (z, y, x) voxels and voxel size (mm) (dVoxel defaults to sVoxel / nVoxel): the ``grid``
                           (glrecon's size is (nx, nz, ny), spacing (dx, dz, dy); it is centred).
-      mode                "cone" (TIGRE's "parallel" is not supported yet: glrecon's operators are cone-beam).
+      mode                "cone" (TIGRE's "parallel" is not mapped here: make the scan with Geometry.parallel, TIGRE's angle t
+                          being gantry angle t + 90 degrees).
       accuracy            not read: glrecon's ``step`` (default half a voxel, TIGRE's accuracy 0.5) sets it.
 
     Arrays: TIGRE's projections (angles, v, u) are glrecon's (views, v, u) as they are (the detector is laid out so:
@@ -142,7 +143,8 @@ def from_tigre(DSO, DSD=None, angles=None, n_detector=None, d_detector=None, off
             raise UsageError("angles: expected TIGRE's angles (from_tigre(geo, angles)) or geo.angles, found neither")
         mode = _field(geo, "mode", "cone")
         if mode is not None and str(mode) != "cone":
-            raise UsageError(f"geo.mode: expected 'cone' (parallel beam is not supported yet), found {str(mode)!r}")
+            raise UsageError(f"geo.mode: expected 'cone' (TIGRE's parallel mode is not mapped by from_tigre: make the scan "
+                             f"with glrecon.Geometry.parallel), found {str(mode)!r}")
         n_det = _field(geo, "nDetector")
         d_det = _field(geo, "dDetector")
         if d_det is None and n_det is not None and _field(geo, "sDetector") is not None:

@@ -128,7 +128,8 @@ def test_from_tigre_reads_a_tigre_geo_object():
     (lambda: glrecon.from_tigre(1000, 1536, [0.0, np.nan], (4, 4), (1, 1)), glrecon.InputError,
      r"angles: expected finite angles in radians, found nan at index 1"),
     (lambda: glrecon.from_tigre(types.SimpleNamespace(DSO=1000, DSD=1536, nDetector=(4, 4), dDetector=(1, 1), mode="parallel"), [0.0]),
-     glrecon.UsageError, r"geo.mode: expected 'cone' \(parallel beam is not supported yet\), found 'parallel'"),
+     glrecon.UsageError, r"geo.mode: expected 'cone' \(TIGRE's parallel mode is not mapped by from_tigre: make the scan with "
+     r"glrecon.Geometry.parallel\), found 'parallel'"),
     (lambda: glrecon.from_tigre(types.SimpleNamespace(DSO=1000, DSD=1536, dDetector=(1, 1)), [0.0]), glrecon.UsageError,
      r"geo.nDetector: expected TIGRE's field, found none"),
 ])
