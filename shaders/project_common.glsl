@@ -2,9 +2,11 @@
 // written operation for operation as src/project/cpu_projector.cpp computes it. Prepended to each stage's file.
 struct View {
   vec4 sourceIndex;  // xyz: the source in voxel-index coordinates; w: the main axis (0, 1, 2) of the view's planes
-  vec4 e0;           // xyz: world vector from the source to the centre of pixel (0, 0)
+  vec4 e0;           // xyz: world vector from the source to the centre of pixel (0, 0); w: 1 for parallel beam
   vec4 eu;           // xyz: world step along a detector row
   vec4 ev;           // xyz: world step along a column
+  // Parallel beam (e0.w 1, src/operators/projector_views.h): every ray runs along e0 from its pixel's centre
+  // sourceIndex + u eu + v ev (voxel index; eu, ev in voxel-index units), the whole line both ways.
   vec4 normal;       // xyz: unit detector normal; w: V_voxel SDD^2 / |eu x ev|
   vec4 rows[3];      // the 3x4 matrix: voxel index -> (u w, v w, w)
 };
@@ -25,12 +27,13 @@ layout(binding = 1) uniform sampler2DArray projectionLayers;  // bilinear, borde
 // marchRay: sample k at first + k delta (voxel index), each standing for `len` mm; false where it takes none.
 bool marchRay(int view, vec2 pixel, out vec3 first, out vec3 delta, out int count, out float len) {
   const View o = views[view];
-  const vec3 d = o.e0.xyz + pixel.x * o.eu.xyz + pixel.y * o.ev.xyz;
+  const bool parallelBeam = o.e0.w != 0.0;
+  const vec3 d = parallelBeam ? o.e0.xyz : o.e0.xyz + pixel.x * o.eu.xyz + pixel.y * o.ev.xyz;
   const float dl = sqrt(d.x * d.x + d.y * d.y + d.z * d.z);
   const vec3 dir = d / dl / spacing;
-  const vec3 s = o.sourceIndex.xyz;
+  const vec3 s = parallelBeam ? o.sourceIndex.xyz + pixel.x * o.eu.xyz + pixel.y * o.ev.xyz : o.sourceIndex.xyz;
   const vec3 hi = vec3(volumeSize);
-  float tmin = 0.0;
+  float tmin = parallelBeam ? -3.402823466e38 : 0.0;
   count = 0;
   first = vec3(0.0);
   delta = vec3(0.0);
@@ -84,7 +87,7 @@ float forwardRay(int view, vec2 pixel) {
 }
 
 // B: voxel `voxel` projected into each of `count` views (layer p of projectionLayers is views[p]), bilinear
-// sample times the ray-density weight V_voxel SDD^2 |r - s| / (|eu x ev| depth^3).
+// sample times the ray-density weight V_voxel SDD^2 |r - s| / (|eu x ev| depth^3) (parallel beam: normal.w alone).
 float backVoxel(vec3 voxel, int count) {
   const vec2 invDetector = 1.0 / vec2(detectorSize);
   const vec4 x = vec4(voxel, 1.0);
@@ -97,7 +100,7 @@ float backVoxel(vec3 voxel, int count) {
     const vec3 rs = (voxel - o.sourceIndex.xyz) * spacing;
     const float distance = sqrt(rs.x * rs.x + rs.y * rs.y + rs.z * rs.z);
     const float depth = dot(rs, o.normal.xyz);
-    sum += value * (o.normal.w * distance / (depth * depth * depth));
+    sum += value * (o.e0.w != 0.0 ? o.normal.w : o.normal.w * distance / (depth * depth * depth));  // parallel: no depth
   }
   return sum;
 }

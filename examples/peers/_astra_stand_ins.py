@@ -21,9 +21,13 @@ def arguments(doc, size=32, iterations=None):
     return args
 
 
-def create_vol_geom(rows, cols, slices, *window):
+def create_vol_geom(rows, cols, slices=None, *window):
     """astra.create_vol_geom(rows, cols, slices[, min_x, max_x, min_y, max_y, min_z, max_z]): rows along y, columns
-    along x, slices along z; the window centred, one unit per voxel, where none is given."""
+    along x, slices along z; the window centred, one unit per voxel, where none is given. Without slices: ASTRA's 2-D
+    create_vol_geom(rows, cols)."""
+    if slices is None:
+        return {"GridRowCount": rows, "GridColCount": cols,
+                "option": {"WindowMinX": -cols / 2, "WindowMaxX": cols / 2, "WindowMinY": -rows / 2, "WindowMaxY": rows / 2}}
     if window and len(window) != 6:
         raise TypeError("create_vol_geom: expected rows, cols, slices and no window or all six of its bounds")
     x0, x1, y0, y1, z0, z1 = window or (-cols / 2, cols / 2, -rows / 2, rows / 2, -slices / 2, slices / 2)
@@ -43,4 +47,6 @@ def create_proj_geom(kind, *args):
                 "DistanceOriginDetector": args[6]}
     if kind in ("cone_vec", "parallel3d_vec"):
         return {"type": kind, "DetectorRowCount": args[0], "DetectorColCount": args[1], "Vectors": args[2]}
+    if kind == "parallel":  # 2-D: detector width, detector count, angles
+        return {"type": kind, "DetectorWidth": args[0], "DetectorCount": args[1], "ProjectionAngles": args[2]}
     raise ValueError(f"create_proj_geom: expected a 3-D type (parallel3d, cone, cone_vec, parallel3d_vec), found {kind!r}")

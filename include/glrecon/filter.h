@@ -140,6 +140,7 @@ class FdkFilter {
   mutable std::shared_ptr<const CosineTable> cosine_;
   std::vector<double> angles_;  ///< source angle of each view
   std::vector<double> gaps_;
+  bool parallel_ = false;  ///< parallel beam: angles on a circle of pi, no cosine or Parker weights
   bool shortScan_ = false;
   double range_ = 0.0;
   double start_ = 0.0;  ///< angle of the first projection of a short scan

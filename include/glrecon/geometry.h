@@ -11,6 +11,10 @@
 ///   vStep    - world step from one row to the next (index v).
 /// Circular scans and RTK geometry files convert to this form; everything downstream (filter,
 /// backprojectors) uses only the vectors and the derived 3x4 matrices.
+///
+/// Parallel beam (ASTRA's parallel3d_vec, a synchrotron): the source is at infinity and every ray of a view runs along
+/// one direction `ray` through its pixel centre. Such a view has `ray` non-zero (and `source` unused, zero); its matrix is
+/// affine (w == 1: no distance weight). A scan is all cone or all parallel (Geometry::validate).
 #include <array>
 #include <optional>
 #include <string>
@@ -28,9 +32,16 @@ struct ProjectionVectors {
   glm::dvec3 pixel00{0.0};
   glm::dvec3 uStep{0.0};
   glm::dvec3 vStep{0.0};
+  /// Parallel beam: the direction of every ray (any length, either sense: the whole line counts, as a cone's rays run
+  /// on past the detector). Zero for a cone-beam view (the rays start at `source`).
+  glm::dvec3 ray{0.0};
 
-  /// Unit normal of the detector plane, pointing from the source towards the detector.
+  bool parallel() const { return ray.x != 0.0 || ray.y != 0.0 || ray.z != 0.0; }
+  /// Unit normal of the detector plane, pointing from the source towards the detector (parallel beam: along the rays).
   glm::dvec3 detectorNormal() const;
+  /// The unit direction of the ray through pixel (u, v) (towards the detector).
+  glm::dvec3 rayDirection(double u, double v) const;
+  /// Cone beam only (undefined for parallel views, which have no source):
   /// Perpendicular distance from the source to the detector plane (mm).
   double sourceToDetector() const;
   /// Perpendicular distance from the source to the plane through the world origin parallel to the
@@ -93,6 +104,8 @@ struct Geometry {
   std::vector<CircularParams> circular;
 
   std::size_t size() const { return views.size(); }
+  /// True for a parallel-beam scan (every view's `ray` set; validate() refuses a mixture).
+  bool parallel() const { return !views.empty() && views.front().parallel(); }
 
   /// Builds the vectors of every projection from RTK parameters and a detector layout.
   static Geometry fromCircular(std::vector<CircularParams> params, const DetectorLayout& detector);
@@ -110,7 +123,8 @@ struct Geometry {
   ProjectionMatrix matrix(std::size_t index, const VolumeGrid& grid) const;
 
   /// Angle (radians, [0, 2pi)) of each source about the y axis, measured as RTK's gantry angle:
-  /// atan2(source.x, source.z) on the source projected to the y = 0 plane.
+  /// atan2(source.x, source.z) on the source projected to the y = 0 plane. Parallel beam: the direction the rays come
+  /// from, atan2(-ray.x, -ray.z) (a view at gantry angle 0 has rays along -z, as a cone's central ray).
   std::vector<double> sourceAngles() const;
 };
 
@@ -128,6 +142,24 @@ struct CircularScanSpec {
   double outOfPlaneAngle = 0.0, inPlaneAngle = 0.0;
 };
 Geometry makeCircularScan(const CircularScanSpec& spec);
+
+/// A circular parallel-beam scan (ASTRA's parallel3d): the rays turn about y, at gantry angle a along
+/// Ry(a) (0, 0, -1) (as a cone's central ray), the detector's centre on the rotation axis, u along Ry(a) (1, 0, 0) and v
+/// along y. ASTRA's [0, pi) sampling is projections over an arc of 180 degrees (a complete parallel scan).
+struct ParallelScanSpec {
+  int projections = 180;
+  double firstAngle = 0.0;  ///< degrees
+  double arc = 180.0;       ///< degrees covered; projections are spaced arc/projections apart
+  int nu = 256, nv = 256;
+  double spacingU = 1.0, spacingV = 1.0;
+  double offsetU = 0.0, offsetV = 0.0;  ///< the detector's centre moved along u and v (mm)
+};
+Geometry makeParallelScan(const ParallelScanSpec& spec);
+
+/// A parallel-beam view from ASTRA's parallel3d_vec row in glrecon's world: ray direction, detector centre, u and v
+/// steps (already in glrecon's axes); the centre is that of the nu x nv detector, as ASTRA's.
+ProjectionVectors parallelVectors(const glm::dvec3& ray, const glm::dvec3& centre, const glm::dvec3& uStep, const glm::dvec3& vStep,
+                                  int nu, int nv);
 
 /// Arc (degrees) a short scan needs for a detector: 180 + fan angle of the widest pixel.
 double shortScanArcDegrees(double sdd, const DetectorLayout& detector, double projectionOffsetX = 0.0);

@@ -43,11 +43,13 @@ class Phantom {
   /// Integral along the whole ray from `source` through `through` and beyond (what a detector pixel measures,
   /// wherever the detector stands: the object behind the detector plane attenuates the beam before it too).
   double rayIntegral(const glm::dvec3& source, const glm::dvec3& through) const;
+  /// Integral along the whole line through `through` along `direction` (a parallel-beam ray), exact.
+  double parallelRayIntegral(const glm::dvec3& through, const glm::dvec3& direction) const;
   /// Multiplies every density (e.g. 0.01 to turn RTK's units into attenuation per mm for noise studies).
   void scaleDensities(double factor);
 
  private:
-  double integral(const glm::dvec3& a, const glm::dvec3& b, double upper) const;
+  double integral(const glm::dvec3& a, const glm::dvec3& b, double upper, double lower = 0.0) const;
   struct Prepared {
     glm::dvec3 center;
     glm::dvec3 rowX, rowY, rowZ;  // world -> unit-sphere coordinates: local = rows . (p - center)

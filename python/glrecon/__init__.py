@@ -44,9 +44,9 @@ from ._glrecon import (CudaError, DeviceError, Error, GeometryError, GlError, In
 
 __all__ = [
     "Error", "InputError", "GeometryError", "UsageError", "DeviceError", "GlError", "CudaError", "ImageArray", "Geometry", "Grid",
-    "read_rtk_geometry", "from_astra", "from_astra_vec", "astra_grid", "from_tigre", "to_astra_order", "from_astra_order",
+    "read_rtk_geometry", "from_astra", "from_astra_vec", "from_astra_parallel_vec", "astra_grid", "from_tigre", "to_astra_order", "from_astra_order",
     "to_tigre_order", "from_tigre_order", "read_image", "read_projections", "write_image",
-    "fdk", "project", "sart", "sirt", "cgls", "osem", "asd_pocs", "pdhg_tv", "Operator", "line_integrals", "backends", "projectors", "devices", "compare",
+    "fdk", "fbp", "project", "sart", "sirt", "cgls", "osem", "asd_pocs", "pdhg_tv", "Operator", "line_integrals", "backends", "projectors", "devices", "compare",
     "phantom",
 ]
 
@@ -391,11 +391,12 @@ def _layout(array):
 # ---- geometry -------------------------------------------------------------------------------------------
 
 class Geometry:
-    """A cone-beam scan: per view the source, the centre of detector pixel (0, 0), and the steps along a
-    row (u) and a column (v), in world mm (see include/glrecon/geometry.h).
+    """A scan: per view the source, the centre of detector pixel (0, 0), and the steps along a
+    row (u) and a column (v), in world mm (see include/glrecon/geometry.h); or, for parallel beam (``is_parallel``),
+    the rays' direction in place of the source (the source at infinity).
 
-    Make one with ``Geometry.circular(...)``, ``read_rtk_geometry(path)``, ``Geometry.from_vectors(...)``,
-    ``from_astra(...)``, ``from_astra_vec(...)`` or ``from_tigre(...)``. An RTK file holds no detector layout: as on
+    Make one with ``Geometry.circular(...)``, ``Geometry.parallel(...)``, ``read_rtk_geometry(path)``,
+    ``Geometry.from_vectors(...)``, ``from_astra(...)``, ``from_astra_vec(...)`` or ``from_tigre(...)``. An RTK file holds no detector layout: as on
     the command line, ``fdk`` takes it from the projections' ``spacing``/``origin`` (``read_image`` gives them), or
     set it with ``with_detector``.
 
@@ -427,14 +428,30 @@ class Geometry:
             _number(out_of_plane, "out_of_plane", "outOfPlane"), _number(in_plane, "in_plane", "inPlane")))
 
     @classmethod
-    def from_vectors(cls, vectors, detector):
+    def parallel(cls, projections=180, detector=(256, 256), pixel=(1.0, 1.0), first_angle=0.0, arc=180.0,
+                 detector_offset=(0.0, 0.0)):
+        """A circular parallel-beam scan (ASTRA's ``parallel3d``): ``projections`` views over ``arc`` degrees from
+        ``first_angle`` (the default, 180 degrees, is ASTRA's [0, pi) sampling: a complete scan), ``detector`` =
+        (nu, nv) pixels of ``pixel`` = (su, sv) mm, its centre on the rotation axis plus ``detector_offset`` (u, v) mm.
+        At gantry angle a the rays run along Ry(a) (0, 0, -1) (as a cone's central ray), u along Ry(a) (1, 0, 0), v
+        along y."""
+        return cls(_glrecon.Geometry._parallel(
+            _whole(projections, "projections", "projections"),
+            _several(detector, "detector", 2, lambda d, name: _whole(d, name, "detector")), _reals(pixel, "pixel", 2),
+            _number(first_angle, "first_angle", "firstAngle"), _number(arc, "arc", "arc"),
+            _reals(detector_offset, "detector_offset", 2, False)))
+
+    @classmethod
+    def from_vectors(cls, vectors, detector, parallel=False):
         """Views given as rows of 12 numbers, glrecon's own form: source (3), centre of pixel (0, 0) (3),
-        u step (3), v step (3), world mm; ``detector`` = (nu, nv)."""
+        u step (3), v step (3), world mm; ``detector`` = (nu, nv). With ``parallel=True`` the first three numbers are
+        the rays' direction (towards the detector; the source at infinity): parallel beam."""
         rows = _real_array(vectors, "vectors", (2,), (1000000, 12))
         # Aligned as well as C-contiguous: pybind11 takes an array at an odd address as it is, and reading its doubles
         # there is undefined behaviour (UBSan: "reference binding to misaligned address").
         return cls(_glrecon.Geometry._from_vectors(_np.require(rows, _np.float64, ["C", "A"]),
-                                                   _several(detector, "detector", 2, _detector_pixels, False)))
+                                                   _several(detector, "detector", 2, _detector_pixels, False),
+                                                   _bool(parallel, "parallel")))
 
     def with_detector(self, detector, pixel, origin=None):
         """This RTK geometry on a detector of ``detector`` = (nu, nv) pixels of ``pixel`` = (su, sv) mm, its
@@ -463,13 +480,20 @@ class Geometry:
         return self._core.is_circular
 
     @property
+    def is_parallel(self):
+        """True for a parallel-beam scan (``Geometry.parallel``, ``from_vectors(..., parallel=True)``, ASTRA's
+        parallel3d, parallel3d_vec, 2-D parallel)."""
+        return self._core.is_parallel
+
+    @property
     def gantry_angles(self):
         """RTK gantry angles in degrees (circular geometries)."""
         return _np.array(self._core.gantry_angles)
 
     @property
     def vectors(self):
-        """(views, 12) float64: source, centre of pixel (0, 0), u step, v step (world mm)."""
+        """(views, 12) float64: source (parallel beam: the rays' direction), centre of pixel (0, 0), u step, v step
+        (world mm)."""
         return self._core._vectors()
 
     def write_rtk(self, path, overwrite=False):
@@ -477,7 +501,7 @@ class Geometry:
         self._core._write_rtk(_path(path, "path"), _bool(overwrite, "overwrite"))
 
     def __repr__(self):
-        kind = "circular" if self.is_circular else "vectors"
+        kind = "circular" if self.is_circular else ("parallel beam" if self.is_parallel else "vectors")
         grid = "" if self.grid is None else f", grid={self.grid!r}"
         return f"glrecon.Geometry({len(self)} views, {kind}, detector={self.detector}, pixel={self.pixel}{grid})"
 
@@ -692,6 +716,20 @@ def fdk(projections, geometry, size=None, spacing=None, origin=None, backend="au
     if origin is None:
         origin = tuple(-0.5 * (n - 1) * s for n, s in zip(size, voxel))
     return ImageArray(vol, voxel, origin)
+
+
+def fbp(projections, geometry, size=None, spacing=None, origin=None, backend="auto", window="auto", filter="ram-lak",
+        cutoff=1.0, short_scan=True, threads=0, batch=32, gpu=0, roi="", progress=None, report=None):
+    """Filtered backprojection (ASTRA's FBP / FBP_CUDA): ``fdk`` by its parallel-beam name, with the same arguments.
+
+    On a parallel-beam geometry (``Geometry.parallel``, ``from_astra`` of parallel3d, parallel3d_vec or 2-D parallel)
+    the filter is the ramp alone (no cone weights); the views' angles count on a circle of 180 degrees, so ASTRA's
+    [0, pi) sampling is a complete scan, a whole turn is taken as twice each line, and a scan short of 180 degrees is
+    refused unless ``short_scan=False`` (then a limited-angle reconstruction). On a cone-beam geometry this is FDK. A
+    2-D slice is a volume one voxel thick (``from_astra`` of 2-D geometries gives it)."""
+    return fdk(projections, geometry, size=size, spacing=spacing, origin=origin, backend=backend, window=window, filter=filter,
+               cutoff=cutoff, short_scan=short_scan, threads=threads, batch=batch, gpu=gpu, roi=roi, progress=progress,
+               report=report)
 
 
 # ---- forward projection and iterative methods -----------------------------------------------------------
@@ -1119,5 +1157,5 @@ def compare(first, second, roi=None):
 
 
 from . import phantom  # noqa: E402  (uses the names above)
-from .peers import (astra_grid, from_astra, from_astra_order, from_astra_vec, from_tigre, from_tigre_order,  # noqa: E402
+from .peers import (astra_grid, from_astra, from_astra_order, from_astra_parallel_vec, from_astra_vec, from_tigre, from_tigre_order,  # noqa: E402
                     to_astra_order, to_tigre_order)

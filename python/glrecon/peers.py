@@ -1,5 +1,5 @@
-"""TIGRE's and ASTRA's geometries and array orders, for their users: ``from_tigre``, ``from_astra``, ``from_astra_vec``
-and the array helpers ``to_tigre_order``/``from_tigre_order``, ``to_astra_order``/``from_astra_order``.
+"""TIGRE's and ASTRA's geometries and array orders, for their users: ``from_tigre``, ``from_astra``, ``from_astra_vec``,
+``from_astra_parallel_vec`` and the array helpers ``to_tigre_order``/``from_tigre_order``, ``to_astra_order``/``from_astra_order``.
 
 One picture relates the three (docs/python.md draws it). glrecon's world is RTK's: the gantry turns about y. TIGRE and
 ASTRA turn about z. Their (x, y, z) is glrecon's (x, z, -y): a proper rotation (determinant +1), so a scan keeps its
@@ -121,7 +121,8 @@ def from_tigre(DSO, DSD=None, angles=None, n_detector=None, d_detector=None, off
                           detector move together); one number or one per view.
       nVoxel, dVoxel      (z, y, x) voxels and voxel size (mm) (dVoxel defaults to sVoxel / nVoxel): the ``grid``
                           (glrecon's size is (nx, nz, ny), spacing (dx, dz, dy); it is centred).
-      mode                "cone" (TIGRE's "parallel" is not supported yet: glrecon's operators are cone-beam).
+      mode                "cone" (TIGRE's "parallel" is not mapped here: make the scan with Geometry.parallel, TIGRE's angle t
+                          being gantry angle t + 90 degrees).
       accuracy            not read: glrecon's ``step`` (default half a voxel, TIGRE's accuracy 0.5) sets it.
 
     Arrays: TIGRE's projections (angles, v, u) are glrecon's (views, v, u) as they are (the detector is laid out so:
@@ -142,7 +143,8 @@ def from_tigre(DSO, DSD=None, angles=None, n_detector=None, d_detector=None, off
             raise UsageError("angles: expected TIGRE's angles (from_tigre(geo, angles)) or geo.angles, found neither")
         mode = _field(geo, "mode", "cone")
         if mode is not None and str(mode) != "cone":
-            raise UsageError(f"geo.mode: expected 'cone' (parallel beam is not supported yet), found {str(mode)!r}")
+            raise UsageError(f"geo.mode: expected 'cone' (TIGRE's parallel mode is not mapped by from_tigre: make the scan "
+                             f"with glrecon.Geometry.parallel), found {str(mode)!r}")
         n_det = _field(geo, "nDetector")
         d_det = _field(geo, "dDetector")
         if d_det is None and n_det is not None and _field(geo, "sDetector") is not None:
@@ -230,9 +232,32 @@ def from_astra_vec(vectors, det_row_count, det_col_count):
     return Geometry.from_vectors(rows, (cols_count, rows_count))
 
 
-_ASTRA_LATER = {"parallel3d": "parallel beam", "parallel3d_vec": "parallel beam", "parallel": "2-D parallel beam",
-                "parallel_vec": "2-D parallel beam", "fanflat": "2-D fan beam", "fanflat_vec": "2-D fan beam",
-                "cyl_cone_vec": "a cylindrical detector"}
+def from_astra_parallel_vec(vectors, det_row_count, det_col_count):
+    """A parallel-beam glrecon Geometry from ASTRA's ``parallel3d_vec`` rows (rayX, rayY, rayZ, dX, dY, dZ, uX, uY, uZ, vX,
+    vY, vZ): the rays' direction, the *centre of the detector*, and the steps from one pixel to the next along a row (u)
+    and a column (v), with ``det_row_count``, ``det_col_count`` in ASTRA's order (``create_proj_geom('parallel3d_vec',
+    rows, cols, V)``). As ``from_astra_vec``: anchored at pixel (0, 0), ASTRA's (x, y, z) as glrecon's (x, z, -y)."""
+    rows_count, cols_count = _detector_pixels(det_row_count, "det_row_count"), _detector_pixels(det_col_count, "det_col_count")
+    vec = _np.asarray(_real_array(vectors, "vectors", (1, 2), (1000000, 12)), dtype=_np.float64)
+    if vec.ndim != 2 or vec.shape[1] != 12:
+        raise InputError(f"vectors: shape: expected (views, 12) ASTRA parallel3d_vec rows, found {vec.shape}")
+    ray, d, u, v = vec[:, 0:3], vec[:, 3:6], vec[:, 6:9], vec[:, 9:12]
+    with _np.errstate(over="ignore", invalid="ignore"):
+        d0 = d - 0.5 * (cols_count - 1) * u - 0.5 * (rows_count - 1) * v
+        rows = _to_glrecon(ray, d0, u, v)
+    return Geometry.from_vectors(rows, (cols_count, rows_count), parallel=True)
+
+
+def _two_d_to_three_d(kind, vec, thickness):
+    """ASTRA's 2-D vector rows (parallel_vec: rayX, rayY, dX, dY, uX, uY; fanflat_vec: srcX, srcY, dX, dY, uX, uY) as 3-D
+    ones (parallel3d_vec, cone_vec) in the plane z = 0, with one detector row of ``thickness`` along z."""
+    views = vec.shape[0]
+    z = _np.zeros((views, 1))
+    return _np.hstack([vec[:, 0:2], z, vec[:, 2:4], z, vec[:, 4:6], z, z, z, _np.full((views, 1), thickness)])
+
+
+_ASTRA_LATER = {"cyl_cone_vec": "a cylindrical detector"}
+_ASTRA_KINDS = "'cone', 'cone_vec', 'parallel3d', 'parallel3d_vec', 'parallel', 'parallel_vec', 'fanflat' or 'fanflat_vec'"
 
 
 def _key(geom, key, where):
@@ -242,7 +267,9 @@ def _key(geom, key, where):
 
 
 def astra_grid(vol_geom):
-    """The glrecon ``Grid`` of an ASTRA 3-D ``vol_geom`` dict (``astra.create_vol_geom(rows, cols, slices, ...)``).
+    """The glrecon ``Grid`` of an ASTRA ``vol_geom`` dict (``astra.create_vol_geom(rows, cols, slices, ...)``; a 2-D one,
+    ``create_vol_geom(rows, cols)``, is a volume one voxel thick about z = 0, its voxels as thick as they are wide; its
+    row 0 at WindowMaxY, as ASTRA's 2-D pixelRowToCenterY, gives the same grid).
 
     GridColCount, GridRowCount, GridSliceCount are ASTRA's x, y, z voxel counts and ``option``'s WindowMin/Max X, Y, Z
     its extent (default centred, 1 per voxel). ASTRA's volume array (slices, rows, cols) is glrecon's after
@@ -250,12 +277,18 @@ def astra_grid(vol_geom):
     voxel (0, 0, 0) is ASTRA's (col 0, last row, slice 0)."""
     if not isinstance(vol_geom, dict):
         raise UsageError(f"vol_geom: expected ASTRA's volume geometry dict (astra.create_vol_geom), found {type(vol_geom).__name__}")
-    if "GridSliceCount" not in vol_geom:
-        raise UsageError("vol_geom: expected a 3-D volume (GridSliceCount), found a 2-D one: a 2-D slice is not supported "
-                         "yet (it needs parallel or fan beam); make it 3-D, one slice thick, with a cone geometry")
+    two_d = "GridSliceCount" not in vol_geom
     counts = [_whole(_key(vol_geom, k, "vol_geom"), f"vol_geom['{k}']", "size")
-              for k in ("GridColCount", "GridRowCount", "GridSliceCount")]
-    option = vol_geom.get("option", {}) or {}
+              for k in (("GridColCount", "GridRowCount") if two_d else ("GridColCount", "GridRowCount", "GridSliceCount"))]
+    option = dict(vol_geom.get("option", {}) or {})
+    if two_d:
+        # A 2-D slice is a volume one voxel thick about z = 0, as thick as its voxels are wide (any thickness gives the
+        # same numbers: the slice's rays and voxel centres lie in z = 0).
+        counts.append(1)
+        nx = counts[0]
+        low = _number(option.get("WindowMinX", -nx / 2.0), "vol_geom['option']['WindowMinX']")
+        high = _number(option.get("WindowMaxX", nx / 2.0), "vol_geom['option']['WindowMaxX']")
+        option["WindowMinZ"], option["WindowMaxZ"] = -(high - low) / nx / 2, (high - low) / nx / 2
     lows, highs = [], []
     for axis, n in zip("XYZ", counts):
         low = option.get(f"WindowMin{axis}", -n / 2.0)
@@ -279,8 +312,14 @@ def from_astra(proj_geom, vol_geom=None):
     Types: 'cone' (DetectorSpacingX = u pixel size, DetectorSpacingY = v, DetectorRowCount, DetectorColCount,
     ProjectionAngles in radians, DistanceOriginSource, DistanceOriginDetector: at angle t the source is at
     (sin t, -cos t, 0) DistanceOriginSource, as ASTRA's genConeProjections places it) and 'cone_vec' (``Vectors``:
-    see ``from_astra_vec``). 'parallel3d', 'parallel3d_vec' and the 2-D types are refused: parallel beam is not
-    supported yet.
+    see ``from_astra_vec``); parallel beam: 'parallel3d' (DetectorSpacingX/Y, DetectorRowCount/ColCount,
+    ProjectionAngles: at angle t the rays run along (sin t, -cos t, 0), the detector centre at the origin, u = (cos t,
+    sin t, 0) DetectorSpacingX, v = (0, 0, DetectorSpacingY), as ASTRA's geom_2vec) and 'parallel3d_vec' (see
+    ``from_astra_parallel_vec``); 2-D: 'parallel' and 'fanflat' (DetectorWidth, DetectorCount, ProjectionAngles;
+    fanflat's DistanceOriginSource/Detector) and their '_vec' forms (6 numbers a row) are the same beams in the plane
+    z = 0 with one detector row, DetectorWidth thick: a 2-D slice is a volume one voxel thick (``astra_grid`` of a 2-D
+    vol_geom), its sinogram (angles, DetectorCount) glrecon's (views, 1, u) (``from_astra_order(sino,
+    "projections")``).
 
     Arrays: ASTRA's projections (rows, angles, cols) are glrecon's (views, v, u) after ``from_astra_order(p,
     "projections")``, its volume (slices, rows, cols) after ``from_astra_order(vol, "volume")``."""
@@ -288,9 +327,14 @@ def from_astra(proj_geom, vol_geom=None):
         raise UsageError(f"proj_geom: expected ASTRA's projection geometry dict (astra.create_proj_geom), found "
                          f"{type(proj_geom).__name__}")
     kind = _key(proj_geom, "type", "proj_geom")
-    if kind in _ASTRA_LATER:
-        raise UsageError(f"proj_geom['type']: expected 'cone' or 'cone_vec', found {kind!r}: {_ASTRA_LATER[kind]} is not "
-                         f"supported yet (glrecon's operators are cone-beam)")
+    if isinstance(kind, str) and kind in _ASTRA_LATER:
+        raise UsageError(f"proj_geom['type']: expected {_ASTRA_KINDS}, found {kind!r}: {_ASTRA_LATER[kind]} is not "
+                         f"supported yet")
+    if kind in ("parallel", "parallel_vec", "fanflat", "fanflat_vec"):
+        geometry = _from_astra_2d(proj_geom, kind)
+        return geometry if vol_geom is None else geometry.with_grid(astra_grid(vol_geom))
+    if kind not in ("cone", "cone_vec", "parallel3d", "parallel3d_vec"):
+        raise UsageError(f"proj_geom['type']: expected {_ASTRA_KINDS}, found {_shown(kind)!r}")
     rows = _key(proj_geom, "DetectorRowCount", "proj_geom")
     cols = _key(proj_geom, "DetectorColCount", "proj_geom")
     if kind == "cone_vec":
@@ -304,9 +348,40 @@ def from_astra(proj_geom, vol_geom=None):
         s, c, z = _np.sin(angles), _np.cos(angles), _np.zeros_like(angles)
         vectors = _np.stack([s * dso, -c * dso, z, -s * dod, c * dod, z, c * du, s * du, z, z, z, z + dv], axis=1)
         geometry = from_astra_vec(vectors, rows, cols)
-    else:
-        raise UsageError(f"proj_geom['type']: expected 'cone' or 'cone_vec', found {_shown(kind)!r}")
+    elif kind == "parallel3d_vec":
+        geometry = from_astra_parallel_vec(_key(proj_geom, "Vectors", "proj_geom"), rows, cols)
+    else:  # parallel3d
+        angles = _angles(_key(proj_geom, "ProjectionAngles", "proj_geom"), "proj_geom['ProjectionAngles']").reshape(-1)
+        du = _number(_key(proj_geom, "DetectorSpacingX", "proj_geom"), "proj_geom['DetectorSpacingX']")
+        dv = _number(_key(proj_geom, "DetectorSpacingY", "proj_geom"), "proj_geom['DetectorSpacingY']")
+        s, c, z = _np.sin(angles), _np.cos(angles), _np.zeros_like(angles)
+        vectors = _np.stack([s, -c, z, z, z, z, c * du, s * du, z, z, z, z + dv], axis=1)
+        geometry = from_astra_parallel_vec(vectors, rows, cols)
     return geometry if vol_geom is None else geometry.with_grid(astra_grid(vol_geom))
+
+
+def _from_astra_2d(proj_geom, kind):
+    """ASTRA's 2-D geometries as 3-D ones in the plane z = 0 with one detector row (see ``from_astra``)."""
+    cols = _detector_pixels(_key(proj_geom, "DetectorCount", "proj_geom"), "proj_geom['DetectorCount']")
+    if kind.endswith("_vec"):
+        vec = _np.asarray(_real_array(_key(proj_geom, "Vectors", "proj_geom"), "proj_geom['Vectors']", (1, 2), (1000000, 6)),
+                          dtype=_np.float64)
+        if vec.ndim != 2 or vec.shape[1] != 6:
+            raise InputError(f"proj_geom['Vectors']: shape: expected (views, 6) ASTRA {kind} rows, found {vec.shape}")
+        thickness = float(_np.hypot(vec[0, 4], vec[0, 5]))
+    else:
+        angles = _angles(_key(proj_geom, "ProjectionAngles", "proj_geom"), "proj_geom['ProjectionAngles']").reshape(-1)
+        width = _number(_key(proj_geom, "DetectorWidth", "proj_geom"), "proj_geom['DetectorWidth']")
+        s, c = _np.sin(angles), _np.cos(angles)
+        if kind == "parallel":  # geom_2vec: ray (sin t, -cos t), centre 0, u (cos t, sin t) DetectorWidth
+            vec = _np.stack([s, -c, 0 * s, 0 * s, c * width, s * width], axis=1)
+        else:  # fanflat: source (sin t, -cos t) DistanceOriginSource, centre (-sin t, cos t) DistanceOriginDetector
+            dso = _number(_key(proj_geom, "DistanceOriginSource", "proj_geom"), "proj_geom['DistanceOriginSource']")
+            dod = _number(_key(proj_geom, "DistanceOriginDetector", "proj_geom"), "proj_geom['DistanceOriginDetector']")
+            vec = _np.stack([s * dso, -c * dso, -s * dod, c * dod, c * width, s * width], axis=1)
+        thickness = width
+    rows3 = _two_d_to_three_d(kind, vec, thickness)
+    return from_astra_parallel_vec(rows3, 1, cols) if kind.startswith("parallel") else from_astra_vec(rows3, 1, cols)
 
 
 # ---- array orders ---------------------------------------------------------------------------------------------
@@ -314,12 +389,13 @@ def from_astra(proj_geom, vol_geom=None):
 _WHAT = ("volume", "projections")
 
 
-def _three_d(array, name, what):
+def _three_d(array, name, what, two_d_ok=False):
     if what not in _WHAT:
         raise UsageError(f"what: expected 'volume' or 'projections', found {_shown(what)!r}")
     array = _np.asarray(array)
-    if array.ndim != 3:
-        raise InputError(f"{name}: shape: expected a 3-D {what} array, found {array.ndim} dimensions {array.shape}")
+    if array.ndim != 3 and not (two_d_ok and array.ndim == 2):
+        raise InputError(f"{name}: shape: expected a {'2-D (ASTRA 2-D) or ' if two_d_ok else ''}3-D {what} array, found "
+                         f"{array.ndim} dimensions {array.shape}")
     return array
 
 
@@ -340,12 +416,24 @@ def to_tigre_order(array, what):
 def from_astra_order(array, what):
     """An ASTRA array as glrecon's (a view, no copy): a volume (slices, rows, cols) becomes glrecon's (z, y, x)
     (``vol.transpose(1, 0, 2)[::-1]``), projections (rows, angles, cols) glrecon's (views, v, u)
-    (``p.transpose(1, 0, 2)``), for a geometry from ``from_astra``. ``what``: "volume" or "projections"."""
-    array = _three_d(array, "array", what)
+    (``p.transpose(1, 0, 2)``), for a geometry from ``from_astra``. ``what``: "volume" or "projections".
+    ASTRA's 2-D arrays too: a slice (rows, cols) becomes the one-voxel-thick volume (rows, 1, cols) (``vol[:, None]``: ASTRA
+    counts 2-D rows from the top, WindowMaxY, where its 3-D rows count from WindowMinY), a sinogram (angles, DetectorCount)
+    the projections (views, 1, u) (``sino[:, None]``)."""
+    array = _three_d(array, "array", what, two_d_ok=True)
+    if array.ndim == 2:
+        return array[:, None, :]
     return array.transpose(1, 0, 2)[::-1] if what == "volume" else array.transpose(1, 0, 2)
 
 
-def to_astra_order(array, what):
-    """A glrecon array in ASTRA's order (a view, no copy); the inverse of ``from_astra_order``."""
+def to_astra_order(array, what, two_d=False):
+    """A glrecon array in ASTRA's order (a view, no copy); the inverse of ``from_astra_order``. With ``two_d=True`` a
+    one-voxel-thick volume (z, 1, x) becomes ASTRA's 2-D slice (rows, cols), projections (views, 1, u) its sinogram
+    (angles, DetectorCount)."""
     array = _three_d(array, "array", what)
+    if two_d:
+        if array.shape[1] != 1:
+            raise InputError(f"array: shape: expected one {'voxel' if what == 'volume' else 'detector row'} along axis 1 for "
+                             f"ASTRA's 2-D order, found {array.shape}")
+        return array[:, 0, :]
     return array[::-1].transpose(1, 0, 2) if what == "volume" else array.transpose(1, 0, 2)

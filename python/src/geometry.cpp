@@ -16,7 +16,7 @@ py::array vectorsArray(const Geometry& g) {
   auto m = out.mutable_unchecked<2>();
   for (std::size_t i = 0; i < g.size(); ++i) {
     const ProjectionVectors& v = g.views[i];
-    const glm::dvec3 parts[4] = {v.source, v.pixel00, v.uStep, v.vStep};
+    const glm::dvec3 parts[4] = {v.parallel() ? v.ray : v.source, v.pixel00, v.uStep, v.vStep};
     for (int p = 0; p < 4; ++p)
       for (int c = 0; c < 3; ++c) m(i, p * 3 + c) = parts[p][c];
   }
@@ -65,18 +65,50 @@ void bindGeometry(py::module_& m) {
             checkScanBounds(g, "geometry");
             return PyGeometry{g.circular, g.detector, {}};
           })
+      .def_static("_parallel",
+                  [](int projections, std::array<int, 2> detector, std::array<double, 2> pixel, double firstAngle, double arc,
+                     std::array<double, 2> detectorOffset) {
+                    checkValue("projections", projections);
+                    for (int n : detector) checkValue("detector", n);
+                    checkValue("firstAngle", firstAngle);
+                    checkValue("arc", arc);
+                    for (double o : detectorOffset) checkValue("detectorOffset", o);
+                    ParallelScanSpec spec;
+                    spec.projections = projections;
+                    spec.nu = detector[0];
+                    spec.nv = detector[1];
+                    spec.spacingU = pixel[0];
+                    spec.spacingV = pixel[1];
+                    spec.firstAngle = firstAngle;
+                    spec.arc = arc;
+                    spec.offsetU = detectorOffset[0];
+                    spec.offsetV = detectorOffset[1];
+                    const Geometry g = makeParallelScan(spec);
+                    checkScanBounds(g, "geometry");
+                    return PyGeometry{{}, g.detector, g.views};
+                  })
       .def_static("_from_vectors",
-                  [](const py::array_t<double, py::array::c_style | py::array::forcecast>& vectors, std::array<int, 2> detector) {
+                  [](const py::array_t<double, py::array::c_style | py::array::forcecast>& vectors, std::array<int, 2> detector, bool parallel) {
                     if (vectors.ndim() != 2 || vectors.shape(1) != 12)
-                      throwInputError("vectors", "shape", "(views, 12): source, pixel (0,0), u step, v step",
+                      throwInputError("vectors", "shape",
+                                      parallel ? "(views, 12): ray direction, pixel (0,0), u step, v step" : "(views, 12): source, pixel (0,0), u step, v step",
                                       vectors.ndim() == 2 ? "(" + std::to_string(vectors.shape(0)) + ", " + std::to_string(vectors.shape(1)) + ")"
                                                           : std::to_string(vectors.ndim()) + " dimensions");
                     checkValue("projections", static_cast<double>(vectors.shape(0)), "views");
                     for (int n : detector) checkValue("detector", n);
                     PyGeometry g;
                     auto r = vectors.unchecked<2>();
-                    for (py::ssize_t i = 0; i < vectors.shape(0); ++i)
-                      g.vectors.push_back({{r(i, 0), r(i, 1), r(i, 2)}, {r(i, 3), r(i, 4), r(i, 5)}, {r(i, 6), r(i, 7), r(i, 8)}, {r(i, 9), r(i, 10), r(i, 11)}});
+                    for (py::ssize_t i = 0; i < vectors.shape(0); ++i) {
+                      ProjectionVectors v{{r(i, 0), r(i, 1), r(i, 2)}, {r(i, 3), r(i, 4), r(i, 5)}, {r(i, 6), r(i, 7), r(i, 8)}, {r(i, 9), r(i, 10), r(i, 11)}};
+                      if (parallel) {
+                        // The first three numbers are the rays' direction (the source at infinity).
+                        v.ray = v.source;
+                        v.source = glm::dvec3(0.0);
+                        if (!v.parallel())
+                          throwInputError("vectors", "row " + std::to_string(i) + " ray direction", "a non-zero direction", "(0, 0, 0)");
+                      }
+                      g.vectors.push_back(v);
+                    }
                     if (g.vectors.empty()) throwInputError("vectors", "views", "at least one", "none");
                     DetectorLayout layout = DetectorLayout::centred(detector[0], detector[1], glm::length(g.vectors[0].uStep),
                                                                     glm::length(g.vectors[0].vStep));
@@ -106,6 +138,7 @@ void bindGeometry(py::module_& m) {
       .def("__len__", [](const PyGeometry& g) { return g.circular.empty() ? g.vectors.size() : g.circular.size(); })
       .def_property_readonly("has_detector", [](const PyGeometry& g) { return g.detector.has_value(); })
       .def_property_readonly("is_circular", [](const PyGeometry& g) { return !g.circular.empty(); })
+      .def_property_readonly("is_parallel", [](const PyGeometry& g) { return g.circular.empty() && !g.vectors.empty() && g.vectors[0].parallel(); })
       .def_property_readonly("detector", [](const PyGeometry& g) -> py::object {
         if (!g.detector) return py::none();
         return py::make_tuple(g.detector->nu, g.detector->nv);

@@ -72,8 +72,12 @@ void VolumeGrid::validate(const char* context) const {
 
 glm::dvec3 ProjectionVectors::detectorNormal() const {
   glm::dvec3 n = glm::normalize(glm::cross(uStep, vStep));
-  if (glm::dot(pixel00 - source, n) < 0.0) n = -n;
+  if (glm::dot(parallel() ? ray : pixel00 - source, n) < 0.0) n = -n;
   return n;
+}
+
+glm::dvec3 ProjectionVectors::rayDirection(double u, double v) const {
+  return glm::normalize(parallel() ? ray : detectorPoint(u, v) - source);
 }
 
 double ProjectionVectors::sourceToDetector() const { return glm::dot(pixel00 - source, detectorNormal()); }
@@ -145,11 +149,17 @@ void Geometry::validate(const std::string& context) const {
   if (!circular.empty() && circular.size() != views.size())
     throwGeometryError(context, "circular parameters", std::to_string(views.size()) + " sets",
                        std::to_string(circular.size()));
+  const bool beamParallel = parallel();
   for (std::size_t i = 0; i < views.size(); ++i) {
     const ProjectionVectors& v = views[i];
     const std::string where = "projection " + std::to_string(i);
-    if (!finite(v.source) || !finite(v.pixel00) || !finite(v.uStep) || !finite(v.vStep))
+    if (!finite(v.source) || !finite(v.pixel00) || !finite(v.uStep) || !finite(v.vStep) || !finite(v.ray))
       throwGeometryError(context, where, "finite source and detector vectors", "NaN or infinity");
+    if (v.parallel() != beamParallel)
+      throwGeometryError(context, where + " ray", beamParallel ? "a parallel-beam view (a ray direction), as projection 0" : "a cone-beam view (no ray direction), as projection 0",
+                         v.parallel() ? "a parallel-beam view, ray " + str(v.ray) : "a cone-beam view");
+    if (!circular.empty() && beamParallel)
+      throwGeometryError(context, "circular parameters", "none for a parallel-beam scan (RTK's are cone-beam)", std::to_string(circular.size()) + " sets");
     const double lu = glm::length(v.uStep), lv = glm::length(v.vStep);
     if (!(lu > 0.0) || !(lv > 0.0))
       throwGeometryError(context, where + " detector steps", "non-zero u and v steps",
@@ -157,6 +167,14 @@ void Geometry::validate(const std::string& context) const {
     if (glm::length(glm::cross(v.uStep, v.vStep)) < 1e-9 * lu * lv)
       throwGeometryError(context, where + " detector steps", "u and v steps that span a plane",
                          "parallel steps u " + str(v.uStep) + ", v " + str(v.vStep));
+    if (beamParallel) {
+      // Rays in (or within 1e-6 rad of) the detector plane never meet it: no pixel is defined.
+      const double across = std::abs(glm::dot(glm::normalize(v.ray), glm::normalize(glm::cross(v.uStep, v.vStep))));
+      if (!(across > 1e-6))
+        throwGeometryError(context, where + " ray", "a ray direction that crosses the detector plane",
+                           "ray " + str(v.ray) + " along the detector (u " + str(v.uStep) + ", v " + str(v.vStep) + ")");
+      continue;
+    }
     const double sdd = v.sourceToDetector();
     const double scale = std::max({glm::length(v.source), glm::length(v.pixel00), lu, lv});
     if (!(sdd > 1e-9 * scale))
@@ -186,6 +204,19 @@ void Geometry::checkVolumeInFront(const VolumeGrid& grid, const std::string& con
 
 ProjectionMatrix Geometry::matrix(std::size_t index, const VolumeGrid& grid) const {
   const ProjectionVectors& v = views[index];
+  if (v.parallel()) {
+    // (u, v, t) = M^-1 (x - pixel00) with M = [uStep | vStep | ray]: the ray through x meets the detector at (u, v);
+    // the third row is (0, 0, 0, 1): w = 1, no distance weight (an affine map).
+    const glm::dmat3 inv = glm::inverse(glm::dmat3(v.uStep, v.vStep, v.ray));
+    const glm::dvec3 shift = -(inv * v.pixel00);
+    ProjectionMatrix p;
+    for (int r = 0; r < 2; ++r) {
+      for (int c = 0; c < 3; ++c) p.m[r][c] = inv[c][r] * grid.spacing[c];
+      p.m[r][3] = shift[r] + inv[0][r] * grid.origin.x + inv[1][r] * grid.origin.y + inv[2][r] * grid.origin.z;
+    }
+    p.m[2] = {0.0, 0.0, 0.0, 1.0};
+    return p;
+  }
   // (u', v', t') = M^-1 (x - s) with M = [uStep | vStep | pixel00 - s]: the ray through x meets the
   // detector at (u'/t', v'/t'), and t' = depth(x) / sourceToDetector. Scaling by
   // sourceToDetector / sourceToIsocentre turns t' into w = depth / sourceToIsocentre.
@@ -205,7 +236,7 @@ std::vector<double> Geometry::sourceAngles() const {
   std::vector<double> angles;
   angles.reserve(views.size());
   for (const ProjectionVectors& v : views) {
-    double a = std::atan2(v.source.x, v.source.z);
+    double a = v.parallel() ? std::atan2(-v.ray.x, -v.ray.z) : std::atan2(v.source.x, v.source.z);
     if (a < 0.0) a += 2.0 * std::numbers::pi;
     angles.push_back(a);
   }
@@ -234,6 +265,32 @@ Geometry makeCircularScan(const CircularScanSpec& spec) {
                                       DetectorLayout::centred(spec.nu, spec.nv, spec.spacingU, spec.spacingV));
   g.validate("circular scan");
   return g;
+}
+
+Geometry makeParallelScan(const ParallelScanSpec& spec) {
+  if (spec.projections <= 0)
+    throwGeometryError("parallel scan", "projections", "a positive count", std::to_string(spec.projections));
+  Geometry g;
+  g.detector = DetectorLayout::centred(spec.nu, spec.nv, spec.spacingU, spec.spacingV);
+  g.views.reserve(spec.projections);
+  for (int i = 0; i < spec.projections; ++i) {
+    const glm::dmat3 r = rotationY((spec.firstAngle + spec.arc * i / spec.projections) * kDegree);
+    const glm::dvec3 u = r * glm::dvec3(spec.spacingU, 0.0, 0.0), v = r * glm::dvec3(0.0, spec.spacingV, 0.0);
+    const glm::dvec3 centre = r * glm::dvec3(spec.offsetU, spec.offsetV, 0.0);
+    g.views.push_back(parallelVectors(r * glm::dvec3(0.0, 0.0, -1.0), centre, u, v, spec.nu, spec.nv));
+  }
+  g.validate("parallel scan");
+  return g;
+}
+
+ProjectionVectors parallelVectors(const glm::dvec3& ray, const glm::dvec3& centre, const glm::dvec3& uStep, const glm::dvec3& vStep,
+                                  int nu, int nv) {
+  ProjectionVectors p;
+  p.ray = ray;
+  p.uStep = uStep;
+  p.vStep = vStep;
+  p.pixel00 = centre - 0.5 * (nu - 1) * uStep - 0.5 * (nv - 1) * vStep;
+  return p;
 }
 
 double shortScanArcDegrees(double sdd, const DetectorLayout& d, double projectionOffsetX) {

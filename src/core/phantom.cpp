@@ -76,8 +76,12 @@ double Phantom::lineIntegral(const glm::dvec3& a, const glm::dvec3& b) const { r
 
 double Phantom::rayIntegral(const glm::dvec3& source, const glm::dvec3& through) const { return integral(source, through, HUGE_VAL); }
 
-// Along a + t (b - a) for t in [0, upper].
-double Phantom::integral(const glm::dvec3& a, const glm::dvec3& b, double upper) const {
+double Phantom::parallelRayIntegral(const glm::dvec3& through, const glm::dvec3& direction) const {
+  return integral(through, through + direction, HUGE_VAL, -HUGE_VAL);
+}
+
+// Along a + t (b - a) for t in [lower, upper].
+double Phantom::integral(const glm::dvec3& a, const glm::dvec3& b, double upper, double lower) const {
   const glm::dvec3 d = b - a;
   const double length = glm::length(d);
   double sum = 0.0;
@@ -100,7 +104,7 @@ double Phantom::integral(const glm::dvec3& a, const glm::dvec3& b, double upper)
     const double halfChord = std::sqrt(inside / qa);
     const double t0 = closest - halfChord, t1 = closest + halfChord;
     // Unclipped, the chord is 2 halfChord: t1 - t0 would lose eps |t*| of a long ray.
-    const double chord = (t0 >= 0.0 && t1 <= upper) ? 2.0 * halfChord : std::min(upper, t1) - std::max(0.0, t0);
+    const double chord = (t0 >= lower && t1 <= upper) ? 2.0 * halfChord : std::min(upper, t1) - std::max(lower, t0);
     if (chord > 0.0) sum += e.density * chord * length;
   }
   return sum;
@@ -140,7 +144,8 @@ Image projectPhantom(const Phantom& phantom, const Geometry& geometry, const Pro
         for (int sv = 0; sv < n; ++sv)
           for (int su = 0; su < n; ++su) {
             const double du = (su + 0.5) / n - 0.5, dv = (sv + 0.5) / n - 0.5;
-            sum += phantom.rayIntegral(pv.source, pv.detectorPoint(u + du, v + dv));
+            sum += pv.parallel() ? phantom.parallelRayIntegral(pv.detectorPoint(u + du, v + dv), pv.ray)
+                                 : phantom.rayIntegral(pv.source, pv.detectorPoint(u + du, v + dv));
           }
         double value = sum / (n * n);
         if (options.noiseI0 > 0.0) {

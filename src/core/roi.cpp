@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include <glm/geometric.hpp>
+#include <glm/mat3x3.hpp>
+#include <glm/matrix.hpp>
 
 #include "glrecon/errors.h"
 #include "glrecon/limits.h"
@@ -100,6 +102,16 @@ RegionOfInterest fieldOfView(const Geometry& geometry, const VolumeGrid& grid) {
 std::string conservativeCylinder(const Geometry& geometry) {
   double radius = std::numeric_limits<double>::max(), low = -radius, high = radius;
   for (const ProjectionVectors& v : geometry.views) {
+    if (v.parallel()) {
+      // The ray through the world origin meets the detector at (pu, pv); the beam is a slab of rays nu pixels wide.
+      const glm::dvec3 at = glm::inverse(glm::dmat3(v.uStep, v.vStep, v.ray)) * -v.pixel00;
+      const glm::dvec3 r = glm::normalize(v.ray);
+      const double across = glm::length(v.uStep - glm::dot(v.uStep, r) * r), dv = glm::length(v.vStep);
+      radius = std::min(radius, std::min(at.x + 0.5, geometry.detector.nu - 0.5 - at.x) * across);
+      low = std::max(low, -(at.y + 0.5) * dv);
+      high = std::min(high, (geometry.detector.nv - 0.5 - at.y) * dv);
+      continue;
+    }
     const auto pierce = v.piercingPoint();
     const double sdd = v.sourceToDetector(), sid = v.sourceToIsocentre();
     const double du = glm::length(v.uStep), dv = glm::length(v.vStep);

@@ -182,9 +182,17 @@ FdkFilter::FdkFilter(const Geometry& geometry, const FilterOptions& options)
     : geometry_(geometry), ramp_(geometry.detector.nu, options.window, options.cutoff) {
   geometry.validate("FDK filter");
   angles_ = geometry.sourceAngles();
+  // Parallel beam measures each line once in half a turn (the view at a + pi sees the same lines mirrored): the angles
+  // live on a circle of pi, ASTRA's [0, pi) sampling is a whole scan, and a whole turn counts each line twice (its
+  // gaps come out halved on the circle of pi). Cone beam's circle is the whole turn.
+  parallel_ = geometry.parallel();
+  const double period = parallel_ ? kPi : 2 * kPi;
+  if (parallel_)
+    for (double& a : angles_) a = std::fmod(a, kPi);
+  const auto wrap = [&](double a) { return parallel_ ? std::fmod(std::fmod(a, kPi) + kPi, kPi) : wrapAngle(a); };
   const std::size_t count = angles_.size();
-  gaps_.assign(count, 2 * kPi);
-  range_ = 2 * kPi;
+  gaps_.assign(count, period);
+  range_ = period;
   if (count < 2) return;
 
   // Sort by angle; gap[i] = half the angular distance between the previous and the next projection.
@@ -193,7 +201,7 @@ FdkFilter::FdkFilter(const Geometry& geometry, const FilterOptions& options)
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return angles_[a] < angles_[b]; });
   std::vector<double> next(count);  // angular distance from sorted position s to s+1 (cyclic)
   for (std::size_t s = 0; s < count; ++s)
-    next[s] = wrapAngle(angles_[order[(s + 1) % count]] - angles_[order[s]]);
+    next[s] = wrap(angles_[order[(s + 1) % count]] - angles_[order[s]]);
   if (count == 1 || std::all_of(next.begin(), next.end(), [](double g) { return g == 0.0; })) return;
   std::vector<double> sortedGaps = next;
   std::nth_element(sortedGaps.begin(), sortedGaps.begin() + count / 2, sortedGaps.end());
@@ -203,12 +211,20 @@ FdkFilter::FdkFilter(const Geometry& geometry, const FilterOptions& options)
   // edges get the typical gap there (Parker's weight is near zero at the ends anyway).
   const bool partial = next[hole] > 2.0 * median;
   if (partial) {
-    range_ = 2 * kPi - next[hole];
+    range_ = period - next[hole];
     start_ = angles_[order[(hole + 1) % count]];
     next[hole] = median;
   }
   for (std::size_t s = 0; s < count; ++s) gaps_[order[s]] = 0.5 * (next[s] + next[(s + count - 1) % count]);
 
+  if (parallel_) {
+    // No Parker weights: a parallel scan short of 180 degrees misses lines (limited angle), taken only when asked.
+    if (partial && options.shortScan)
+      throw GeometryError("FDK filter: scan range: expected views over at least 180 degrees for a parallel-beam scan "
+                          "(N views over [0, 180) are complete), found " + std::to_string(range_ * 180 / kPi) +
+                          " degrees (a limited-angle reconstruction: " + field("shortScan") + " off)");
+    return;
+  }
   if (partial && options.shortScan) {
     shortScan_ = true;
     delta_ = 0.5 * (range_ - kPi);
@@ -240,6 +256,12 @@ double parkerWeight(double beta, double gamma, double delta) {
 std::vector<double> FdkFilter::columnWeights(std::size_t view) const {
   const ProjectionVectors& v = geometry_.views[view];
   const int nu = geometry_.detector.nu;
+  if (parallel_) {
+    // Each line once over the circle of pi: the whole gap; the ramp in the pixel spacing across the rays.
+    const glm::dvec3 r = glm::normalize(v.ray);
+    const double acrossSpacing = glm::length(v.uStep - glm::dot(v.uStep, r) * r);
+    return std::vector<double>(nu, gaps_[view] / acrossSpacing);
+  }
   // Ramp at the isocentre: pixel spacing demagnified to the isocentre plane; 1/spacing scales the unit kernel.
   const double isoSpacing = glm::length(v.uStep) * v.sourceToIsocentre() / v.sourceToDetector();
   // Full scan: every ray is measured twice, hence the 1/2; Parker's weights already sum to one per ray pair.
@@ -292,6 +314,7 @@ const DeviceFilter* FdkFilter::deviceFilter() const {
 
 std::array<double, 6> FdkFilter::cosineInvariants(std::size_t view) const {
   const ProjectionVectors& v = geometry_.views[view];
+  if (parallel_) return {1.0, 0.0, 0.0, 0.0, 0.0, 0.0};  // one table of ones for every view
   const glm::dvec3 e = v.pixel00 - v.source;
   return {glm::dot(e, e), glm::dot(e, v.uStep), glm::dot(e, v.vStep), glm::dot(v.uStep, v.uStep), glm::dot(v.vStep, v.vStep),
           glm::dot(v.uStep, v.vStep)};
@@ -302,8 +325,12 @@ std::shared_ptr<const FdkFilter::CosineTable> FdkFilter::buildCosineTable(std::s
   auto table = std::make_shared<CosineTable>();
   table->invariants = cosineInvariants(view);
   const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
-  const double sdd = v.sourceToDetector();
   table->weights.resize(static_cast<std::size_t>(nu) * nv);
+  if (parallel_) {  // no cone: every ray meets the detector at the same angle
+    std::fill(table->weights.begin(), table->weights.end(), 1.0);
+    return table;
+  }
+  const double sdd = v.sourceToDetector();
   for (int row = 0; row < nv; ++row)
     for (int u = 0; u < nu; ++u)
       table->weights[static_cast<std::size_t>(row) * nu + u] = sdd / glm::length(v.detectorPoint(u, row) - v.source);

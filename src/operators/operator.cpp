@@ -72,6 +72,27 @@ std::vector<ProjectorView> projectorViews(const Geometry& geometry, const Volume
   for (std::size_t p = 0; p < geometry.size(); ++p) {
     const ProjectionVectors& v = geometry.views[p];
     ProjectorView& o = out[p];
+    if (v.parallel()) {
+      const glm::dvec3 start = (v.pixel00 - grid.origin) / grid.spacing, n = v.detectorNormal();
+      const glm::dvec3 eu = v.uStep / grid.spacing, ev = v.vStep / grid.spacing;
+      for (int a = 0; a < 3; ++a) {
+        o.sourceIndex[a] = static_cast<float>(start[a]);
+        o.e0[a] = static_cast<float>(v.ray[a]);
+        o.eu[a] = static_cast<float>(eu[a]);
+        o.ev[a] = static_cast<float>(ev[a]);
+        o.normal[a] = static_cast<float>(n[a]);
+      }
+      // Rays per unit area across them: 1 / (the pixel's area seen along the ray).
+      o.weight = static_cast<float>(voxelVolume / std::abs(glm::dot(glm::cross(v.uStep, v.vStep), glm::normalize(v.ray))));
+      const ProjectionMatrix m = geometry.matrix(p, grid);
+      for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 4; ++c) o.matrix[r][c] = static_cast<float>(m.m[r][c]);
+      const glm::dvec3 across = glm::abs(v.ray / grid.spacing);
+      o.mainAxis = across.x >= across.y && across.x >= across.z ? 0 : (across.y >= across.z ? 1 : 2);
+      o.parallel = 1;
+      continue;
+    }
+    o.parallel = 0;
     const glm::dvec3 sIndex = (v.source - grid.origin) / grid.spacing;
     const glm::dvec3 e0 = v.pixel00 - v.source, n = v.detectorNormal();
     const double sdd = v.sourceToDetector(), area = glm::length(glm::cross(v.uStep, v.vStep));
@@ -122,7 +143,7 @@ void checkProjectorGeometry(const Geometry& geometry, const VolumeGrid& grid, co
   if (geometry.size() == 0) throwGeometryError(context, "projections", "at least one view", "none");
   // A ray from the source to a pixel centre of zero length has no direction: nothing to integrate along. Checked
   // at the four corners and wherever the detector plane passes through the source (the nearest pixel).
-  for (std::size_t p = 0; p < geometry.size(); ++p) {
+  for (std::size_t p = 0; p < geometry.size() && !geometry.parallel(); ++p) {  // parallel rays have their direction
     const ProjectionVectors& v = geometry.views[p];
     const auto pierce = v.piercingPoint();
     const double cu = std::clamp(std::round(pierce[0]), 0.0, geometry.detector.nu - 1.0);

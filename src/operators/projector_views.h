@@ -10,14 +10,18 @@
 namespace glrecon::detail {
 
 /// Coordinates: "index" = continuous voxel index (world - origin) / spacing.
+/// Parallel beam (`parallel` 1) reads the same fields otherwise: every ray of the view has the direction e0 and starts
+/// (t = 0) at its pixel's centre, sourceIndex + u eu + v ev in voxel-index coordinates; the Adjoint weight is `weight`
+/// alone (the rays' density does not change with depth).
 struct ProjectorView {
-  float sourceIndex[3];  ///< the source in voxel-index coordinates
-  float e0[3];           ///< world vector from the source to the centre of pixel (0, 0)
-  float eu[3], ev[3];    ///< world steps along a detector row / column
+  float sourceIndex[3];  ///< the source in voxel-index coordinates (parallel: pixel (0, 0)'s centre)
+  float e0[3];           ///< world vector from the source to the centre of pixel (0, 0) (parallel: the ray direction)
+  float eu[3], ev[3];    ///< world steps along a detector row / column (parallel: in voxel-index units)
   float normal[3];       ///< unit detector normal (source -> detector)
-  float weight;          ///< V_voxel * SDD^2 / |eu x ev| (the Adjoint weighting)
+  float weight;          ///< V_voxel * SDD^2 / |eu x ev| (the Adjoint weighting); parallel: V_voxel / |(du x dv) . ray/|ray||
   float matrix[3][4];    ///< Geometry::matrix for the grid
   int mainAxis;          ///< the voxel axis the central ray runs most along: forward()'s sample planes (ray_march.h)
+  int parallel;          ///< 1 for a parallel-beam view
 };
 std::vector<ProjectorView> projectorViews(const Geometry& geometry, const VolumeGrid& grid);
 

@@ -32,19 +32,32 @@ struct RaySamples {
 ///    of a piecewise-linear function). The main axis is the view's (that of its central ray, computed on the host), so
 ///    every backend marches the same planes; a ray of the cone more than 63 degrees off it takes its own largest axis.
 /// Returns false where the ray misses the box or takes no sample.
+/// A parallel-beam view (`parallel` 1, projector_views.h) has one direction e0 for every ray, each starting at its pixel
+/// sourceIndex + fu eu + fv ev (voxel index): the whole line, both ways from there.
 template <class View>
 GLRECON_HOST_DEVICE bool marchRay(const View& o, float fu, float fv, const float spacing[3], const float size[3], float step, RaySamples& r) {
-  float d[3], dir[3];
-  for (int a = 0; a < 3; ++a) d[a] = o.e0[a] + fu * o.eu[a] + fv * o.ev[a];
-  const float length = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+  float d[3], dir[3], s[3];
   float tmin = 0.0f, tmax = 3.402823466e38f;
+  if (o.parallel) {
+    for (int a = 0; a < 3; ++a) {
+      d[a] = o.e0[a];
+      s[a] = o.sourceIndex[a] + fu * o.eu[a] + fv * o.ev[a];
+    }
+    tmin = -3.402823466e38f;
+  } else {
+    for (int a = 0; a < 3; ++a) {
+      d[a] = o.e0[a] + fu * o.eu[a] + fv * o.ev[a];
+      s[a] = o.sourceIndex[a];
+    }
+  }
+  const float length = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
   for (int a = 0; a < 3; ++a) {
     dir[a] = d[a] / length / spacing[a];  // voxel-index units per mm along the ray
     if (dir[a] != 0.0f) {
-      const float t0 = (-1.0f - o.sourceIndex[a]) / dir[a], t1 = (size[a] - o.sourceIndex[a]) / dir[a];
+      const float t0 = (-1.0f - s[a]) / dir[a], t1 = (size[a] - s[a]) / dir[a];
       tmin = fmaxf(tmin, fminf(t0, t1));
       tmax = fminf(tmax, fmaxf(t0, t1));
-    } else if (o.sourceIndex[a] < -1.0f || o.sourceIndex[a] > size[a]) {
+    } else if (s[a] < -1.0f || s[a] > size[a]) {
       return false;
     }
   }
@@ -53,7 +66,7 @@ GLRECON_HOST_DEVICE bool marchRay(const View& o, float fu, float fv, const float
     r.count = static_cast<int>(ceilf((tmax - tmin) / step));
     const float t = tmin + 0.5f * step;
     for (int a = 0; a < 3; ++a) {
-      r.first[a] = o.sourceIndex[a] + t * dir[a];
+      r.first[a] = s[a] + t * dir[a];
       r.delta[a] = step * dir[a];
     }
     r.length = step;
@@ -64,7 +77,7 @@ GLRECON_HOST_DEVICE bool marchRay(const View& o, float fu, float fv, const float
   if (2.0f * fabsf(dir[m]) < largest) m = fabsf(dir[0]) == largest ? 0 : (fabsf(dir[1]) == largest ? 1 : 2);
   const float dm = dir[m];
   // The planes c = 0 .. size - 1 (at -1 and size the interpolant is 0) between the entry and the exit, in the ray's order.
-  const float entry = o.sourceIndex[m] + tmin * dm, exit = o.sourceIndex[m] + tmax * dm, last = size[m] - 1.0f;
+  const float entry = s[m] + tmin * dm, exit = s[m] + tmax * dm, last = size[m] - 1.0f;
   float c0, c1;
   if (dm > 0.0f) {
     c0 = fmaxf(ceilf(entry), 0.0f);
@@ -75,9 +88,9 @@ GLRECON_HOST_DEVICE bool marchRay(const View& o, float fu, float fv, const float
   }
   r.count = static_cast<int>(fabsf(c1 - c0)) + 1;
   if (dm > 0.0f ? c1 < c0 : c1 > c0) return false;
-  const float perPlane = 1.0f / fabsf(dm), t = (c0 - o.sourceIndex[m]) / dm;
+  const float perPlane = 1.0f / fabsf(dm), t = (c0 - s[m]) / dm;
   for (int a = 0; a < 3; ++a) {
-    r.first[a] = o.sourceIndex[a] + t * dir[a];
+    r.first[a] = s[a] + t * dir[a];
     r.delta[a] = dir[a] * perPlane;
   }
   r.first[m] = c0;  // exactly on the plane (the expression above rounds): the main axis's weights are then 1 and 0

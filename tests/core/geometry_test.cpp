@@ -155,3 +155,70 @@ TEST(Geometry, ShortScanArcIsHalfTurnPlusFan) {
 
 }  // namespace
 }  // namespace glrecon
+
+namespace glrecon {
+namespace {
+
+// ---- parallel beam ----
+
+// A circular parallel scan by hand: at gantry angle a the rays run along Ry(a) (0, 0, -1), u along Ry(a) (1, 0, 0), v
+// along y, the detector centred on the axis (plus its offsets). A world point x projects to u = (x . u_hat - offsetU) /
+// su + (nu - 1)/2, v = (x . y - offsetV) / sv + (nv - 1)/2 wherever it lies along the ray, with w = 1.
+TEST(Geometry, ParallelScanMatrixIsAffineAndProjectsAlongTheRays) {
+  ParallelScanSpec spec;
+  spec.projections = 3;
+  spec.firstAngle = 30.0;
+  spec.arc = 180.0;
+  spec.nu = 40;
+  spec.nv = 20;
+  spec.spacingU = 1.5;
+  spec.spacingV = 2.0;
+  spec.offsetU = 4.0;
+  spec.offsetV = -3.0;
+  const Geometry g = makeParallelScan(spec);
+  ASSERT_TRUE(g.parallel());
+  VolumeGrid grid;
+  grid.size = {10, 12, 14};
+  grid.spacing = {1.0, 2.0, 3.0};
+  grid.origin = {-5.0, 7.0, -20.0};
+  for (std::size_t p = 0; p < g.size(); ++p) {
+    const double a = (30.0 + 60.0 * p) * 3.14159265358979323846 / 180.0;
+    const glm::dvec3 uHat(std::cos(a), 0.0, -std::sin(a)), ray(-std::sin(a), 0.0, -std::cos(a));
+    EXPECT_NEAR(glm::length(glm::cross(g.views[p].ray, ray)), 0.0, 1e-12);
+    const ProjectionMatrix m = g.matrix(p, grid);
+    EXPECT_EQ(m.m[2][0], 0.0);
+    EXPECT_EQ(m.m[2][3], 1.0);
+    for (const glm::dvec3 index : {glm::dvec3(0, 0, 0), glm::dvec3(9, 11, 13), glm::dvec3(3.5, 2.25, 7)}) {
+      const glm::dvec3 x = grid.worldOf(index.x, index.y, index.z);
+      const glm::dvec3 h = m.apply(glm::dvec4(index, 1.0));
+      EXPECT_NEAR(h.z, 1.0, 1e-15);
+      EXPECT_NEAR(h.x, (glm::dot(x, uHat) - 4.0) / 1.5 + 19.5, 1e-9) << p;
+      EXPECT_NEAR(h.y, (x.y + 3.0) / 2.0 + 9.5, 1e-9) << p;
+      // Anywhere along the ray: the same pixel.
+      const glm::dvec3 moved = (x + 123.0 * ray - grid.origin) / grid.spacing;
+      const glm::dvec3 h2 = m.apply(glm::dvec4(moved, 1.0));
+      EXPECT_NEAR(h2.x, h.x, 1e-9);
+      EXPECT_NEAR(h2.y, h.y, 1e-9);
+    }
+  }
+  // The angle the rays come from, as a cone's source angle (gantry angles 30, 90, 150 degrees).
+  const std::vector<double> angles = g.sourceAngles();
+  for (std::size_t p = 0; p < 3; ++p) EXPECT_NEAR(angles[p], (30.0 + 60.0 * p) * 3.14159265358979323846 / 180.0, 1e-12);
+}
+
+TEST(Geometry, ParallelValidationNamesTheFault) {
+  Geometry g = test::parallelScan(4, 8);
+  Geometry mixed = g;
+  mixed.views[2].ray = glm::dvec3(0.0);
+  mixed.views[2].source = glm::dvec3(0, 0, 1000);
+  test::expectError<GeometryError>([&] { mixed.validate("scan"); }, {"projection 2 ray", "parallel-beam view", "a cone-beam view"});
+  Geometry along = g;
+  along.views[1].ray = along.views[1].uStep;  // rays in the detector plane
+  test::expectError<GeometryError>([&] { along.validate("scan"); }, {"projection 1 ray", "crosses the detector plane"});
+  Geometry nan = g;
+  nan.views[0].ray.x = std::nan("");
+  test::expectError<GeometryError>([&] { nan.validate("scan"); }, {"projection 0", "NaN"});
+}
+
+}  // namespace
+}  // namespace glrecon

@@ -197,3 +197,35 @@ TEST(Parker, FanAngleSignPairsRaysOfTheRealGeometry) {
 
 }  // namespace
 }  // namespace glrecon
+
+namespace glrecon {
+namespace {
+
+// Parallel beam: the angles on a circle of 180 degrees. ASTRA's [0, pi) sampling (N views at k pi / N) is complete (no
+// short scan, every gap pi / N, the range pi); a whole turn of 2N views measures each line twice (every gap pi / 2N); a
+// scan short of 180 degrees is refused naming its range, and taken with shortScan off; no cosine weights.
+TEST(FdkFilter, ParallelBeamAnglesLiveOnHalfATurn) {
+  constexpr double pi = std::numbers::pi;
+  const Geometry half = test::parallelScan(180, 16);
+  const FdkFilter f(half, {});
+  EXPECT_FALSE(f.isShortScan());
+  EXPECT_NEAR(f.scanRange(), pi, 1e-12);
+  for (double gap : f.angularGaps()) EXPECT_NEAR(gap, pi / 180, 1e-12);
+  const Geometry whole = test::parallelScan(360, 16, 300.0, 360.0);
+  const FdkFilter w(whole, {});
+  for (double gap : w.angularGaps()) EXPECT_NEAR(gap, pi / 360, 1e-12);
+  const Geometry short120 = test::parallelScan(60, 16, 300.0, 120.0);
+  test::expectError<GeometryError>([&] { FdkFilter bad(short120, {}); }, {"parallel-beam", "at least 180 degrees", "found 118"});
+  FilterOptions off;
+  off.shortScan = false;
+  const FdkFilter limited(short120, off);
+  for (double gap : limited.angularGaps()) EXPECT_NEAR(gap, 2 * pi / 180, 1e-12);
+  // No cosine weight: a constant projection filtered equals the ramp of the constant times gap / spacing.
+  const DeviceFilter* device = f.deviceFilter();
+  ASSERT_NE(device, nullptr);
+  for (float c : device->cosine) EXPECT_EQ(c, 1.0f);
+  for (float v : device->viewWeights) EXPECT_NEAR(v, (pi / 180) / (300.0 / 16), 1e-7);
+}
+
+}  // namespace
+}  // namespace glrecon

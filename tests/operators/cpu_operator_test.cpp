@@ -34,14 +34,16 @@ Reference referenceBackprojection(const Geometry& g, const VolumeGrid& grid, con
   for (std::size_t p = 0; p < g.size(); ++p) {
     const ProjectionVectors& pv = g.views[p];
     const glm::dvec3 n = pv.detectorNormal();
-    const double sdd = pv.sourceToDetector(), sid = pv.sourceToIsocentre();
+    // Parallel beam: the ray through x runs along `ray` to the detector plane, and the weight is 1.
+    const double sdd = pv.parallel() ? 0.0 : pv.sourceToDetector(), sid = pv.parallel() ? 0.0 : pv.sourceToIsocentre();
     const ProjectionMatrix m = g.matrix(p, grid);  // only for the magnitudes of the float path's terms
     for (int k = 0; k < grid.size[2]; ++k)
       for (int j = 0; j < grid.size[1]; ++j)
         for (int i = 0; i < grid.size[0]; ++i) {
           const glm::dvec3 x = grid.worldOf(i, j, k);
-          const double depth = glm::dot(x - pv.source, n);
-          const glm::dvec3 hit = pv.source + (x - pv.source) * (sdd / depth);
+          const double depth = pv.parallel() ? 0.0 : glm::dot(x - pv.source, n);
+          const glm::dvec3 hit = pv.parallel() ? x + pv.ray * (glm::dot(pv.pixel00 - x, n) / glm::dot(pv.ray, n))
+                                               : pv.source + (x - pv.source) * (sdd / depth);
           // Solve hit = pixel00 + u uStep + v vStep (steps may be non-orthogonal).
           const glm::dvec3 d = hit - pv.pixel00;
           const double a = glm::dot(pv.uStep, pv.uStep), b = glm::dot(pv.uStep, pv.vStep), c = glm::dot(pv.vStep, pv.vStep);
@@ -52,7 +54,7 @@ Reference referenceBackprojection(const Geometry& g, const VolumeGrid& grid, con
           const double fu = u - u0, fv = v - v0;
           const double sample = (1 - fv) * ((1 - fu) * pixel(p, u0, v0) + fu * pixel(p, u0 + 1, v0)) +
                                 fv * ((1 - fu) * pixel(p, u0, v0 + 1) + fu * pixel(p, u0 + 1, v0 + 1));
-          const double weight = (sid / depth) * (sid / depth);
+          const double weight = pv.parallel() ? 1.0 : (sid / depth) * (sid / depth);
           const std::size_t idx = r.volume.index(i, j, k);
           sum[idx] += weight * sample;
           // Error budget of the float path for this update, in float roundings eps. It computes
@@ -139,6 +141,22 @@ TEST(CpuBackprojector, UnknownBackendIsAUsageError) {
   const test::CliRun r = test::runCli(test::scratchDir(), "fdk -g g.xml -p p.mha -o v.mha --backend vulkan");
   EXPECT_EQ(r.exitCode, 2) << r.output;
   for (const std::string f : {"--backend", "cpu", "'vulkan'"}) EXPECT_TRUE(test::contains(r.output, f)) << r.output;
+}
+
+}  // namespace
+}  // namespace glrecon
+
+namespace glrecon {
+namespace {
+
+// Parallel beam: the affine matrix (w = 1) against rays along the direction to the detector plane, weight 1.
+TEST(CpuBackprojector, MatchesReferenceOnParallelBeamScans) {
+  expectMatchesReference(test::parallelScan(24, 60, 240.0), VolumeGrid::centred({40, 36, 32}, glm::dvec3(5.0)), 8);
+  VolumeGrid grid;
+  grid.size = {37, 23, 29};
+  grid.spacing = {3.0, 5.0, 2.5};
+  grid.origin = {-50, -60, -30};
+  expectMatchesReference(test::tiltedParallelScan(10, 50, 44, 4.0), grid, 3);
 }
 
 }  // namespace

@@ -43,3 +43,16 @@ TEST_F(Cuda, MatchesCpuOnTheSameGeometries) {
 
 }  // namespace
 }  // namespace glrecon
+
+namespace glrecon {
+namespace {
+
+// Parallel beam: the FDK back projection (an affine matrix, w = 1) against cpu within the same derived bound.
+TEST_F(Cuda, MatchesCpuOnParallelBeamScans) {
+  test::compareBackends(test::parallelScan(70, 60, 300.0), VolumeGrid::centred({36, 28, 20}, {5.0, 6.5, 8.0}), "cuda parallel3d", {"cuda"});
+  test::compareBackends(test::tiltedParallelScan(17, 56, 44, 5.0), VolumeGrid::centred({30, 26, 22}, glm::dvec3(6.0)), "cuda parallel3d_vec",
+                        {"cuda"});
+}
+
+}  // namespace
+}  // namespace glrecon

@@ -163,3 +163,16 @@ TEST_F(Graphics, WindowContextRunsTheSamePath) {
 
 }  // namespace
 }  // namespace glrecon
+
+namespace glrecon {
+namespace {
+
+// Parallel beam: the FDK back projection (an affine matrix, w = 1) on every GL backend and window against cpu, within
+// the cone's derived bound (it holds for w = 1 as it is: 1/w^2 = 1).
+TEST_F(Graphics, MatchesCpuOnParallelBeamScans) {
+  test::compareBackends(test::parallelScan(50, 60, 300.0), VolumeGrid::centred({36, 28, 20}, {5.0, 6.5, 8.0}), "parallel3d");
+  test::compareBackends(test::tiltedParallelScan(17, 56, 44, 5.0), VolumeGrid::centred({30, 26, 22}, glm::dvec3(6.0)), "parallel3d_vec");
+}
+
+}  // namespace
+}  // namespace glrecon

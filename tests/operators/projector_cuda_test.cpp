@@ -33,3 +33,15 @@ TEST_F(CudaProjector, MatchedPairMatchesCpuAndIsTheTranspose) {
 
 }  // namespace
 }  // namespace glrecon
+
+namespace glrecon {
+namespace {
+
+// Parallel beam (parallel3d, parallel3d_vec): forward, the interpolating back and the matched pair against cpu.
+TEST_F(CudaProjector, ParallelBeamMatchesCpu) {
+  test::parallelBeamMatchesCpu("cuda");
+  test::oneSamplePerPlaneIsExact("cuda", true);
+}
+
+}  // namespace
+}  // namespace glrecon

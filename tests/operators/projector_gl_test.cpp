@@ -41,3 +41,18 @@ TEST_F(GraphicsProjector, MatchedPairMatchesCpuAndIsTheTranspose) {
 
 }  // namespace
 }  // namespace glrecon
+
+namespace glrecon {
+namespace {
+
+// Parallel beam (parallel3d, parallel3d_vec): forward, the interpolating back and the matched pair against cpu.
+TEST_F(GraphicsProjector, ParallelBeamMatchesCpu) {
+  test::parallelBeamMatchesCpu("graphics");
+  test::parallelBeamMatchesCpu("graphics-mp", false);  // an FDK backprojector: its forward and B are graphics'; no matched pair
+  test::parallelBeamMatchesCpu("compute");
+  test::oneSamplePerPlaneIsExact("graphics", true);
+  test::oneSamplePerPlaneIsExact("compute", true);
+}
+
+}  // namespace
+}  // namespace glrecon

@@ -82,8 +82,7 @@ inline void backendMatchesCpu(const std::string& backend) {
 // fused multiply-adds; the order of the atomic sums: float rounding of each voxel's sum, ~1e-7 relative per term).
 // Adjoint gap for zero-mean x, y within 1e-7 as on cpu (the same products, summed in other orders; atomics only
 // reorder the sums; measured 2e-9 on an H200 and llvmpipe).
-inline void matchedPairMatchesCpu(const std::string& backend) {
-  const Geometry g = circularScan(12, 40);
+inline void matchedPairMatchesCpu(const std::string& backend, const Geometry& g = circularScan(12, 40)) {
   const VolumeGrid grid = VolumeGrid::centred({32, 28, 24}, {7.0, 8.0, 9.0});
   OperatorOptions o;
   o.pair = ProjectorPair::Matched;
@@ -124,7 +123,9 @@ inline void matchedPairMatchesCpu(const std::string& backend) {
 // wrong length moves a ray by a whole c L (1/16 of it). Bound: every sample is c exactly (plateau: c + f (c - c)),
 // the 16 sums of 1 exact, so only L's float arithmetic rounds (the ray's vector, its length, the division, the
 // reciprocal: 6 roundings of 2^-24 relative, 3.6e-7): 1e-6 relative.
-inline void oneSamplePerPlaneIsExact(const std::string& backend) {
+// With `parallel`, the same rays from a source at infinity: every ray along `along`, exactly parallel (no far-source
+// approximation), through the same pixels.
+inline void oneSamplePerPlaneIsExact(const std::string& backend, bool parallel = false) {
   const VolumeGrid grid = VolumeGrid::centred({16, 8, 64}, {2.0, 3.0, 1.5});
   const double angle = 20.0 * 3.14159265358979323846 / 180.0;
   const glm::dvec3 along(std::cos(angle), 0.0, std::sin(angle)), across(-std::sin(angle), 0.0, std::cos(angle)), up(0.0, 1.0, 0.0);
@@ -135,6 +136,10 @@ inline void oneSamplePerPlaneIsExact(const std::string& backend) {
   v.uStep = 0.5 * across;
   v.vStep = 0.5 * up;
   v.pixel00 = 200.0 * along - 23.5 * v.uStep - 3.5 * v.vStep;
+  if (parallel) {
+    v.source = glm::dvec3(0.0);
+    v.ray = along;
+  }
   g.views = {v};
   auto op = test::makeNamed(backend, g, grid);
   ASSERT_EQ(op->step(), 0.0) << "the default sampling is one sample per plane";
@@ -145,8 +150,8 @@ inline void oneSamplePerPlaneIsExact(const std::string& backend) {
   int checked = 0;
   for (int iv = 0; iv < g.detector.nv; ++iv)
     for (int iu = 0; iu < g.detector.nu; ++iu) {
-      const glm::dvec3 d = glm::normalize(v.detectorPoint(iu, iv) - v.source);
-      const glm::dvec3 s = (v.source - grid.origin) / grid.spacing, dir = d / grid.spacing;
+      const glm::dvec3 d = v.rayDirection(iu, iv);
+      const glm::dvec3 s = ((parallel ? v.detectorPoint(iu, iv) : v.source) - grid.origin) / grid.spacing, dir = d / grid.spacing;
       // The ray's y and z indices where it crosses the x planes -1 and 16 (the interpolant's support along x).
       bool plateau = true;
       for (double x : {-1.0, 16.0}) {
@@ -159,6 +164,32 @@ inline void oneSamplePerPlaneIsExact(const std::string& backend) {
       EXPECT_NEAR(p[static_cast<std::size_t>(iv) * g.detector.nu + iu], expected, 1e-6 * expected) << backend << " pixel " << iu << ", " << iv;
     }
   EXPECT_GT(checked, 100) << "rays on the plateau";
+}
+
+// Parallel beam on a GPU backend against cpu, within expectClose's bounds (the same float expressions; the rays start at
+// their pixels instead of one source): forward and the interpolating B on ASTRA's parallel3d circle and on a general
+// parallel3d_vec scan (rays tilted off the axial plane and the detector normal, the detector rolled and off the axis),
+// a scrambled subset of views; the matched pair where the backend has it.
+inline void parallelBeamMatchesCpu(const std::string& backend, bool matched = true) {
+  const VolumeGrid grid = VolumeGrid::centred({32, 28, 24}, {7.0, 8.0, 9.0});
+  const Image truth = voxelizePhantom(Phantom::sheppLogan(SheppLoganVariant::Modified, 90.0), grid, 2);
+  const std::vector<std::size_t> views = {5, 0, 11, 3};
+  for (const Geometry& g : {parallelScan(12, 40, 320.0), tiltedParallelScan(12, 44, 36, 8.0)}) {
+    auto cpu = makeOperator(Backend::Cpu, g, grid);
+    auto gpu = test::makeNamed(backend, g, grid);
+    const std::size_t pixels = static_cast<std::size_t>(g.detector.nu) * g.detector.nv;
+    std::vector<float> a(views.size() * pixels), b(views.size() * pixels);
+    test::forwardOf(*cpu, truth.data.data(), views.data(), views.size(), a.data());
+    test::forwardOf(*gpu, truth.data.data(), views.data(), views.size(), b.data());
+    const bool software = gpu->description().find("llvmpipe") != std::string::npos;
+    const std::string what = backend + (g.detector.nu == 40 ? " parallel3d" : " parallel3d_vec, tilted");
+    expectClose(b, a, (what + " forward").c_str(), software);
+    std::vector<float> va(grid.voxelCount()), vb(grid.voxelCount());
+    test::backOf(*cpu, a.data(), views.data(), views.size(), va.data());
+    test::backOf(*gpu, a.data(), views.data(), views.size(), vb.data());
+    expectClose(vb, va, (what + " back").c_str(), software);
+    if (matched) matchedPairMatchesCpu(backend, g);
+  }
 }
 
 }  // namespace glrecon::test

@@ -51,6 +51,36 @@ inline Geometry circularScan(int views, int pixels, double detectorMm = 512.0) {
   return makeCircularScan(spec);
 }
 
+/// A parallel-beam scan (ASTRA's parallel3d): `views` views over `arc` degrees (ASTRA's [0, pi) sampling by default) on
+/// a square detector of `pixels` pixels spanning `detectorMm`, its centre on the rotation axis.
+inline Geometry parallelScan(int views, int pixels, double detectorMm = 300.0, double arc = 180.0) {
+  ParallelScanSpec spec;
+  spec.projections = views;
+  spec.arc = arc;
+  spec.nu = spec.nv = pixels;
+  spec.spacingU = spec.spacingV = detectorMm / pixels;
+  return makeParallelScan(spec);
+}
+
+/// A general parallel-beam scan from vectors (parallel3d_vec): rays tilted 8 degrees out of the axial plane and 11
+/// degrees off the detector's normal, the detector rolled and moved off the axis, `views` views over 180 degrees.
+inline Geometry tiltedParallelScan(int views, int nu, int nv, double pixelMm) {
+  Geometry g;
+  g.detector = DetectorLayout::centred(nu, nv, pixelMm, pixelMm);
+  const double degree = 3.14159265358979323846 / 180.0;
+  for (int p = 0; p < views; ++p) {
+    const double a = 180.0 * p / views * degree, c = std::cos(a), s = std::sin(a);
+    auto turn = [&](glm::dvec3 x) { return glm::dvec3(c * x.x + s * x.z, x.y, -s * x.x + c * x.z); };  // Ry(a)
+    const double roll = 4.0 * degree;
+    const glm::dvec3 u = turn(pixelMm * glm::dvec3(std::cos(roll), std::sin(roll), 0.0));
+    const glm::dvec3 v = turn(pixelMm * glm::dvec3(-std::sin(roll), std::cos(roll), 0.0));
+    const glm::dvec3 ray = turn(glm::dvec3(std::sin(11.0 * degree), std::sin(8.0 * degree), -1.0));
+    g.views.push_back(parallelVectors(ray, turn(glm::dvec3(7.0, -5.0, -40.0)), u, v, nu, nv));
+  }
+  g.validate("test");
+  return g;
+}
+
 /// Why the cuda operator cannot run here (no device, not built), or "" where it can. Probed once per process.
 inline const std::string& cudaProjectorUnavailableReason() {
   static const std::string reason = [] {

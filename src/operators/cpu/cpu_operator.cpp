@@ -373,6 +373,10 @@ void CpuOperator::adjointBack(const float* projections, const std::size_t* views
           const float* q = padded.data() + (p * rows + iv) * pitch + iu;
           const float top = q[0] + au * (q[1] - q[0]), bottom = q[pitch] + au * (q[pitch + 1] - q[pitch]);
           const float value = top + av * (bottom - top);
+          if (o.parallel) {  // parallel beam: the rays' density does not change with depth
+            sum += value * o.weight;
+            continue;
+          }
           float rs[3];
           for (int a = 0; a < 3; ++a) rs[a] = (x[a] - o.sourceIndex[a]) * sp[a];
           const float distance = std::sqrt(rs[0] * rs[0] + rs[1] * rs[1] + rs[2] * rs[2]);

@@ -13,6 +13,7 @@ namespace {
 struct DeviceView {
   float sourceIndex[3], e0[3], eu[3], ev[3];  // the ray's fields as marchRay (ray_march.h) reads them
   int mainAxis;
+  int parallel;  // parallel beam (projector_views.h): rays along e0 from each pixel; the Adjoint weight is `weight` alone
   float3 normal;
   float weight;
   float4 rows[3];
@@ -132,6 +133,10 @@ __global__ void backKernel(cudaTextureObject_t projections, int3 size, float3 sp
     const float h1 = o.rows[1].x * x[0] + o.rows[1].y * x[1] + o.rows[1].z * x[2] + o.rows[1].w;
     const float h2 = o.rows[2].x * x[0] + o.rows[2].y * x[1] + o.rows[2].z * x[2] + o.rows[2].w;
     const float value = tex2DLayered<float>(projections, h0 / h2 + 0.5f, h1 / h2 + 0.5f, p);
+    if (o.parallel) {
+      sum += value * o.weight;
+      continue;
+    }
     const float rx = (x[0] - o.sourceIndex[0]) * spacing.x, ry = (x[1] - o.sourceIndex[1]) * spacing.y,
                 rz = (x[2] - o.sourceIndex[2]) * spacing.z;
     const float distance = sqrtf(rx * rx + ry * ry + rz * rz);
@@ -164,6 +169,11 @@ __global__ void __launch_bounds__(128) backRunsKernel(cudaTextureObject_t projec
     const float rx = (fi - o.sourceIndex[0]) * spacing.x, rz = (fk - o.sourceIndex[2]) * spacing.z;
     const float depth = rx * o.normal.x + rz * o.normal.z;
     const float scale = o.weight / (depth * depth * depth), across = rx * rx + rz * rz;
+    if (o.parallel) {  // parallel beam: the weight alone
+#pragma unroll
+      for (int r = 0; r < kBackRun; ++r) sum[r] += tex2DLayered<float>(projections, u, v0 + static_cast<float>(r) * vStep, p) * o.weight;
+      continue;
+    }
 #pragma unroll
     for (int r = 0; r < kBackRun; ++r) {
       const float ry = (fj0 + static_cast<float>(r) - o.sourceIndex[1]) * spacing.y;
@@ -272,6 +282,7 @@ bool uploadRayViews(const glrecon::detail::ProjectorView* const* views, int n) {
       host[p].ev[a] = o.ev[a];
     }
     host[p].mainAxis = o.mainAxis;
+    host[p].parallel = o.parallel;
     host[p].normal = make_float3(o.normal[0], o.normal[1], o.normal[2]);
     host[p].weight = o.weight;
     for (int r = 0; r < 3; ++r) host[p].rows[r] = make_float4(o.matrix[r][0], o.matrix[r][1], o.matrix[r][2], o.matrix[r][3]);

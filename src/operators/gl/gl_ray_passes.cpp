@@ -340,6 +340,7 @@ void GlRayPasses::uploadViews(const std::size_t* views, int n) {
       d[16 + a] = o.normal[a];
     }
     d[3] = static_cast<float>(o.mainAxis);  // sourceIndex.w
+    d[7] = static_cast<float>(o.parallel);  // e0.w
     d[19] = o.weight;
     for (int r = 0; r < 3; ++r)
       for (int c = 0; c < 4; ++c) d[20 + 4 * r + c] = o.matrix[r][c];
