@@ -93,6 +93,8 @@ TEST(Slab, PlanSplitsIntoGranulesWithinTheBudget) {
 
 TEST(Slab, CpuSlabsEqualOneBlockBitForBit) { slabsEqualOneBlock("cpu", 0); }
 
+TEST(Slab, CpuClusterBandsEqualOneBlockBitForBit) { bandsEqualOneBlock("cpu", 0); }
+
 TEST(Slab, ScratchFileHoldsTheFilteredProjections) {
   const Geometry g = circularScan();
   const Image projections = phantomScan(g);
