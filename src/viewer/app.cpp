@@ -406,6 +406,9 @@ class App {
       FdkReconstructor reconstructor(plan, &window_.context());
       ImageSink sink(plan.grid, plan.options.threads);
       const FdkReport report = reconstructor.run(*scan.source, sink);
+      // Its operator's program, deleted with it, may still be the current one (deletion waits until it is not): a
+      // state scope restoring it after would bind a name that no longer exists.
+      glUseProgram(0);
       streamRates_.push_back(static_cast<double>(plan.projections) / report.totalSeconds);
       if (!setup_.quiet)
         std::fprintf(stderr, "app measure: without frames: %s: %zu projections in %.2f s end to end (%.1f projections/s)\n", report.backend.c_str(),
