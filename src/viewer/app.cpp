@@ -32,6 +32,7 @@
 #include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "glrecon/validate.h"
+#include "recon/tuning.h"
 #include "viewer/fdk_task.h"
 #include "viewer/slice_renderer.h"
 #include "viewer/volume_histogram.h"
@@ -93,6 +94,35 @@ void countKeys(GLFWwindow*, int key, int, int action, int mods) {
   if (action != GLFW_PRESS) return;
   if (key == GLFW_KEY_SPACE) ++spacePresses;
   if (key == GLFW_KEY_Q && (mods & GLFW_MOD_CONTROL)) ++quitPresses;
+}
+
+// What --backend auto measured on this device for a volume's size class (recon/tuning.h keeps it in the user cache,
+// backends.txt: "DATE SIDE name=rate,fixed,start ..."), the app's key (GL backends and cpu) or a CUDA build's.
+struct BackendSpeeds {
+  std::string date;
+  int side = 0;
+  std::vector<std::pair<std::string, double>> rates;  // backend name, voxel updates per second
+};
+
+std::optional<BackendSpeeds> rememberedSpeeds(const gl::DeviceInfo& device, int sizeClassSide) {
+  const std::string base = device.renderer + " | " + device.version, size = " | class " + std::to_string(sizeClassSide) + "^3";
+  for (const std::string& key : {base + size, base + " | with cuda" + size}) {
+    const std::optional<std::string> value = rememberedValue("backends.txt", key);
+    if (!value) continue;
+    BackendSpeeds speeds;
+    std::istringstream in(*value);
+    std::string entry;
+    if (!(in >> speeds.date >> speeds.side)) continue;
+    while (in >> entry) {
+      const std::size_t eq = entry.find('=');
+      if (eq == std::string::npos) break;
+      double rate = 0;
+      std::istringstream(entry.substr(eq + 1)) >> rate;
+      if (rate > 0) speeds.rates.emplace_back(entry.substr(0, eq), rate);
+    }
+    if (!speeds.rates.empty()) return speeds;
+  }
+  return std::nullopt;
 }
 
 ImTextureID textureId(GLuint texture) { return reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(texture)); }
@@ -581,7 +611,7 @@ class App {
       const char* methods[] = {"FDK"};
       int method = 0;
       ImGui::Combo("method", &method, methods, 1);
-      ImGui::Combo("backend", &backend_, kBackendNames, static_cast<int>(std::size(kBackendNames)));
+      backendCombo();
       ImGui::InputText("window W", &windowText_);
       ImGui::InputInt("size (voxels)", &size_);
       ImGui::InputFloat("spacing (mm)", &spacing_, 0.1f, 1.0f, "%.3f");
@@ -728,6 +758,41 @@ class App {
     if (!ImGui::GetIO().WantTextInput && spaces % 2 == 1 && run_ && !run_->done) run_->paused = !run_->paused;
     if (std::exchange(quitPresses, 0) > 0) window_.requestClose();
     ImGui::End();
+  }
+
+  // The backend list, each with the speed --backend auto measured on this GPU for this size of volume (the user cache),
+  // and what auto would weigh; read again when the size class changes or a run ends (auto may have measured).
+  void backendCombo() {
+    const int sizeClassSide = sizeClass(VolumeGrid::centred({std::max(1, size_), std::max(1, size_), std::max(1, size_)}, glm::dvec3(1.0)));
+    const bool ended = run_ && run_->done;
+    if (sizeClassSide != speedsClass_ || ended != speedsAfterRun_) {
+      speeds_ = rememberedSpeeds(window_.context().info(), sizeClassSide);
+      speedsClass_ = sizeClassSide;
+      speedsAfterRun_ = ended;
+    }
+    const auto label = [&](int i) {
+      std::string text = kBackendNames[i];
+      if (speeds_)
+        for (const auto& [name, rate] : speeds_->rates)
+          if (name == text) {
+            char figure[48];
+            std::snprintf(figure, sizeof figure, "  (%.3g G voxel-updates/s)", rate * 1e-9);
+            text += figure;
+          }
+      return text;
+    };
+    if (ImGui::BeginCombo("backend", label(backend_).c_str())) {
+      for (int i = 0; i < static_cast<int>(std::size(kBackendNames)); ++i)
+        if (ImGui::Selectable(label(i).c_str(), i == backend_)) backend_ = i;
+      ImGui::EndCombo();
+    }
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+    if (speeds_)
+      ImGui::TextWrapped("speeds measured on this GPU by auto, %s, on a %d^3 stand-in", speeds_->date.c_str(), speeds_->side);
+    else
+      ImGui::TextWrapped("%s", window_.context().info().software ? "a software renderer: auto takes cpu without measuring"
+                                                                 : "speeds not measured yet: auto measures them at its first run");
+    ImGui::PopStyleColor();
   }
 
   void saveVolume(const std::string& path) {
@@ -950,6 +1015,9 @@ class App {
   std::array<int, 2> last3d_{0, 0}, panel3d_{0, 0};
   std::string volumePath_ = "glrecon-app.mha", seriesPath_ = "glrecon-3d", pendingShot_;
   int seriesFrames_ = 36, shots_ = 0;
+  std::optional<BackendSpeeds> speeds_;  // the backend list's figures (backendCombo)
+  int speedsClass_ = 0;
+  bool speedsAfterRun_ = false;
   std::string widgets_;  // this frame's widget rectangles (AppSetup::widgetMap)
   std::size_t mapFrames_ = 0;
 };
