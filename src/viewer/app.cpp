@@ -492,7 +492,7 @@ class App {
         low_ = static_cast<float>(w->first);
         high_ = static_cast<float>(w->second);
         if (transferFollows_) style_.transfer = defaultTransfer(low_, high_);
-        dirty3d_ = true;
+        volumeChanged_ = true;  // redrawn as a volume change is (view3dPanel)
       }
   }
 
@@ -919,9 +919,11 @@ class App {
       const int w = std::max(8, static_cast<int>(room.x * fraction)), h = std::max(8, static_cast<int>(room.y * fraction));
       const bool arriving = !run_->done && !run_->paused;
       const double wait = arriving ? std::max(1e-3 * setup_.redraw3dMs, 4.0 * cost3d_) : 0.0;
-      const bool due = volumeChanged_ && secondsSince(drawn3d_) >= wait;
+      // A new size from auto resolution and a window from the histogram are the app's changes, not the user's: they
+      // wait as the volume's do.
       const bool resized = std::abs(w - last3d_[0]) > last3d_[0] / 8 || std::abs(h - last3d_[1]) > last3d_[1] / 8;
-      if (dirty3d_ || due || resized) {
+      const bool due = (volumeChanged_ || resized) && secondsSince(drawn3d_) >= wait;
+      if (dirty3d_ || due) {
         try {
           renderer3d_.render(volume, grid_, scale, camera_, currentStyle(), w, h);
           glFlush();  // started now, not when the frame is presented
