@@ -1,9 +1,13 @@
-// The desktop app (app.h): one loop on the window's thread steps the FDK task (fdk_task.h) for a few milliseconds,
-// then, at most every 16 ms, builds the widgets (Dear ImGui, immediate mode: the panels are laid out from the window's
-// size and content scale every frame) and draws the slices and the 3D view from the operator's volume texture.
+// The desktop app (app.h): one loop on the window's thread steps the FDK task (fdk_task.h) until the next frame is due
+// (paced at --fps, 60 by default, as a display would pace it), then builds the widgets (Dear ImGui, immediate mode: the
+// panels are laid out from the window's size and content scale every frame) and draws the slices from the operator's
+// volume texture. The 3D view (a compute shader) is drawn again only when the volume or the view changed, and while
+// projections arrive at most every --redraw-3d ms and at most a fifth of the time, so frames and reconstruction do not
+// wait on it.
 #include "viewer/app.h"
 
 #include <GL/glew.h>  // before any other GL header
+#include <GLFW/glfw3.h>  // key codes: Dear ImGui 1.86's GLFW backend indexes its keys by them
 #include <backends/imgui_impl_glfw.h>
 #include <backends/imgui_impl_opengl3.h>
 #include <imgui.h>
@@ -11,13 +15,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "core/user_cache.h"
 #include "device/gl/shader.h"
@@ -25,6 +32,7 @@
 #include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "glrecon/validate.h"
+#include "recon/tuning.h"
 #include "viewer/fdk_task.h"
 #include "viewer/slice_renderer.h"
 #include "viewer/volume_histogram.h"
@@ -42,6 +50,15 @@ const char* const kPanelNames[] = {"Axial", "Coronal", "Sagittal"};
 constexpr int kRecentScans = 8;
 
 double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double secondsBetween(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+// The value below which a `fraction` of `values` lie (nearest rank); 0 for none.
+double quantile(std::vector<double> values, double fraction) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const auto i = static_cast<std::size_t>(std::clamp(fraction * static_cast<double>(values.size()), 1.0, static_cast<double>(values.size())) - 1.0);
+  return values[i];
+}
 
 // The recent scans, newest first, in the user cache (core/user_cache.h): one value, entries joined by " | ", each
 // "geometry ; projections".
@@ -66,6 +83,46 @@ void rememberScan(const std::string& geometry, const std::string& projections) {
   std::string value;
   for (std::size_t i = 0; i < list.size() && i < kRecentScans; ++i) value += (i ? " | " : "") + list[i].first + " ; " + list[i].second;
   remember("recent_scans.txt", "scans", value);
+}
+
+// Key presses the app acts on, counted as they arrive (a GLFW callback that Dear ImGui's chains to): Dear ImGui 1.86
+// sees a key only as held or not at each frame, so a short press between two slow frames (a software renderer) would
+// be lost. The app has one window.
+int spacePresses = 0, quitPresses = 0;
+
+void countKeys(GLFWwindow*, int key, int, int action, int mods) {
+  if (action != GLFW_PRESS) return;
+  if (key == GLFW_KEY_SPACE) ++spacePresses;
+  if (key == GLFW_KEY_Q && (mods & GLFW_MOD_CONTROL)) ++quitPresses;
+}
+
+// What --backend auto measured on this device for a volume's size class (recon/tuning.h keeps it in the user cache,
+// backends.txt: "DATE SIDE name=rate,fixed,start ..."), the app's key (GL backends and cpu) or a CUDA build's.
+struct BackendSpeeds {
+  std::string date;
+  int side = 0;
+  std::vector<std::pair<std::string, double>> rates;  // backend name, voxel updates per second
+};
+
+std::optional<BackendSpeeds> rememberedSpeeds(const gl::DeviceInfo& device, int sizeClassSide) {
+  const std::string base = device.renderer + " | " + device.version, size = " | class " + std::to_string(sizeClassSide) + "^3";
+  for (const std::string& key : {base + size, base + " | with cuda" + size}) {
+    const std::optional<std::string> value = rememberedValue("backends.txt", key);
+    if (!value) continue;
+    BackendSpeeds speeds;
+    std::istringstream in(*value);
+    std::string entry;
+    if (!(in >> speeds.date >> speeds.side)) continue;
+    while (in >> entry) {
+      const std::size_t eq = entry.find('=');
+      if (eq == std::string::npos) break;
+      double rate = 0;
+      std::istringstream(entry.substr(eq + 1)) >> rate;
+      if (rate > 0) speeds.rates.emplace_back(entry.substr(0, eq), rate);
+    }
+    if (!speeds.rates.empty()) return speeds;
+  }
+  return std::nullopt;
 }
 
 ImTextureID textureId(GLuint texture) { return reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(texture)); }
@@ -107,13 +164,24 @@ struct SliceImage {
   }
 };
 
-// One reconstruction: its scan (the source is read once), the task stepping FDK.
+// One reconstruction: its scan (the source is read once), the task stepping FDK, and what it measured.
 struct Run {
   OpenedScan scan;
   std::unique_ptr<FdkViewTask> task;
   bool paused = false, done = false;
   Clock::time_point started = Clock::now();
-  std::size_t frames = 0, renders3d = 0;
+  Clock::time_point firstProjection{}, lastProjection{};  // when the first and the last projection were in
+  std::vector<Clock::time_point> frameTimes;               // when each frame while reconstructing began
+  std::size_t renders3d = 0, timed3d = 0;
+  double gpu3d = 0;  // GPU seconds of the 3D view's timed drawings
+};
+
+// What one reconstruction measured (the summary line, --measure's report).
+struct Measured {
+  double seconds = 0, rate = 0;    // the scheduler's end to end, projections per second
+  double framesPerSecond = 0;      // frames begun while projections arrived, over that time
+  std::size_t frames = 0;
+  double intervalMedian = 0, intervalP95 = 0, intervalMax = 0;  // between those frames, s
 };
 
 class App {
@@ -151,7 +219,10 @@ class App {
     io.Fonts->AddFontDefault(&font);
     ImGui::StyleColorsDark();
     ImGui::GetStyle().ScaleAllSizes(scale_);
-    if (window_.glfwWindow()) ImGui_ImplGlfw_InitForOpenGL(window_.glfwWindow(), true);
+    if (window_.glfwWindow()) {
+      glfwSetKeyCallback(window_.glfwWindow(), countKeys);  // before Dear ImGui's, which calls it
+      ImGui_ImplGlfw_InitForOpenGL(window_.glfwWindow(), true);
+    }
     ImGui_ImplOpenGL3_Init("#version 450 core");
   }
 
@@ -163,23 +234,31 @@ class App {
   }
 
   void run() {
-    if (setup_.start) start();
-    auto lastFrame = Clock::now() - std::chrono::seconds(1);
+    if (setup_.measure > 0) measureReference();
+    if (setup_.start && !failure_) start();
+    // Frames are paced as a display paces them: each is due one period after the one before was due, so a frame
+    // begun late (a step ends at a batch's end) makes the next one's wait shorter, not the rate lower.
+    const auto period = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / std::max(1.0, setup_.fps)));
+    auto nextFrame = Clock::now();
     while (!window_.closeRequested()) {
       const bool working = run_ && !run_->paused && !run_->done;
       if (working) {
-        step();
+        // Steps fill the time until the next frame is due (a step hands over at least one batch once there is one).
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(nextFrame - Clock::now());
+        step(std::clamp(left, std::chrono::milliseconds(0), std::chrono::milliseconds(8)));
         window_.pollEvents();
       } else {
         // Idle (nothing running, paused, done): sleep until input, or a quarter of a second, then draw at once.
         window_.waitEvents(0.25);
-        lastFrame = Clock::now() - std::chrono::seconds(1);
+        nextFrame = Clock::now();
       }
-      if (Clock::now() - lastFrame >= std::chrono::milliseconds(16)) {
-        lastFrame = Clock::now();
+      const auto now = Clock::now();
+      if (now >= nextFrame) {
+        nextFrame = now - nextFrame < period ? nextFrame + period : now + period;
+        if (run_ && !run_->done && run_->task->done() > 0) run_->frameTimes.push_back(now);
         frame();
-        if (run_ && !run_->done) ++run_->frames;
       }
+      if (measureRound()) continue;
       if (scripted()) break;
     }
     if (run_ && !run_->done) {
@@ -192,34 +271,46 @@ class App {
 
  private:
   // ---- the reconstruction ----
+  // The reconstruction's options as the panel sets them (throws UsageError naming the field).
+  FdkOptions chosenOptions() const {
+    if (backend_ > 0 && backendNamed(kBackendNames[backend_]) == Backend::Cuda)
+      throw UsageError("backend: expected one that draws in the window (graphics, graphics-mp, compute, cpu), found cuda");
+    FdkOptions options = setup_.options;
+    options.backend = backend_ ? backendNamed(kBackendNames[backend_]) : std::nullopt;
+    options.autoGlOnly = true;
+    options.progress = false;
+    options.streaming = true;
+    if (windowText_ == "auto" || windowText_.empty()) {
+      options.window = 0;
+    } else {
+      char* end = nullptr;
+      const long w = std::strtol(windowText_.c_str(), &end, 10);
+      if (*end || w < 1) throw UsageError("window: expected auto or a whole number of projections per pass >= 1, found '" + windowText_ + "'");
+      options.window = static_cast<int>(w);
+    }
+    if (size_ < 1 || size_ > 2048) throw UsageError("size: expected 1 to 2048 voxels per axis, found " + std::to_string(size_));
+    if (!(spacing_ > 0)) throw UsageError("spacing: expected mm > 0, found " + std::to_string(spacing_));
+    return options;
+  }
+
+  // The plan of a reconstruction of `scan` with the panel's choices, on the window's context.
+  FdkPlan planFor(const OpenedScan& scan, const VolumeGrid& grid) {
+    const FdkOptions options = chosenOptions();
+    checkVolumeInBeam(*scan.geometry, grid, "app");
+    auto session = std::make_shared<DeviceSession>();
+    session->useContext(options.gpu, window_.context());
+    return planFdk(*scan.geometry, grid, options, *scan.source, session);
+  }
+
   void start() {
     error_.clear();
     failure_ = nullptr;
     try {
-      if (backend_ > 0 && backendNamed(kBackendNames[backend_]) == Backend::Cuda)
-        throw UsageError("backend: expected one that draws in the window (graphics, graphics-mp, compute, cpu), found cuda");
-      FdkOptions options = setup_.options;
-      options.backend = backend_ ? backendNamed(kBackendNames[backend_]) : std::nullopt;
-      options.autoGlOnly = true;
-      options.progress = false;
-      options.streaming = true;
-      if (windowText_ == "auto" || windowText_.empty()) {
-        options.window = 0;
-      } else {
-        char* end = nullptr;
-        const long w = std::strtol(windowText_.c_str(), &end, 10);
-        if (*end || w < 1) throw UsageError("window: expected auto or a whole number of projections per pass >= 1, found '" + windowText_ + "'");
-        options.window = static_cast<int>(w);
-      }
-      if (size_ < 1 || size_ > 2048) throw UsageError("size: expected 1 to 2048 voxels per axis, found " + std::to_string(size_));
-      if (!(spacing_ > 0)) throw UsageError("spacing: expected mm > 0, found " + std::to_string(spacing_));
+      chosenOptions();  // a bad field is named before the scan is opened
       auto next = std::make_unique<Run>();
       next->scan = setup_.open(scan_);
       grid_ = VolumeGrid::centred({size_, size_, size_}, glm::dvec3(spacing_));
-      checkVolumeInBeam(*next->scan.geometry, grid_, "app");
-      auto session = std::make_shared<DeviceSession>();
-      session->useContext(options.gpu, window_.context());
-      const FdkPlan plan = planFdk(*next->scan.geometry, grid_, options, *next->scan.source, session);
+      const FdkPlan plan = planFor(next->scan, grid_);
       next->task = std::make_unique<FdkViewTask>(plan, window_.context(), *next->scan.source);
       if (run_ && !run_->done) run_->task->cancel();
       run_ = std::move(next);
@@ -229,6 +320,7 @@ class App {
       }
       cursor_ = {size_ / 2, size_ / 2, size_ / 2};
       histogram_.reset();
+      histogramGpu_.reset();  // passes in flight sampled the last run's volume
       lastHistogram_ = Clock::now() - std::chrono::seconds(10);
       dirty3d_ = true;
       status_ = "reconstructing";
@@ -239,25 +331,34 @@ class App {
     }
   }
 
-  void step() {
+  void step(std::chrono::milliseconds budget) {
     Run& r = *run_;
     try {
       const std::size_t until = setup_.closeAfter;
-      const bool more = r.task->step(std::chrono::milliseconds(8), until && until < r.task->total() ? until : 0);
-      changed_ = true;
+      const std::size_t before = r.task->done();
+      const bool more = r.task->step(budget, until && until < r.task->total() ? until : 0);
+      if (r.task->done() != before) {
+        volumeChanged_ = true;
+        r.lastProjection = Clock::now();
+        if (before == 0) r.firstProjection = r.lastProjection;
+      }
       if (!more) {
         r.task->finish();
         r.done = true;
-        const double seconds = secondsSince(r.started);
+        volumeChanged_ = true;
+        dirty3d_ = true;  // the finished volume at once
+        const Measured m = measured(r);
         const std::size_t total = r.task->total();
         if (!setup_.quiet) {
           const FdkReport& report = r.task->report();
           if (!report.autoNote.empty()) std::fprintf(stderr, "%s\n", report.autoNote.c_str());
           std::fprintf(stderr,
-                       "app: %s: %zu projections in %.2f s (%.1f projections/s); %zu frames while reconstructing (%.1f frames/s), the 3D view "
-                       "drawn %zu times (%.1f/s) at %d x %d pixels (%.0f ms each) in a %d x %d panel\n",
-                       report.backend.c_str(), total, seconds, static_cast<double>(total) / seconds, r.frames, static_cast<double>(r.frames) / seconds,
-                       r.renders3d, static_cast<double>(r.renders3d) / seconds, last3d_[0], last3d_[1], 1000.0 * cost3d_, panel3d_[0], panel3d_[1]);
+                       "app: %s: %zu projections in %.2f s end to end (%.1f projections/s); %zu frames while projections arrived (%.1f "
+                       "frames/s; intervals median %.1f ms, 95%% %.1f ms, max %.1f ms); the 3D view drawn %zu times at %d x %d pixels "
+                       "(%.2f ms GPU each) in a %d x %d panel\n",
+                       report.backend.c_str(), total, m.seconds, m.rate, m.frames, m.framesPerSecond, 1e3 * m.intervalMedian, 1e3 * m.intervalP95,
+                       1e3 * m.intervalMax, r.renders3d, last3d_[0], last3d_[1], r.timed3d ? 1e3 * r.gpu3d / static_cast<double>(r.timed3d) : 0.0,
+                       panel3d_[0], panel3d_[1]);
         }
         status_ = "done";
         lastHistogram_ = Clock::now() - std::chrono::seconds(10);  // the final volume's window at once
@@ -271,6 +372,83 @@ class App {
     }
   }
 
+  // A finished run's figures: the scheduler's own end-to-end time (as `fdk --stream` reports it), and the frames begun
+  // between the first projection in and the last.
+  static Measured measured(const Run& r) {
+    Measured m;
+    const FdkReport& report = r.task->report();
+    m.seconds = report.totalSeconds > 0 ? report.totalSeconds : secondsSince(r.started);
+    m.rate = static_cast<double>(r.task->total()) / m.seconds;
+    std::vector<double> intervals;
+    Clock::time_point previous{};
+    for (const Clock::time_point t : r.frameTimes) {
+      if (t < r.firstProjection || t > r.lastProjection) continue;
+      if (m.frames++) intervals.push_back(secondsBetween(previous, t));
+      previous = t;
+    }
+    const double arriving = secondsBetween(r.firstProjection, r.lastProjection);
+    m.framesPerSecond = arriving > 0 ? static_cast<double>(m.frames) / arriving : 0.0;
+    m.intervalMedian = quantile(intervals, 0.5);
+    m.intervalP95 = quantile(intervals, 0.95);
+    m.intervalMax = quantile(intervals, 1.0);
+    return m;
+  }
+
+  // --measure: before each of the app's runs, the same reconstruction without frames (the scheduler's run(), what
+  // `fdk --stream` does: same plan, same context, the volume into memory); after each, a line comparing them. True
+  // while rounds remain (the next has started).
+  bool measureRound() {
+    if (setup_.measure < 1 || !run_ || !run_->done || measuredRounds_ >= setup_.measure) return false;
+    if (streamRates_.size() <= static_cast<std::size_t>(measuredRounds_)) return false;  // the reference failed (failure_)
+    const Measured app = measured(*run_);
+    const double reference = streamRates_.back();
+    appRates_.push_back(app.rate);
+    appFrames_.push_back(app.framesPerSecond);
+    ++measuredRounds_;
+    std::fprintf(stderr,
+                 "app measure %d/%d: the app %.1f projections/s, %.1f%% of the same reconstruction without frames (%.1f projections/s); "
+                 "%.1f frames/s while projections arrived\n",
+                 measuredRounds_, setup_.measure, app.rate, 100.0 * app.rate / reference, reference, app.framesPerSecond);
+    if (measuredRounds_ < setup_.measure) {
+      measureReference();
+      start();
+      return run_ != nullptr;
+    }
+    const auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v.empty() ? 0.0 : 0.5 * (v[(v.size() - 1) / 2] + v[v.size() / 2]);
+    };
+    const double appRate = median(appRates_), streamRate = median(streamRates_), fps = median(appFrames_);
+    std::fprintf(stderr,
+                 "app measure: medians of %d rounds: the app %.1f projections/s = %.1f%% of without frames (%.1f projections/s; goal >= 90%%: %s), "
+                 "%.1f frames/s while projections arrived (goal >= 60: %s)\n",
+                 setup_.measure, appRate, 100.0 * appRate / streamRate, streamRate, appRate >= 0.9 * streamRate ? "met" : "not met", fps,
+                 fps >= 60.0 ? "met" : "not met");
+    return false;
+  }
+
+  // The reference of --measure: the scan reconstructed by the scheduler alone, as `fdk --stream` runs it.
+  void measureReference() {
+    try {
+      OpenedScan scan = setup_.open(scan_);
+      const VolumeGrid grid = VolumeGrid::centred({size_, size_, size_}, glm::dvec3(spacing_));
+      const FdkPlan plan = planFor(scan, grid);
+      FdkReconstructor reconstructor(plan, &window_.context());
+      ImageSink sink(plan.grid, plan.options.threads);
+      const FdkReport report = reconstructor.run(*scan.source, sink);
+      // Its operator's program, deleted with it, may still be the current one (deletion waits until it is not): a
+      // state scope restoring it after would bind a name that no longer exists.
+      glUseProgram(0);
+      streamRates_.push_back(static_cast<double>(plan.projections) / report.totalSeconds);
+      if (!setup_.quiet)
+        std::fprintf(stderr, "app measure: without frames: %s: %zu projections in %.2f s end to end (%.1f projections/s)\n", report.backend.c_str(),
+                     plan.projections, report.totalSeconds, streamRates_.back());
+    } catch (const std::exception& e) {
+      error_ = e.what();
+      failure_ = std::current_exception();
+    }
+  }
+
   void stop() {
     if (!run_ || run_->done) return;
     run_->task->cancel();
@@ -280,20 +458,41 @@ class App {
   }
 
   // The grey window from the GPU histogram, twice a second while projections arrive (a few KB read back, never the
-  // volume), while the user has not set one.
+  // volume), while the user has not set one. Its passes are issued a frame apart, each once the one before is done
+  // (VolumeHistogram::begin, poll): the frame never waits for the GPU, nor the reconstruction queued before them.
   void updateWindow(GLuint volume, float scale) {
-    if (!run_ || run_->task->done() == 0 || secondsSince(lastHistogram_) < 0.5) return;
-    if (run_->done && histogram_ && histogramFinal_) return;
-    histogramFinal_ = run_->done;
+    if (!run_) return;
     if (!histogramGpu_) histogramGpu_ = std::make_unique<VolumeHistogram>();
-    histogram_ = histogramGpu_->compute(volume, grid_.size, scale);
-    lastHistogram_ = Clock::now();
-    if (autoWindow_)
+    if (histogramGpu_->busy()) {
+      std::optional<Histogram> h = histogramGpu_->poll(volume, grid_.size, scale);
+      if (!h) return;
+      histogram_ = std::move(h);
+      applyAutoWindow();
+    } else {
+      if (run_->task->done() == 0 || secondsSince(lastHistogram_) < 0.5) return;
+      if (run_->done && histogram_ && histogramFinal_) return;
+      histogramFinal_ = run_->done;  // the last one begins once the volume is final
+      histogramGpu_->begin(volume, grid_.size, scale);
+      lastHistogram_ = Clock::now();
+    }
+  }
+
+  // The finished volume's histogram and window now, waiting for the GPU (a script's outputs show the final window).
+  void finalWindowNow() {
+    if (!run_ || !run_->done) return;
+    histogramGpu_ = std::make_unique<VolumeHistogram>();  // drops any passes in flight
+    histogram_ = histogramGpu_->compute(run_->task->texture(uploader_), grid_.size, run_->task->scale());
+    histogramFinal_ = true;
+    applyAutoWindow();
+  }
+
+  void applyAutoWindow() {
+    if (autoWindow_ && histogram_)
       if (const auto w = objectWindow(*histogram_)) {
         low_ = static_cast<float>(w->first);
         high_ = static_cast<float>(w->second);
         if (transferFollows_) style_.transfer = defaultTransfer(low_, high_);
-        dirty3d_ = true;
+        volumeChanged_ = true;  // redrawn as a volume change is (view3dPanel)
       }
   }
 
@@ -336,7 +535,36 @@ class App {
       pendingShot_.clear();
     }
     window_.present();
-    changed_ = false;
+    writeWidgetMap();
+  }
+
+  // ---- tests driving the window (AppSetup::widgetMap) ----
+  void mark(const char* name) {
+    if (setup_.widgetMap.empty()) return;
+    const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+    char line[160];
+    std::snprintf(line, sizeof line, "widget %s|%.1f %.1f %.1f %.1f\n", name, a.x, a.y, b.x, b.y);
+    widgets_ += line;
+  }
+
+  void writeWidgetMap() {
+    if (setup_.widgetMap.empty()) return;
+    std::ostringstream out;
+    out << "frame " << ++mapFrames_ << "\n";
+    out << "run " << (run_ ? (run_->done ? "done" : run_->paused ? "paused" : "running") : "none") << " " << (run_ ? run_->task->done() : 0) << " "
+        << (run_ ? run_->task->total() : 0) << "\n";
+    out << "cursor " << cursor_[0] << " " << cursor_[1] << " " << cursor_[2] << "\n";
+    char window[96];
+    std::snprintf(window, sizeof window, "window %.9g %.9g\n", static_cast<double>(low_), static_cast<double>(high_));
+    out << window << "status " << status_ << "\nerror " << error_ << "\n" << widgets_;
+    widgets_.clear();
+    const std::string temporary = setup_.widgetMap + ".part";
+    {
+      std::ofstream file(temporary, std::ios::trunc);
+      file << out.str();
+    }
+    std::error_code ignored;
+    fs::rename(temporary, setup_.widgetMap, ignored);
   }
 
   void saveRgb(const std::string& path, int width, int height, const std::vector<unsigned char>& rgb, const char* what) {
@@ -383,17 +611,20 @@ class App {
       const char* methods[] = {"FDK"};
       int method = 0;
       ImGui::Combo("method", &method, methods, 1);
-      ImGui::Combo("backend", &backend_, kBackendNames, static_cast<int>(std::size(kBackendNames)));
+      backendCombo();
       ImGui::InputText("window W", &windowText_);
       ImGui::InputInt("size (voxels)", &size_);
       ImGui::InputFloat("spacing (mm)", &spacing_, 0.1f, 1.0f, "%.3f");
       ImGui::EndDisabled();
       if (!running) {
         if (ImGui::Button(run_ ? "Start again" : "Start")) start();
+        mark("start");
       } else {
         if (ImGui::Button(run_->paused ? "Resume" : "Pause")) run_->paused = !run_->paused;
+        mark("pause");
         ImGui::SameLine();
         if (ImGui::Button("Stop")) stop();
+        mark("stop");
       }
       if (run_) {
         const std::size_t n = run_->task->done(), total = run_->task->total();
@@ -422,10 +653,13 @@ class App {
         autoWindow_ = false;
         dirty3d_ = true;
       }
+      mark("high");
       if (ImGui::Button("Object (auto)")) {
         autoWindow_ = true;
+        applyAutoWindow();
         lastHistogram_ = Clock::now() - std::chrono::seconds(10);
       }
+      mark("object");
       ImGui::SameLine();
       if (ImGui::Button("Whole range") && histogram_) {
         autoWindow_ = false;
@@ -441,6 +675,7 @@ class App {
         autoWindow_ = false;
         dirty3d_ = true;
       }
+      mark("wider");
       ImGui::Text("%s", autoWindow_ ? "auto: the object's median, 4 interquartile ranges" : "set by hand");
       if (ImGui::Combo("colours", &colourMap_, kColourMaps, static_cast<int>(std::size(kColourMaps)))) dirty3d_ = true;
     }
@@ -501,6 +736,7 @@ class App {
       ImGui::InputText("volume (.mha)", &volumePath_);
       ImGui::BeginDisabled(!run_ || !run_->done);
       if (ImGui::Button("Save volume")) saveVolume(volumePath_);
+      mark("save volume");
       ImGui::EndDisabled();
       ImGui::SameLine();
       if (ImGui::Button("Screenshot")) {
@@ -508,6 +744,7 @@ class App {
         std::snprintf(name, sizeof name, "glrecon-app-%04d.png", shots_++);
         pendingShot_ = name;
       }
+      mark("screenshot");
       ImGui::InputText("3D series folder", &seriesPath_);
       ImGui::InputInt("frames", &seriesFrames_);
       ImGui::BeginDisabled(!run_);
@@ -516,8 +753,46 @@ class App {
     }
     ImGui::Separator();
     ImGui::TextWrapped("Slices: click or drag to move the crosshair, wheel to step. 3D: drag to turn, wheel to zoom. Space: pause.");
-    if (!ImGui::GetIO().WantTextInput && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Space)) && run_ && !run_->done) run_->paused = !run_->paused;
+    // Space pauses and resumes (not while typing in a field); Ctrl+Q closes, as closing the window does.
+    const int spaces = std::exchange(spacePresses, 0);
+    if (!ImGui::GetIO().WantTextInput && spaces % 2 == 1 && run_ && !run_->done) run_->paused = !run_->paused;
+    if (std::exchange(quitPresses, 0) > 0) window_.requestClose();
     ImGui::End();
+  }
+
+  // The backend list, each with the speed --backend auto measured on this GPU for this size of volume (the user cache),
+  // and what auto would weigh; read again when the size class changes or a run ends (auto may have measured).
+  void backendCombo() {
+    const int sizeClassSide = sizeClass(VolumeGrid::centred({std::max(1, size_), std::max(1, size_), std::max(1, size_)}, glm::dvec3(1.0)));
+    const bool ended = run_ && run_->done;
+    if (sizeClassSide != speedsClass_ || ended != speedsAfterRun_) {
+      speeds_ = rememberedSpeeds(window_.context().info(), sizeClassSide);
+      speedsClass_ = sizeClassSide;
+      speedsAfterRun_ = ended;
+    }
+    const auto label = [&](int i) {
+      std::string text = kBackendNames[i];
+      if (speeds_)
+        for (const auto& [name, rate] : speeds_->rates)
+          if (name == text) {
+            char figure[48];
+            std::snprintf(figure, sizeof figure, "  (%.3g G voxel-updates/s)", rate * 1e-9);
+            text += figure;
+          }
+      return text;
+    };
+    if (ImGui::BeginCombo("backend", label(backend_).c_str())) {
+      for (int i = 0; i < static_cast<int>(std::size(kBackendNames)); ++i)
+        if (ImGui::Selectable(label(i).c_str(), i == backend_)) backend_ = i;
+      ImGui::EndCombo();
+    }
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+    if (speeds_)
+      ImGui::TextWrapped("speeds measured on this GPU by auto, %s, on a %d^3 stand-in", speeds_->date.c_str(), speeds_->side);
+    else
+      ImGui::TextWrapped("%s", window_.context().info().software ? "a software renderer: auto takes cpu without measuring"
+                                                                 : "speeds not measured yet: auto measures them at its first run");
+    ImGui::PopStyleColor();
   }
 
   void saveVolume(const std::string& path) {
@@ -594,6 +869,7 @@ class App {
       const auto [corner, shown] = fit(across * grid_.spacing[a], up * grid_.spacing[u]);
       ImGui::SetCursorScreenPos(corner);
       ImGui::Image(textureId(slices_[which].texture.id()), shown, ImVec2(0, 1), ImVec2(1, 0));
+      mark(kPanelNames[which]);
       const ImVec2 mouse = ImGui::GetIO().MousePos;
       if (ImGui::IsItemHovered()) {
         if (ImGui::IsMouseDown(ImGuiMouseButton_Left)) {
@@ -627,27 +903,31 @@ class App {
     if (run_) {
       const ImVec2 room = ImGui::GetContentRegionAvail();
       panel3d_ = {std::max(8, static_cast<int>(room.x)), std::max(8, static_cast<int>(room.y))};
-      // The 3D view costs the most. Its cost is timed from its submission to its fence (polled each frame, so an upper
-      // bound by a frame); while the volume changes it is drawn again once the time since then is twice that cost (at
-      // most a third of the time), and at once when the user moves it. With resolution "auto" its pixels are scaled
-      // (down to a quarter of the panel's width) so that one drawing takes about 100 ms, polling included: a software
-      // renderer gets a coarser view, not a frozen window.
-      if (fence3d_ && fence3d_.signalled()) {
-        cost3d_ = secondsSince(drawn3d_);
-        fence3d_.reset();
+      // The 3D view is drawn again only when something changed: the view (camera, style, size: at once) or the volume
+      // (while projections arrive: at most every --redraw-3d ms, and at most a fifth of the time, so its drawings
+      // never pace the frames or the reconstruction sharing its queue). Its cost is its dispatch's GPU time (GL
+      // timestamps, read when ready, never waited for). With resolution "auto" its pixels are scaled (down to a
+      // quarter of the panel's width) so that one drawing takes about 100 ms: a software renderer gets a coarser view,
+      // not a frozen window.
+      if (const std::optional<double> gpu = renderer3d_.gpuSeconds()) {
+        cost3d_ = *gpu;
+        run_->gpu3d += *gpu;
+        ++run_->timed3d;
         if (autoResolution_) autoScale_ = std::clamp(autoScale_ * static_cast<float>(std::sqrt(0.1 / std::max(cost3d_, 1e-4))), 0.25f, 1.0f);
       }
       const float fraction = autoResolution_ ? std::min(autoScale_, 1.0f) : resolution3d_;
       const int w = std::max(8, static_cast<int>(room.x * fraction)), h = std::max(8, static_cast<int>(room.y * fraction));
-      const bool due = changed_ && !fence3d_ && secondsSince(drawn3d_) >= 3.0 * cost3d_;
-      if (dirty3d_ || due || (!fence3d_ && (std::abs(w - last3d_[0]) > last3d_[0] / 8 || std::abs(h - last3d_[1]) > last3d_[1] / 8))) {
+      const bool arriving = !run_->done && !run_->paused;
+      const double wait = arriving ? std::max(1e-3 * setup_.redraw3dMs, 4.0 * cost3d_) : 0.0;
+      // A new size from auto resolution and a window from the histogram are the app's changes, not the user's: they
+      // wait as the volume's do.
+      const bool resized = std::abs(w - last3d_[0]) > last3d_[0] / 8 || std::abs(h - last3d_[1]) > last3d_[1] / 8;
+      const bool due = (volumeChanged_ || resized) && secondsSince(drawn3d_) >= wait;
+      if (dirty3d_ || due) {
         try {
           renderer3d_.render(volume, grid_, scale, camera_, currentStyle(), w, h);
-          if (!fence3d_) {
-            fence3d_ = gl::Fence::insert();
-            glFlush();
-            drawn3d_ = Clock::now();
-          }
+          glFlush();  // started now, not when the frame is presented
+          drawn3d_ = Clock::now();
           ++run_->renders3d;
           error3d_.clear();
         } catch (const std::exception& e) {
@@ -655,9 +935,11 @@ class App {
         }
         last3d_ = {w, h};
         dirty3d_ = false;
+        volumeChanged_ = false;
       }
       if (renderer3d_.texture()) {
         ImGui::Image(textureId(renderer3d_.texture()), room, ImVec2(0, 1), ImVec2(1, 0));
+        mark("3D");
         if (ImGui::IsItemHovered()) {
           const ImGuiIO& io = ImGui::GetIO();
           if (ImGui::IsMouseDragging(ImGuiMouseButton_Left) && (io.MouseDelta.x != 0 || io.MouseDelta.y != 0)) {
@@ -686,6 +968,7 @@ class App {
     if (!run_->done || scriptDone_) return false;
     if (!scriptOutputs()) return setup_.offscreen;
     scriptDone_ = true;
+    finalWindowNow();
     if (!setup_.saveVolume.empty()) saveVolume(setup_.saveVolume);
     if (!setup_.series.empty()) saveSeries(setup_.series, setup_.seriesFrames);
     if (!setup_.screenshot.empty()) {
@@ -726,13 +1009,19 @@ class App {
   OrbitCamera camera_;
   VolumeStyle style_;
   float resolution3d_ = 1.0f, autoScale_ = 1.0f;
-  bool autoResolution_ = true, dirty3d_ = true, changed_ = false, scriptDone_ = false;
-  gl::Fence fence3d_;
+  bool autoResolution_ = true, dirty3d_ = true, volumeChanged_ = false, scriptDone_ = false;
   double cost3d_ = 0.0;
+  int measuredRounds_ = 0;
+  std::vector<double> streamRates_, appRates_, appFrames_;  // --measure's rounds
   Clock::time_point drawn3d_ = Clock::now();
   std::array<int, 2> last3d_{0, 0}, panel3d_{0, 0};
   std::string volumePath_ = "glrecon-app.mha", seriesPath_ = "glrecon-3d", pendingShot_;
   int seriesFrames_ = 36, shots_ = 0;
+  std::optional<BackendSpeeds> speeds_;  // the backend list's figures (backendCombo)
+  int speedsClass_ = 0;
+  bool speedsAfterRun_ = false;
+  std::string widgets_;  // this frame's widget rectangles (AppSetup::widgetMap)
+  std::size_t mapFrames_ = 0;
 };
 
 }  // namespace

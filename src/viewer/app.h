@@ -47,6 +47,9 @@ struct AppSetup {
   bool mip = false;               ///< the 3D view by MIP (else DVR)
   bool autoResolution = true;     ///< the 3D view's pixels scaled so one drawing takes about 100 ms (else all of them)
   std::optional<std::pair<double, double>> range;  ///< the grey window (default: chosen from the GPU histogram)
+  double fps = 60;                ///< the frames per second aimed at while reconstructing (steps fill the time between)
+  double redraw3dMs = 50;         ///< while reconstructing, the 3D view is drawn again at most this often (ms)
+  int measure = 0;                ///< rounds of: the same reconstruction without frames, then the app's; a report each
   std::size_t closeAfter = 0;     ///< close after this many projections, as a user closing the window would
   std::string screenshot;         ///< once done: the window's frame as PNG, then close
   std::string saveVolume;         ///< once done: the volume (.mha)
@@ -54,6 +57,9 @@ struct AppSetup {
   int seriesFrames = 36;
   bool overwrite = false;
   bool quiet = false;
+  /// Tests that drive the window with real input events: each frame, the app's state and where its widgets are (in
+  /// window pixels), written to this file (replaced atomically). Empty: none.
+  std::string widgetMap;
 };
 
 /// Runs the app until its window closes (or, scripted, until the script is done). Throws gl::GlError where no window

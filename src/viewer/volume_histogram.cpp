@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "device/gl/shader.h"
 #include "device/gl/state_scope.h"
@@ -123,11 +124,14 @@ void VolumeHistogram::dispatch(const gl::Program& program, GLuint volume, const 
   glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 7, static_cast<GLuint>(previous));
 }
 
-std::pair<float, float> VolumeHistogram::range(GLuint volume, const std::array<int, 3>& size, float scale, int stride) {
+void VolumeHistogram::issueRange(GLuint volume, const std::array<int, 3>& size, float scale, int stride) {
   gl::StateScope keep;
   const std::uint32_t start[4] = {0xffffffffu, 0u, 0u, 0u};
   glNamedBufferSubData(result_.id(), 0, sizeof start, start);
   dispatch(range_, volume, size, scale, stride);
+}
+
+std::pair<float, float> VolumeHistogram::readRange() const {
   std::uint32_t keys[2];
   glGetNamedBufferSubData(result_.id(), 0, sizeof keys, keys);
   const auto valueOf = [](std::uint32_t key) {
@@ -139,15 +143,24 @@ std::pair<float, float> VolumeHistogram::range(GLuint volume, const std::array<i
   return {valueOf(keys[0]), valueOf(keys[1])};
 }
 
-Histogram VolumeHistogram::counts(GLuint volume, const std::array<int, 3>& size, float scale, int stride, float low, float high) {
+std::pair<float, float> VolumeHistogram::range(GLuint volume, const std::array<int, 3>& size, float scale, int stride) {
+  issueRange(volume, size, scale, stride);
+  return readRange();
+}
+
+void VolumeHistogram::issueCounts(GLuint volume, const std::array<int, 3>& size, float scale, int stride, float low, float high) {
   gl::StateScope keep;
-  std::vector<std::uint32_t> zero(4 + static_cast<std::size_t>(bins_), 0u);
+  const std::vector<std::uint32_t> zero(4 + static_cast<std::size_t>(bins_), 0u);
   glNamedBufferSubData(result_.id(), 0, static_cast<GLsizeiptr>(zero.size() * sizeof(std::uint32_t)), zero.data());
   glUseProgram(counts_.id());
   glUniform1f(glGetUniformLocation(counts_.id(), "low"), low);
   glUniform1f(glGetUniformLocation(counts_.id(), "binsPerUnit"), binsPerUnit(low, high, bins_));
   glUniform1i(glGetUniformLocation(counts_.id(), "bins"), bins_);
   dispatch(counts_, volume, size, scale, stride);
+}
+
+Histogram VolumeHistogram::readCounts(float low, float high) const {
+  std::vector<std::uint32_t> zero(4 + static_cast<std::size_t>(bins_), 0u);
   glGetNamedBufferSubData(result_.id(), 0, static_cast<GLsizeiptr>(zero.size() * sizeof(std::uint32_t)), zero.data());
   Histogram h;
   h.low = low;
@@ -158,22 +171,40 @@ Histogram VolumeHistogram::counts(GLuint volume, const std::array<int, 3>& size,
   return h;
 }
 
+Histogram VolumeHistogram::counts(GLuint volume, const std::array<int, 3>& size, float scale, int stride, float low, float high) {
+  issueCounts(volume, size, scale, stride, low, high);
+  return readCounts(low, high);
+}
+
 namespace {
+
+// The bins of the first counts over the sampled range [low, high]; a constant volume gets its value mid-range.
+std::pair<float, float> wholeBins(float low, float high, int bins) {
+  if (!(high > low)) return {low - 0.5f, low + 0.5f};
+  // The maximum itself would fall past the last bin [.., high): a range a bin wider keeps it.
+  return {low, high + (high - low) / static_cast<float>(bins)};
+}
+
+// The bins of the second counts: the first's 0.05..99.95 percentiles out to its bins' edges, so the samples of those
+// bins stay in (all of them, in a one-bin volume); nothing where the first is final (a constant volume, one bin).
+std::optional<std::pair<float, float>> robustBins(const Histogram& whole, float low, float high, int bins) {
+  if (!(high > low)) return std::nullopt;
+  const float wholeBin = (high - low) / static_cast<float>(bins);
+  const auto binOf = [&](double value) { return std::floor((value - low) / wholeBin); };
+  const float robustLow = static_cast<float>(low + wholeBin * binOf(whole.percentile(0.0005)));
+  const float robustHigh = static_cast<float>(low + wholeBin * (binOf(whole.percentile(0.9995)) + 1.0));
+  if (!(robustHigh > robustLow)) return std::nullopt;
+  return std::pair{robustLow, robustHigh};
+}
 
 // The range, then counts over it, then counts over its robust part: the same steps on the GPU or on the host.
 template <typename Range, typename Counts>
 Histogram refined(int bins, Range range, Counts counts) {
-  auto [low, high] = range();
-  if (!(high > low)) return counts(low - 0.5f, low + 0.5f);  // constant: its value mid-range
-  // The maximum itself would fall past the last bin [.., high): a range a bin wider keeps it.
-  const float wholeBin = (high - low) / static_cast<float>(bins);
-  const Histogram whole = counts(low, high + wholeBin);
-  // The robust range out to its bins' edges, so the samples of those bins stay in (all of them, in a one-bin volume).
-  const auto binOf = [&](double value) { return std::floor((value - low) / wholeBin); };
-  const float robustLow = static_cast<float>(low + wholeBin * binOf(whole.percentile(0.0005)));
-  const float robustHigh = static_cast<float>(low + wholeBin * (binOf(whole.percentile(0.9995)) + 1.0));
-  if (!(robustHigh > robustLow)) return whole;
-  return counts(robustLow, robustHigh);
+  const auto [low, high] = range();
+  const auto [wholeLow, wholeHigh] = wholeBins(low, high, bins);
+  const Histogram whole = counts(wholeLow, wholeHigh);
+  const auto robust = robustBins(whole, low, high, bins);
+  return robust ? counts(robust->first, robust->second) : whole;
 }
 
 }  // namespace
@@ -183,6 +214,44 @@ Histogram VolumeHistogram::compute(GLuint volume, const std::array<int, 3>& size
   return refined(
       bins_, [&] { return range(volume, size, scale, stride); },
       [&](float low, float high) { return counts(volume, size, scale, stride, low, high); });
+}
+
+void VolumeHistogram::begin(GLuint volume, const std::array<int, 3>& size, float scale) {
+  stride_ = histogramStride(size);
+  issueRange(volume, size, scale, stride_);
+  stage_ = 1;
+  fence_ = gl::Fence::insert();
+  glFlush();
+}
+
+std::optional<Histogram> VolumeHistogram::poll(GLuint volume, const std::array<int, 3>& size, float scale) {
+  if (stage_ == 0 || !fence_.signalled()) return std::nullopt;
+  fence_.reset();
+  std::optional<Histogram> result;
+  if (stage_ == 1) {
+    std::tie(low_, high_) = readRange();
+    std::tie(binsLow_, binsHigh_) = wholeBins(low_, high_, bins_);
+    issueCounts(volume, size, scale, stride_, binsLow_, binsHigh_);
+    stage_ = 2;
+  } else if (stage_ == 2) {
+    Histogram whole = readCounts(binsLow_, binsHigh_);
+    if (const auto robust = robustBins(whole, low_, high_, bins_)) {
+      std::tie(binsLow_, binsHigh_) = *robust;
+      issueCounts(volume, size, scale, stride_, binsLow_, binsHigh_);
+      stage_ = 3;
+    } else {
+      result = std::move(whole);
+      stage_ = 0;
+    }
+  } else {
+    result = readCounts(binsLow_, binsHigh_);
+    stage_ = 0;
+  }
+  if (stage_ != 0) {
+    fence_ = gl::Fence::insert();
+    glFlush();
+  }
+  return result;
 }
 
 Histogram histogramOnHost(const float* voxels, const std::array<int, 3>& size, float scale) {

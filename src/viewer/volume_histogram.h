@@ -52,11 +52,26 @@ class VolumeHistogram {
   Histogram compute(GLuint volume, const std::array<int, 3>& size, float scale);
   int bins() const { return bins_; }
 
+  /// compute()'s passes without waiting for the GPU (a frame loop's way): begin() issues the first; each poll() finds
+  /// whether the pass before is done (a fence), reads its few bytes and issues the next, and returns the histogram
+  /// once the last is read. Each pass samples the volume as it is when issued (it may fill in meanwhile).
+  void begin(GLuint volume, const std::array<int, 3>& size, float scale);
+  std::optional<Histogram> poll(GLuint volume, const std::array<int, 3>& size, float scale);
+  bool busy() const { return stage_ != 0; }
+
  private:
   void dispatch(const gl::Program& program, GLuint volume, const std::array<int, 3>& size, float scale, int stride);
+  void issueRange(GLuint volume, const std::array<int, 3>& size, float scale, int stride);
+  std::pair<float, float> readRange() const;
+  void issueCounts(GLuint volume, const std::array<int, 3>& size, float scale, int stride, float low, float high);
+  Histogram readCounts(float low, float high) const;
   int bins_;
   gl::Program range_, counts_;
   gl::Buffer result_;
+  // The passes in flight (begin, poll): 0 none, 1 the range, 2 the counts over it, 3 over its robust part.
+  int stage_ = 0, stride_ = 1;
+  float low_ = 0, high_ = 0, binsLow_ = 0, binsHigh_ = 0;
+  gl::Fence fence_;
 };
 
 }  // namespace glrecon::viewer

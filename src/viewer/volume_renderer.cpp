@@ -1,4 +1,5 @@
-// The 3D view on the GPU (volume_renderer.h): one full-view quad whose fragment shader casts the pixel's ray.
+// The 3D view on the GPU (volume_renderer.h): one compute dispatch, an invocation per pixel casting its ray into the
+// view's image (shaders/volume_view.comp); the window shows the image as a texture.
 #include "viewer/volume_renderer.h"
 
 #include <algorithm>
@@ -9,11 +10,21 @@
 namespace glrecon::viewer {
 
 VolumeRenderer::VolumeRenderer() {
-  program_ = gl::buildProgramFromSources({{{GL_VERTEX_SHADER, "slice_view.vert"}, gl::shaderSource("slice_view.vert")},
-                                          {{GL_FRAGMENT_SHADER, "volume_view.frag"},
-                                           gl::shaderSource("colour_maps.glsl") + "\n" + gl::shaderSource("volume_view.frag")}});
-  quad_ = gl::createVertexArray();
-  frame_ = gl::createFramebuffer();
+  program_ = gl::buildProgramFromSources(
+      {{{GL_COMPUTE_SHADER, "volume_view.comp"}, gl::shaderSource("colour_maps.glsl") + "\n" + gl::shaderSource("volume_view.comp")}});
+  for (auto& q : queries_) q = gl::createQuery(GL_TIMESTAMP);
+}
+
+std::optional<double> VolumeRenderer::gpuSeconds() {
+  if (!timing_) return std::nullopt;
+  GLint available = 0;
+  glGetQueryObjectiv(queries_[1].id(), GL_QUERY_RESULT_AVAILABLE, &available);
+  if (!available) return std::nullopt;
+  GLuint64 begin = 0, end = 0;
+  glGetQueryObjectui64v(queries_[0].id(), GL_QUERY_RESULT, &begin);
+  glGetQueryObjectui64v(queries_[1].id(), GL_QUERY_RESULT, &end);
+  timing_ = false;
+  return end > begin ? 1e-9 * static_cast<double>(end - begin) : 0.0;
 }
 
 GLuint VolumeRenderer::render(GLuint volume, const VolumeGrid& grid, float scale, const OrbitCamera& camera, const VolumeStyle& style, int width,
@@ -27,23 +38,27 @@ GLuint VolumeRenderer::render(GLuint volume, const VolumeGrid& grid, float scale
     glTextureStorage2D(image_.id(), 1, GL_RGBA32F, width, height);
     glTextureParameteri(image_.id(), GL_TEXTURE_MIN_FILTER, GL_LINEAR);
     glTextureParameteri(image_.id(), GL_TEXTURE_MAG_FILTER, GL_LINEAR);
-    glNamedFramebufferTexture(frame_.id(), GL_COLOR_ATTACHMENT0, image_.id(), 0);
     width_ = width;
     height_ = height;
   }
   gl::StateScope keep;
   // An operator writing the volume by image stores (compute) is seen by texture fetches only after this barrier.
   glMemoryBarrier(GL_TEXTURE_FETCH_BARRIER_BIT);
-  glBindFramebuffer(GL_FRAMEBUFFER, frame_.id());
-  glDisable(GL_BLEND);
-  glDisable(GL_DEPTH_TEST);
-  glDisable(GL_STENCIL_TEST);
-  glViewport(0, 0, width, height);
   const GLuint p = program_.id();
   glUseProgram(p);
-  glBindVertexArray(quad_.id());
   glBindTextureUnit(0, volume);
+  // Image unit 0, restored after (an operator may keep its volume bound there between passes).
+  GLint unit[5] = {};
+  glGetIntegeri_v(GL_IMAGE_BINDING_NAME, 0, &unit[0]);
+  glGetIntegeri_v(GL_IMAGE_BINDING_LEVEL, 0, &unit[1]);
+  glGetIntegeri_v(GL_IMAGE_BINDING_LAYERED, 0, &unit[2]);
+  glGetIntegeri_v(GL_IMAGE_BINDING_LAYER, 0, &unit[3]);
+  glGetIntegeri_v(GL_IMAGE_BINDING_ACCESS, 0, &unit[4]);
+  GLint unitFormat = GL_R32F;
+  glGetIntegeri_v(GL_IMAGE_BINDING_FORMAT, 0, &unitFormat);
+  glBindImageTexture(0, image_.id(), 0, GL_FALSE, 0, GL_WRITE_ONLY, GL_RGBA32F);
   const auto at = [&](const char* name) { return glGetUniformLocation(p, name); };
+  glUniform2i(at("viewSize"), width, height);
   glUniform3fv(at("eye"), 1, f.eye.data());
   glUniform3fv(at("forward"), 1, f.forward.data());
   glUniform3fv(at("right"), 1, f.right.data());
@@ -63,7 +78,16 @@ GLuint VolumeRenderer::render(GLuint volume, const VolumeGrid& grid, float scale
   glUniform1fv(at("density"), kMaxTransferPoints, f.density.data());
   glUniform4fv(at("colour"), kMaxTransferPoints, f.colour[0].data());
   glUniform4fv(at("slope"), kMaxTransferPoints, f.slope[0].data());
-  glDrawArrays(GL_TRIANGLE_STRIP, 0, 4);
+  if (!timing_) glQueryCounter(queries_[0].id(), GL_TIMESTAMP);
+  glDispatchCompute(static_cast<GLuint>((width + 7) / 8), static_cast<GLuint>((height + 7) / 8), 1);
+  if (!timing_) {
+    glQueryCounter(queries_[1].id(), GL_TIMESTAMP);
+    timing_ = true;
+  }
+  // What reads the image next: the window sampling it, a readback (glGetTextureImage), a framebuffer blit.
+  glMemoryBarrier(GL_TEXTURE_FETCH_BARRIER_BIT | GL_TEXTURE_UPDATE_BARRIER_BIT | GL_FRAMEBUFFER_BARRIER_BIT);
+  glBindImageTexture(0, static_cast<GLuint>(unit[0]), unit[1], static_cast<GLboolean>(unit[2]), unit[3], static_cast<GLenum>(unit[4]),
+                     static_cast<GLenum>(unitFormat));
   return image_.id();
 }
 

@@ -1,9 +1,9 @@
 #pragma once
 // The viewer's 3D view: the volume texture (the one the slices come from, a GL_TEXTURE_2D_ARRAY of r32f voxels, layer
-// z) ray cast in a fragment shader, as a maximum intensity projection (MIP) or by direct volume rendering (DVR:
+// z) ray cast in a compute shader (one invocation per pixel, into an image the window shows), as a maximum intensity projection (MIP) or by direct volume rendering (DVR:
 // emission-absorption composited front to back through a 1-D transfer function), seen by an orbit camera. A CPU
 // reference renders the same model in the same float operations (renderVolumeCpu), so the two agree bit for bit
-// (tests/viewer/volume_render_gl_test.cpp; why they can is in shaders/volume_view.frag).
+// (tests/viewer/volume_render_gl_test.cpp; why they can is in shaders/volume_view.comp).
 //
 // The model, shared by both renderers (rayFrame): a pinhole camera; the ray of pixel (x, y) has direction
 // d = F + R (x + 1/2 - W/2) + U (y + 1/2 - H/2), with F the unit view direction and R, U the pixel's steps on the image
@@ -14,6 +14,7 @@
 #include <GL/glew.h>
 
 #include <array>
+#include <optional>
 #include <vector>
 
 #include "device/gl/objects.h"
@@ -81,8 +82,8 @@ RayFrame rayFrame(const VolumeGrid& grid, const OrbitCamera& camera, const Volum
 std::vector<float> renderVolumeCpu(const float* voxels, const VolumeGrid& grid, float scale, const OrbitCamera& camera, const VolumeStyle& style,
                                    int width, int height, int threads = 0);
 
-/// The 3D view on the GPU: renders into an image of its own (RGBA32F, so tests read exactly what was computed; the
-/// window shows it as a texture). The GL state it changes is restored (gl::StateScope).
+/// The 3D view on the GPU: a compute shader renders into an image of its own (RGBA32F, so tests read exactly what was
+/// computed; the window shows it as a texture). The GL state it changes is restored (gl::StateScope, image unit 0).
 class VolumeRenderer {
  public:
   VolumeRenderer();  ///< needs the context current
@@ -96,12 +97,15 @@ class VolumeRenderer {
   std::vector<float> read() const;
   /// The last image as RGB bytes, top row first (as PNG writes them).
   std::vector<unsigned char> readRgb() const;
+  /// The GPU time of a timed render (its dispatch alone, by GL timestamps; the first render after the last result is
+  /// timed) once the GPU has done it; nothing before (never waits).
+  std::optional<double> gpuSeconds();
 
  private:
   gl::Program program_;
-  gl::VertexArray quad_;
-  gl::Framebuffer frame_;
   gl::Texture image_;
+  gl::Query queries_[2];
+  bool timing_ = false;
   int width_ = 0, height_ = 0;
 };
 

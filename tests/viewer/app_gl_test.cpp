@@ -94,6 +94,24 @@ TEST_F(App, OffscreenRunSavesVolumeScreenshotAndA3dSeriesMatchingTheCpuReference
   EXPECT_TRUE(fs::exists(dir / "turn" / "view3d_0002.png"));
 }
 
+// --measure: each round the same reconstruction without frames, then the app's, and a line comparing them; then the
+// medians against the goals. (The figures themselves are the GPU's to judge: here only that they are there.)
+TEST_F(App, MeasureComparesTheAppWithTheReconstructionWithoutFrames) {
+  const fs::path dir = freshDir("app-measure");
+  const CliRun r = runCli(dir, "app --offscreen --start --simulate 0 --size 24 --spacing 10 --backend compute --resolution 800x600 --measure 2",
+                          cacheIn(dir));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "app measure: without frames: compute")) << r.output;
+  EXPECT_TRUE(contains(r.output, "app measure 1/2: the app ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "app measure 2/2: the app ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "app measure: medians of 2 rounds")) << r.output;
+  EXPECT_TRUE(contains(r.output, "frames/s while projections arrived (goal >= 60: ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "ms GPU each")) << r.output;
+  const CliRun bad = runCli(dir, "app --offscreen --start --simulate 0 --measure 1 --close-after 5", cacheIn(dir));
+  EXPECT_EQ(bad.exitCode, 2) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "--measure: expected without --close-after")) << bad.output;
+}
+
 // Closing mid-scan (as a user closing the window would, after 50 of 360): a clean stop, nothing written.
 TEST_F(App, ClosingMidScanCancelsAndWritesNothing) {
   const fs::path dir = freshDir("app-close");

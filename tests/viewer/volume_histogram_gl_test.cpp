@@ -2,7 +2,9 @@
 // and the window it gives on a reconstructed Shepp-Logan phantom showing the inner structures (1.00 to 1.03).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "device/gl/objects.h"
 #include "device/gl/state_scope.h"
@@ -48,6 +50,37 @@ TEST_F(GreyWindow, GpuHistogramEqualsTheCpuCountForCount) {
     EXPECT_EQ(g.below, c.below);
     EXPECT_EQ(g.above, c.above);
     EXPECT_EQ(g.below + g.above + std::accumulate(g.counts.begin(), g.counts.end(), std::uint64_t{0}), 35u * 32u * 33u);
+  }
+  EXPECT_EQ(glGetError(), static_cast<GLenum>(GL_NO_ERROR));
+}
+
+// The frame loop's way (begin, then poll until it answers: a pass issued each time the one before is done) gives the
+// same histogram as compute(), which waits after each pass; and a constant volume (whose first counts are final) too.
+TEST_F(GreyWindow, PassesIssuedAFrameApartGiveTheSameHistogram) {
+  const auto context = gl::Context::headless(0);
+  const VolumeGrid grid = VolumeGrid::centred({40, 36, 38}, {5.0, 5.5, 5.2});
+  Image v = voxelizePhantom(Phantom::sheppLogan(), grid, 2);
+  for (int constant = 0; constant < 2; ++constant) {
+    if (constant) std::fill(v.data.begin(), v.data.end(), 1.5f);
+    const gl::Texture t = textureOf(v);
+    viewer::VolumeHistogram histogram(1024);
+    const viewer::Histogram waited = histogram.compute(t.id(), v.size, 1.25f);
+    histogram.begin(t.id(), v.size, 1.25f);
+    EXPECT_TRUE(histogram.busy());
+    std::optional<viewer::Histogram> polled;
+    int polls = 0;
+    while (!polled && polls < 100000) {
+      polled = histogram.poll(t.id(), v.size, 1.25f);
+      ++polls;
+    }
+    ASSERT_TRUE(polled.has_value());
+    EXPECT_FALSE(histogram.busy());
+    EXPECT_EQ(polled->low, waited.low) << "constant " << constant;
+    EXPECT_EQ(polled->high, waited.high);
+    EXPECT_EQ(polled->counts, waited.counts);
+    EXPECT_EQ(polled->below, waited.below);
+    EXPECT_EQ(polled->above, waited.above);
+    EXPECT_FALSE(histogram.poll(t.id(), v.size, 1.25f).has_value()) << "nothing more once answered";
   }
   EXPECT_EQ(glGetError(), static_cast<GLenum>(GL_NO_ERROR));
 }

@@ -39,8 +39,15 @@ class AppCommand final : public Command {
     c->add_option("--output,-o", setup.saveVolume, "Once done: write the volume here (.mha or .mhd), then close");
     c->add_option("--series", setup.series, "Once done: write the 3D view turning once into this folder (view3d_NNNN.png), then close");
     c->add_option("--series-frames", setup.seriesFrames, "Frames of --series")->capture_default_str();
+    c->add_option("--fps", setup.fps, "Frames per second aimed at while reconstructing (the steps fill the time between)")->capture_default_str();
+    c->add_option("--redraw-3d", setup.redraw3dMs, "While projections arrive, draw the 3D view again at most every this many ms")
+        ->capture_default_str();
+    c->add_option("--measure", setup.measure,
+                  "Measurement: this many rounds of the same reconstruction without frames (as fdk --stream runs it) then the app's, "
+                  "each compared; needs --start");
     c->add_option("--close-after", setup.closeAfter, "Close after this many projections, as a user closing the window would (scripts)");
     c->add_flag("--overwrite", setup.overwrite, "Replace existing outputs");
+    c->add_option("--widget-map", setup.widgetMap, "Tests: each frame, the app's state and its widgets' rectangles, into this file")->group("");
     c->add_flag("--quiet,-q", setup.quiet, "No summary line");
     c->callback([this] { run(); });
   }
@@ -80,6 +87,12 @@ class AppCommand final : public Command {
     if (!setup.offscreen && !hasDisplay())
       throw UsageError("app: no display (DISPLAY and WAYLAND_DISPLAY are unset): expected a desktop session, xvfb-run, or --offscreen");
     if (setup.offscreen && !setup.start) throw UsageError("--offscreen: expected with --start (nothing can press Start offscreen)");
+    if (!(setup.fps >= 1 && setup.fps <= 1000)) throw UsageError("--fps: expected 1 to 1000 frames per second, found " + std::to_string(setup.fps));
+    if (!(setup.redraw3dMs >= 0 && setup.redraw3dMs <= 60000))
+      throw UsageError("--redraw-3d: expected 0 to 60000 ms, found " + std::to_string(setup.redraw3dMs));
+    if (setup.measure < 0 || setup.measure > 100) throw UsageError("--measure: expected 0 to 100 rounds, found " + std::to_string(setup.measure));
+    if (setup.measure > 0 && !setup.start) throw UsageError("--measure: expected with --start");
+    if (setup.measure > 0 && setup.closeAfter) throw UsageError("--measure: expected without --close-after (it measures whole reconstructions)");
     CommandOutputs outputs(setup.overwrite);
     outputs.add(setup.screenshot, {".png"}, "--screenshot");
     outputs.add(setup.saveVolume, {".mha", ".mhd"}, "--output");

@@ -1,8 +1,11 @@
-// The viewer's 3D view (viewer/volume_renderer.h): one ray per pixel through the volume texture, MIP or DVR.
+// The viewer's 3D view (viewer/volume_renderer.h): one invocation per pixel casts its ray through the volume texture,
+// MIP or DVR, and stores the pixel in the view's image. A compute shader, not a fragment shader: on datacenter GPUs
+// (H100, H200) only a few SMs run raster work, while compute runs on all of them (docs/benchmarks.md), and the
+// view shares the queue with the backprojection passes.
 //
 // Why the CPU reference (viewer/volume_reference.cpp) reproduces this bit for bit: every value a sample depends on is
 // computed with +, - and * only, each `precise` (GLSL 4.50, 4.7.1: these are correctly rounded; 4.8.1: `precise`
-// forbids fusing them into fma or reordering), from the same float uniforms; gl_FragCoord's xy are pixel centres,
+// forbids fusing them into fma or reordering), from the same float uniforms; the pixel centres (x + 1/2, y + 1/2) are
 // exact in float; floor() and the comparisons are exact. So both sides fetch the same voxels, and MIP's maximum of
 // the same values is the same value. DVR composites in the same order with the same operations; its only freedom
 // is GLSL's licence to flush subnormals to zero (bounded in the test).
@@ -11,8 +14,10 @@
 // sample on each side; the exact test is whether a sample's voxel is inside the grid. The widening covers the
 // intersection's rounding (a few ulps of depths of at most ~1e4 sample steps: < 0.01 of a step), so the samples
 // kept are the same as if every plane were tried.
-in vec2 position;
+layout(local_size_x = 8, local_size_y = 8) in;
 layout(binding = 0) uniform sampler2DArray volume;
+layout(rgba32f, binding = 0) uniform writeonly image2D view;
+uniform ivec2 viewSize;
 uniform vec3 eye, forward, right, up;  // voxel coordinates
 uniform float t0, dt;
 uniform int samples;
@@ -26,7 +31,6 @@ uniform int colourMap;
 uniform int points;
 uniform float density[8];
 uniform vec4 colour[8], slope[8];
-out vec4 result;
 
 const vec3 background = vec3(0.05);
 
@@ -40,8 +44,8 @@ vec4 transfer(float v) {
   return c;
 }
 
-void main() {
-  precise vec2 s = gl_FragCoord.xy - halfSize;
+vec4 castRay(vec2 pixelCentre) {
+  precise vec2 s = pixelCentre - halfSize;
   precise vec3 d = forward + right * s.x + up * s.y;
   // The planes where the ray is in the box (approximate, widened below).
   const vec3 safe = mix(d, vec3(1e-20), lessThan(abs(d), vec3(1e-20)));
@@ -75,14 +79,18 @@ void main() {
     }
   }
   if (mode == 0) {
-    if (raw) {
-      result = vec4(peak, hit ? 1.0 : 0.0, 0.0, 1.0);
-      return;
-    }
+    if (raw) return vec4(peak, hit ? 1.0 : 0.0, 0.0, 1.0);
     precise float g = clamp((peak - low) * invWindow, 0.0, 1.0);
-    result = vec4(hit ? colourOf(colourMap, g) : background, 1.0);
-    return;
+    return vec4(hit ? colourOf(colourMap, g) : background, 1.0);
   }
   precise vec3 shown = emitted + background * (1.0 - alpha);
-  result = vec4(shown, 1.0);
+  return vec4(shown, 1.0);
+}
+
+void main() {
+  const ivec2 pixel = ivec2(gl_GlobalInvocationID.xy);
+  if (any(greaterThanEqual(pixel, viewSize))) return;
+  // Integers below 2^23 plus 1/2: exact, as the CPU reference's (x + 0.5f).
+  precise vec2 centre = vec2(pixel) + vec2(0.5);
+  imageStore(view, pixel, castRay(centre));
 }

@@ -1,0 +1,349 @@
+// `glrecon app` in a window under an X server (Xvfb: ./quickstart.sh test runs the GL tests under xvfb-run), driven by
+// real input events: xdotool moves the pointer, clicks and presses keys through the XTEST extension, as a user's mouse
+// and keyboard would, and the window is closed by the message a window manager sends when its close button is
+// clicked (WM_DELETE_WINDOW). The app writes where its widgets are and its state after every frame (--widget-map), so
+// the test knows where to click and when the click has taken effect; what the window shows is checked in its
+// screenshots against the volume it saved.
+#include <gtest/gtest.h>
+
+#include <X11/Xatom.h>
+#include <X11/Xlib.h>
+#include <png.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "device_fixtures.h"
+#include "glrecon/io.h"
+#include "test_config.h"
+#include "test_support.h"
+
+namespace glrecon {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using AppInput = test::GlTest;
+
+struct Rect {
+  double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  double cx() const { return 0.5 * (x0 + x1); }
+  double cy() const { return 0.5 * (y0 + y1); }
+};
+
+// The app's state after its last frame (viewer/app.cpp writeWidgetMap).
+struct State {
+  long frame = 0;
+  std::string run = "none";
+  std::size_t done = 0, total = 0;
+  std::array<int, 3> cursor{};
+  double low = 0, high = 0;
+  std::string status, error;
+  std::map<std::string, Rect> widgets;
+};
+
+State parseState(const std::string& text) {
+  State s;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream l(line);
+    std::string key;
+    l >> key;
+    if (key == "frame") l >> s.frame;
+    else if (key == "run") l >> s.run >> s.done >> s.total;
+    else if (key == "cursor") l >> s.cursor[0] >> s.cursor[1] >> s.cursor[2];
+    else if (key == "window") l >> s.low >> s.high;
+    else if (key == "status") s.status = line.size() > 7 ? line.substr(7) : "";
+    else if (key == "error") s.error = line.size() > 6 ? line.substr(6) : "";
+    else if (key == "widget") {
+      const std::size_t bar = line.find('|');
+      Rect r;
+      std::istringstream(line.substr(bar + 1)) >> r.x0 >> r.y0 >> r.x1 >> r.y1;
+      s.widgets[line.substr(7, bar - 7)] = r;
+    }
+  }
+  return s;
+}
+
+struct Png {
+  int width = 0, height = 0;
+  std::vector<unsigned char> rgb;  // top row first
+  const unsigned char* at(int x, int y) const { return &rgb[(static_cast<std::size_t>(y) * width + x) * 3]; }
+};
+
+Png readPng(const fs::path& path) {
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  Png p;
+  if (!png_image_begin_read_from_file(&image, path.c_str())) return p;
+  image.format = PNG_FORMAT_RGB;
+  p.rgb.resize(PNG_IMAGE_SIZE(image));
+  if (!png_image_finish_read(&image, nullptr, p.rgb.data(), 0, nullptr)) return {};
+  p.width = static_cast<int>(image.width);
+  p.height = static_cast<int>(image.height);
+  return p;
+}
+
+int shell(const std::string& command) {
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Why the window tests cannot run here ("" when they can): no X display or no xdotool.
+std::string inputUnavailableReason() {
+  if (!std::getenv("DISPLAY")) return "no X display: run under xvfb-run (./quickstart.sh test does)";
+  if (shell("command -v xdotool > /dev/null 2>&1") != 0) return "xdotool is not installed (apt-get install xdotool; ./quickstart.sh installs it)";
+  return "";
+}
+
+// One `glrecon app` process in a window, and the input sent to it.
+class DrivenApp {
+ public:
+  DrivenApp(const fs::path& dir, const std::string& arguments) : dir_(dir), map_(dir / "map.txt") {
+    fs::remove(map_);
+    const std::string command = "cd '" + dir.string() + "' && XDG_CACHE_HOME='" + (dir / "cache").string() + "' exec '" + GLRECON_CLI_PATH +
+                                "' app " + arguments + " --widget-map map.txt > app.log 2>&1";
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+  ~DrivenApp() {
+    if (pid_ > 0 && !exited_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  State state() const {
+    std::ifstream in(map_);
+    std::stringstream text;
+    text << in.rdbuf();
+    return parseState(text.str());
+  }
+  std::string log() const { return test::readText(dir_ / "app.log"); }
+
+  // Waits (up to `seconds`) for a frame drawn after now whose state satisfies `ok`.
+  bool waitFor(const std::function<bool(const State&)>& ok, double seconds = 30) {
+    const long after = state().frame;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < until) {
+      if (exited()) return false;
+      const State s = state();
+      if (s.frame > after && ok(s)) return true;
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  }
+
+  // The window of this process (its _NET_WM_PID, which GLFW sets).
+  std::string window() {
+    if (window_.empty()) {
+      const fs::path out = dir_ / "window.txt";
+      for (int i = 0; i < 100 && window_.empty(); ++i) {
+        shell("xdotool search --pid " + std::to_string(pid_) + " --name '^glrecon$' > '" + out.string() + "' 2>/dev/null");
+        std::istringstream(test::readText(out)) >> window_;
+        if (window_.empty()) std::this_thread::sleep_for(100ms);
+      }
+    }
+    return window_;
+  }
+
+  // A left click at (x, y) in the window's pixels: the pointer moves there first and rests a few frames, as a hand's.
+  int click(double x, double y) {
+    const std::string move = "xdotool mousemove --sync --window " + window() + " " + std::to_string(static_cast<int>(std::lround(x))) + " " +
+                             std::to_string(static_cast<int>(std::lround(y)));
+    const int moved = shell(move);
+    std::this_thread::sleep_for(150ms);
+    return moved | shell("xdotool click 1");
+  }
+  int click(const std::string& widget) {
+    const State s = state();
+    const auto w = s.widgets.find(widget);
+    if (w == s.widgets.end()) return -1;
+    return click(w->second.cx(), w->second.cy());
+  }
+  // A key held down as long as a hand holds it (Dear ImGui 1.86 reads keys as held or not at each frame: a press and
+  // release between two frames, which only a program can do, would go unseen).
+  int key(const std::string& name) {
+    shell("xdotool windowfocus --sync " + window() + " 2>/dev/null");
+    const int down = shell("xdotool keydown " + name);
+    std::this_thread::sleep_for(150ms);
+    return down | shell("xdotool keyup " + name);
+  }
+
+  // What a window manager sends when the user clicks the window's close button.
+  bool closeAsAWindowManagerWould() {
+    Display* display = XOpenDisplay(nullptr);
+    if (!display) return false;
+    XEvent event{};
+    event.xclient.type = ClientMessage;
+    event.xclient.window = static_cast<Window>(std::stoul(window()));
+    event.xclient.message_type = XInternAtom(display, "WM_PROTOCOLS", False);
+    event.xclient.format = 32;
+    event.xclient.data.l[0] = static_cast<long>(XInternAtom(display, "WM_DELETE_WINDOW", False));
+    event.xclient.data.l[1] = CurrentTime;
+    const Status sent = XSendEvent(display, event.xclient.window, False, NoEventMask, &event);
+    XCloseDisplay(display);  // flushes
+    return sent != 0;
+  }
+
+  bool exited() {
+    if (!exited_ && ::waitpid(pid_, &status_, WNOHANG) == pid_) exited_ = true;
+    return exited_;
+  }
+  // The exit code once the process has ended (within `seconds`), else -1.
+  int exitCode(double seconds = 30) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (!exited() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(20ms);
+    return exited_ && WIFEXITED(status_) ? WEXITSTATUS(status_) : -1;
+  }
+
+ private:
+  fs::path dir_, map_;
+  pid_t pid_ = -1;
+  int status_ = 0;
+  bool exited_ = false;
+  std::string window_;
+};
+
+fs::path freshDir(const std::string& name) {
+  const fs::path dir = test::scratchDir() / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// The screen pixel showing voxel (across, up) of a slice panel whose image fills `r` (voxel centres).
+std::pair<int, int> pixelOf(const Rect& r, int across, int up, int acrossCount, int upCount) {
+  const double x = r.x0 + (across + 0.5) / acrossCount * (r.x1 - r.x0), y = r.y1 - (up + 0.5) / upCount * (r.y1 - r.y0);
+  return {static_cast<int>(std::floor(x)), static_cast<int>(std::floor(y))};
+}
+
+// Start, pause, a crosshair moved by a click in the axial slice, the grey window widened, resume, save the volume and
+// a screenshot: every step by the mouse or the keyboard, each checked in the app's state, and the screenshot against
+// the saved volume (the axial slice through the crosshair, in the grey window set, and the crosshair where clicked).
+TEST_F(AppInput, MouseAndKeysStartPauseMoveTheCrosshairWidenTheWindowAndSave) {
+  if (const std::string reason = inputUnavailableReason(); !reason.empty()) GTEST_SKIP() << reason;
+  const fs::path dir = freshDir("app-input");
+  constexpr int n = 24;  // voxels per axis
+  DrivenApp app(dir, "--simulate 60 --size 24 --spacing 10 --backend compute --resolution 1024x700");
+  ASSERT_TRUE(app.waitFor([](const State& s) { return s.widgets.count("start") > 0; })) << app.log();
+  ASSERT_FALSE(app.window().empty()) << "no window of the app's process found by xdotool";
+
+  // Start (a click on the button).
+  ASSERT_EQ(app.click("start"), 0);
+  ASSERT_TRUE(app.waitFor([](const State& s) { return s.run == "running" && s.done > 0; })) << app.log();
+
+  // Pause (the space bar): the count stops.
+  ASSERT_EQ(app.key("space"), 0);
+  ASSERT_TRUE(app.waitFor([](const State& s) { return s.run == "paused"; })) << app.log();
+  const std::size_t pausedAt = app.state().done;
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(app.state().done, pausedAt) << "projections were added while paused";
+  EXPECT_LT(pausedAt, 360u);
+
+  // The crosshair: a click on voxel (x 5, z 17) of the axial slice (a y slice: x across, z up); y stays.
+  const State before = app.state();
+  ASSERT_TRUE(before.widgets.count("Axial")) << "the axial slice is not shown";
+  const Rect axial = before.widgets.at("Axial");
+  const auto [px, py] = pixelOf(axial, 5, 17, n, n);
+  ASSERT_EQ(app.click(px + 0.5, py + 0.5), 0);
+  ASSERT_TRUE(app.waitFor([&](const State& s) { return s.cursor[0] == 5 && s.cursor[2] == 17; })) << "cursor " << app.state().cursor[0] << " "
+                                                                                                   << app.state().cursor[2];
+  EXPECT_EQ(app.state().cursor[1], before.cursor[1]);
+
+  // The grey window: "Wider" doubles it about its centre.
+  const State unwidened = app.state();
+  ASSERT_EQ(app.click("wider"), 0);
+  ASSERT_TRUE(app.waitFor([&](const State& s) { return std::fabs((s.high - s.low) - 2 * (unwidened.high - unwidened.low)) < 1e-4; }))
+      << unwidened.low << " " << unwidened.high << " -> " << app.state().low << " " << app.state().high;
+  const State widened = app.state();
+  EXPECT_NEAR(0.5 * (widened.low + widened.high), 0.5 * (unwidened.low + unwidened.high), 1e-5);
+
+  // Resume (space again) until done; the window set by hand stays.
+  ASSERT_EQ(app.key("space"), 0);
+  ASSERT_TRUE(app.waitFor([](const State& s) { return s.run == "done"; }, 60)) << app.log();
+  EXPECT_EQ(app.state().done, 360u);
+  EXPECT_EQ(app.state().low, widened.low);
+  EXPECT_EQ(app.state().high, widened.high);
+
+  // Save the volume, then a screenshot (the buttons).
+  ASSERT_EQ(app.click("save volume"), 0);
+  ASSERT_TRUE(app.waitFor([&](const State&) { return fs::exists(dir / "glrecon-app.mha"); })) << app.log();
+  ASSERT_EQ(app.click("screenshot"), 0);
+  ASSERT_TRUE(app.waitFor([&](const State&) { return fs::exists(dir / "glrecon-app-0000.png"); })) << app.log();
+  const State last = app.state();
+
+  // Closed by its window's close button: a clean exit.
+  ASSERT_TRUE(app.closeAsAWindowManagerWould());
+  EXPECT_EQ(app.exitCode(), 0) << app.log();
+
+  // The screenshot shows the axial slice y = cursor of the saved volume through the window set, voxel for voxel (the
+  // slice's texels are bytes of the same grey: within 1 level), except under the crosshair, which is where clicked.
+  const Image v = readMetaImage((dir / "glrecon-app.mha").string());
+  const Png shot = readPng(dir / "glrecon-app-0000.png");
+  ASSERT_EQ(shot.width, 1024);
+  ASSERT_EQ(shot.height, 700);
+  const Rect a = last.widgets.at("Axial");
+  const int y = last.cursor[1];
+  int worst = 0, compared = 0, bright = 0;
+  for (int k = 0; k < n; ++k)
+    for (int i = 0; i < n; ++i) {
+      if (i == 5 || k == 17) continue;  // under the crosshair's lines
+      const auto [sx, sy] = pixelOf(a, i, k, n, n);
+      const double t = std::clamp((v.at(i, y, k) - last.low) / (last.high - last.low), 0.0, 1.0);
+      const int expected = static_cast<int>(std::lround(t * 255.0));
+      for (int c = 0; c < 3; ++c) worst = std::max(worst, std::abs(shot.at(sx, sy)[c] - expected));
+      bright += expected > 128;
+      ++compared;
+    }
+  EXPECT_LE(worst, 1) << "of " << compared << " voxels";
+  EXPECT_GT(bright, 10) << "the phantom shows in the window set";
+  // The crosshair's vertical line through voxel column x = 5 (blue over grey), away from its horizontal line.
+  const auto [lineX, lineY] = pixelOf(a, 5, 17, n, n);
+  int blue = 0, rows = 0;
+  for (int k = 0; k < n; k += 3) {
+    if (std::abs(k - 17) < 2) continue;
+    const int sy = pixelOf(a, 5, k, n, n).second;
+    int best = 0;
+    for (int dx = -1; dx <= 1; ++dx) best = std::max(best, shot.at(lineX + dx, sy)[2] - shot.at(lineX + dx, sy)[0]);
+    blue += best > 60;
+    ++rows;
+  }
+  EXPECT_EQ(blue, rows) << "the crosshair's vertical line at x " << lineX;
+  (void)lineY;
+}
+
+// Closing the window (its close button, as a window manager sends it) mid-scan: the reconstruction is cancelled, the
+// process exits cleanly, and none of what the script would have saved at the end is written.
+TEST_F(AppInput, ClosingTheWindowMidScanCancelsAndWritesNothing) {
+  if (const std::string reason = inputUnavailableReason(); !reason.empty()) GTEST_SKIP() << reason;
+  const fs::path dir = freshDir("app-input-close");
+  DrivenApp app(dir, "--simulate 60 --size 24 --spacing 10 --backend compute --resolution 900x600 --start -o v.mha --screenshot s.png");
+  ASSERT_TRUE(app.waitFor([](const State& s) { return s.run == "running" && s.done >= 30; })) << app.log();
+  ASSERT_FALSE(app.window().empty());
+  ASSERT_TRUE(app.closeAsAWindowManagerWould());
+  EXPECT_EQ(app.exitCode(), 0) << app.log();
+  const std::string log = app.log();
+  EXPECT_TRUE(test::contains(log, "window closed after")) << log;
+  EXPECT_TRUE(test::contains(log, "reconstruction cancelled, nothing written")) << log;
+  EXPECT_FALSE(fs::exists(dir / "v.mha"));
+  EXPECT_FALSE(fs::exists(dir / "s.png"));
+  EXPECT_FALSE(fs::exists(dir / "glrecon-app-0000.png"));
+}
+
+}  // namespace
+}  // namespace glrecon
