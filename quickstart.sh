@@ -11,7 +11,7 @@ cd "$(dirname "$0")"
 # (the Python tests and the example run under ctest).
 packages=(cmake g++ ninja-build pkg-config libfftw3-dev libtinyxml2-dev libcli11-dev libglm-dev libpng-dev
           zlib1g-dev libgtest-dev libegl-dev libopengl-dev libglew-dev libegl-mesa0 libgl1-mesa-dri libglfw3-dev
-          libcairo2-dev libimgui-dev xvfb xauth xdotool libx11-dev libtiff-dev pybind11-dev python3-dev python3-numpy python3-pytest python3-matplotlib
+          libcairo2-dev libimgui-dev xvfb xauth xdotool libx11-dev libopenmpi-dev openmpi-bin libtiff-dev pybind11-dev python3-dev python3-numpy python3-pytest python3-matplotlib
           python3-setuptools python3-hypothesis python3-scipy)
 missing=()
 for p in "${packages[@]}"; do

@@ -90,6 +90,21 @@ int parseAndRun(CLI::App& app, int argc, char** argv, std::ostream& errors) {
   return 0;
 }
 
+// Under mpirun with several ranks only fdk shares its work out; any other command would run once per rank, each copy
+// writing the same outputs: refused, naming the command ("" where there is nothing to refuse).
+std::string notSharedOut(int argc, char** argv) {
+  const Cluster* cluster = currentCluster();
+  if (!cluster || cluster->size() == 1) return "";
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.empty() || word[0] == '-') continue;
+    if (word == "fdk") return "";
+    return "'" + word + "' under mpirun with " + std::to_string(cluster->size()) + " ranks: only fdk shares its work out over MPI ranks "
+           "(the iterative methods do not yet); run it as one process";
+  }
+  return "";
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"glrecon: cone-beam CT reconstruction: FDK through the OpenGL graphics pipeline, OpenGL compute shaders, CUDA or\n"
                "the CPU; iterative methods (SART, SIRT, CGLS, OS-EM); a live viewer of the slices as projections arrive.\n"
@@ -112,7 +127,13 @@ int run(int argc, char** argv) {
   }
   // Under mpirun (glrecon/cluster.h) a failing rank stops every rank, naming itself; elsewhere the message and the code.
   std::ostringstream errors;
-  const int code = parseAndRun(app, argc, argv, errors);
+  int code = 0;
+  if (const std::string refused = notSharedOut(argc, argv); !refused.empty()) {
+    errors << "glrecon: usage error: " << refused << "\n";
+    code = 2;
+  } else {
+    code = parseAndRun(app, argc, argv, errors);
+  }
   if (code != 0) abortCluster(errors.str(), code);
   std::cerr << errors.str();
   return code;

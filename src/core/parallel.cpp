@@ -1,5 +1,6 @@
 #include "glrecon/parallel.h"
 
+#include <sched.h>
 #include <sys/mman.h>
 
 #include <cstdint>
@@ -15,6 +16,10 @@ namespace glrecon {
 
 int resolveThreadCount(int requested) {
   if (requested > 0) return requested;
+  // The cores this process may run on (taskset, a container's cpuset, an MPI rank's binding), not the machine's.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
   return std::max(1u, std::thread::hardware_concurrency());
 }
 

@@ -30,7 +30,8 @@ class MetaImageReader {
   /// firstValueOutside() reports, n * nx * ny when there is none.
   std::size_t readSlices(std::size_t first, std::size_t n, float* out, double limit);
   /// Rows [firstRow, firstRow + rows) of slice `slice` into `out` (rows * nx floats), read alone (an MPI rank reads only
-  /// the detector rows its slabs need); the index in `out` of the first value outside `limit`, rows * nx when none.
+  /// the detector rows its slabs need), on the calling thread (callers read many slices' rows in parallel); the index
+  /// in `out` of the first value outside `limit`, rows * nx when none. Safe from several threads at once (pread).
   std::size_t readRows(std::size_t slice, int firstRow, int rows, float* out, double limit);
 
  private:

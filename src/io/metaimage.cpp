@@ -164,13 +164,14 @@ void preadAll(int fd, void* out, std::size_t bytes, std::uint64_t offset, const 
 // cache when converted. The whole file read into a buffer, then converted, on one thread: 0.5-0.75 GB/s on a
 // 16-core machine; these chunks on all its cores: 4.8 GB/s. Returns the first index firstValueOutside() reports
 // when limit > 0 (each chunk checked while its values are in cache), count otherwise.
+// `serial`: on the calling thread (a caller that reads many small parts in parallel itself).
 std::size_t convertInChunks(const ElementType& type, bool swap, std::size_t count, float* out, const unsigned char* raw,
-                            int fd, std::uint64_t offset, const std::string& dataPath, double limit) {
+                            int fd, std::uint64_t offset, const std::string& dataPath, double limit, bool serial = false) {
   const FileChunking split = fileChunking();
   const std::size_t chunk = std::max<std::size_t>(1, split.chunkBytes / type.bytes);
   const bool direct = !raw && type.isFloat && !swap;
   std::atomic<std::size_t> first{count};
-  parallelFor(count, chunk, split.threads, [&](std::size_t begin, std::size_t end) {
+  parallelFor(count, chunk, serial ? 1 : split.threads, [&](std::size_t begin, std::size_t end) {
     const std::size_t n = end - begin;
     float* values = out + begin;
     if (raw) {
@@ -418,7 +419,7 @@ std::size_t MetaImageReader::readRows(std::size_t slice, int firstRow, int rows,
   const ElementType& type = data_->type;
   const unsigned char* raw = data_->inflated.empty() ? nullptr : data_->inflated.data() + first * type.bytes;
   return convertInChunks(type, data_->bigEndian, static_cast<std::size_t>(rows) * nx, out, raw, data_->file.fd,
-                         data_->offset + first * type.bytes, data_->dataPath, limit);
+                         data_->offset + first * type.bytes, data_->dataPath, limit, true);
 }
 
 namespace {

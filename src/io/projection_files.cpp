@@ -6,12 +6,14 @@
 // damaged further on is reported when its projections are read, naming them (nothing is written then either).
 #include <algorithm>
 #include <cmath>
+#include <atomic>
 #include <memory>
 
 #include "chunked_io.h"
 #include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "glrecon/limits.h"
+#include "glrecon/parallel.h"
 #include "glrecon/source.h"
 #include "glrecon/validate.h"
 
@@ -98,36 +100,56 @@ class ProjectionFiles final : public ProjectionSource {
     }
   }
 
-  // MetaImage files: each band read alone (pread of its rows); TIFF files are read whole (readTiff) and their rows kept.
+  // MetaImage files: each band read alone (pread of its rows), the projections of one file in parallel (a band is a
+  // megabyte or two: one thread each reads them at the page cache's speed, many threads at the file system's); TIFF
+  // files are read whole (readTiff) and their rows kept.
   void readRows(std::size_t first, std::size_t n, const RowBand* bands, float* out) override {
     const std::size_t nu = static_cast<std::size_t>(first_.size[0]);
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t p = first + i, f = fileOf(p), local = p - starts_[f];
-      const RowBand band = bands[i];
-      if (band.count <= 0) continue;
-      float* to = out + i * pixels() + static_cast<std::size_t>(band.first) * nu;
-      const std::size_t values = static_cast<std::size_t>(band.count) * nu;
-      std::size_t outside = values;
+    for (std::size_t done = 0; done < n;) {
+      const std::size_t p0 = first + done, f = fileOf(p0), m = std::min(n - done, starts_[f + 1] - p0);
       try {
         if (isTiffPath(files_[f])) {
           if (tiffFile_ != f) {
             tiff_ = readTiff(files_[f]);
             tiffFile_ = f;
           }
-          std::copy_n(tiff_.slice(static_cast<int>(local)) + static_cast<std::size_t>(band.first) * nu, values, to);
-          outside = firstValueOutside(to, values, kMaxProjectionValue);
-        } else {
-          if (readerFile_ != f) {
-            reader_ = std::make_unique<MetaImageReader>(files_[f]);
-            readerFile_ = f;
-          }
-          outside = reader_->readRows(local, band.first, band.count, to, kMaxProjectionValue);
+        } else if (readerFile_ != f) {
+          reader_ = std::make_unique<MetaImageReader>(files_[f]);
+          readerFile_ = f;
         }
       } catch (const Error& e) {
-        throw InputError("projection " + std::to_string(p) + " (" + files_[f] + "): " + e.text());
+        throw InputError("projection " + std::to_string(p0) + " (" + files_[f] + "): " + e.text());
       }
-      if (outside < values)
-        throwBadProjectionValue(files_[f], p, static_cast<std::size_t>(band.first) * nu + outside, first_.size[0], to[outside]);
+      std::atomic<std::size_t> bad{SIZE_MAX};  // the first projection (of this file's) with a value outside, and where
+      std::vector<std::size_t> badPixel(m, SIZE_MAX);
+      parallelFor(m, 1, fileChunking().threads, [&](std::size_t i0, std::size_t i1) {
+        for (std::size_t i = i0; i < i1; ++i) {
+          const RowBand band = bands[done + i];
+          if (band.count <= 0) continue;
+          float* to = out + (done + i) * pixels() + static_cast<std::size_t>(band.first) * nu;
+          const std::size_t values = static_cast<std::size_t>(band.count) * nu, local = p0 + i - starts_[f];
+          std::size_t outside = values;
+          if (isTiffPath(files_[f])) {
+            std::copy_n(tiff_.slice(static_cast<int>(local)) + static_cast<std::size_t>(band.first) * nu, values, to);
+            outside = firstValueOutside(to, values, kMaxProjectionValue);
+          } else {
+            try {
+              outside = reader_->readRows(local, band.first, band.count, to, kMaxProjectionValue);
+            } catch (const Error& e) {
+              throw InputError("projection " + std::to_string(p0 + i) + " (" + files_[f] + "): " + e.text());
+            }
+          }
+          if (outside < values) {
+            badPixel[i] = static_cast<std::size_t>(band.first) * nu + outside;
+            lowerAtomically(bad, i);
+          }
+        }
+      });
+      if (bad != SIZE_MAX) {
+        const std::size_t i = bad;
+        throwBadProjectionValue(files_[f], p0 + i, badPixel[i], first_.size[0], out[(done + i) * pixels() + badPixel[i]]);
+      }
+      done += m;
     }
   }
 

@@ -40,8 +40,8 @@ SlabPlan planSlabsFor(const FdkPlan& plan, DeviceSession& session) {
   std::uint64_t budget = options.gpuMemory;
   std::string what = field("gpuMemory") + " " + formatBytes(budget);
   if (options.cluster) {
-    // Always slabs, the same on every rank: sized for the rank with the least memory, at least four per rank so that
-    // dealing them out on demand evens out ranks of different speeds (more would re-read more of the rows that
+    // Always slabs, the same on every rank: sized for the rank with the least memory, at least slabsPerRank per rank so
+    // that dealing them out on demand evens out ranks of different speeds (more would re-read more of the rows that
     // neighbouring slabs share).
     if (budget == 0) {
       budget = freeMemory(plan.backend, plan.devices.front(), session);
@@ -49,7 +49,7 @@ SlabPlan planSlabsFor(const FdkPlan& plan, DeviceSession& session) {
     }
     budget = options.cluster->minimum(budget);
     what = budget == options.gpuMemory ? what : "the smallest free device memory of the ranks (" + formatBytes(budget) + " usable)";
-    return planSlabs(plan.grid, cost, budget, what, 4 * options.cluster->size());
+    return planSlabs(plan.grid, cost, budget, what, options.slabsPerRank * options.cluster->size());
   }
   if (budget == 0) {
     if (plan.devices.size() == 1 && (plan.backend == Backend::Cpu || whole < (std::uint64_t{1} << 30))) return {};
@@ -186,6 +186,8 @@ FdkPlan planFdk(const Geometry& geometry, const VolumeGrid& grid, const FdkOptio
   checkValue("batch", static_cast<double>(options.batch));
   checkValue("queue", static_cast<double>(options.queueDepth));
   checkValue("gpu", options.gpu);
+  if (options.slabsPerRank < 1 || options.slabsPerRank > 1024)
+    throw UsageError(field("slabsPerRank") + ": expected 1 to 1024, found " + std::to_string(options.slabsPerRank));
   for (int gpu : options.gpus) checkValue("gpu", gpu);
   checkProjectionsMatch(geometry, source.count(), source.detector(), source.count() ? source.origin(0) : "projections");
   checkScanAndGrid(geometry, grid, "fdk");

@@ -444,12 +444,17 @@ void FdkReconstructor::Run::startReader() {
   }
   reader = std::jthread([this] {
     try {
-      const std::size_t chunk = std::max<std::size_t>(1, source.chunk());
+      std::size_t chunk = std::max<std::size_t>(1, source.chunk());
       // Once; in a cluster's rank, once per slab it takes (beginBand), each time only the slab's rows.
       for (std::size_t epoch = 0;; ++epoch) {
         if (bands) {
           std::unique_lock lock(mutex);
           if (!waitFor(lock, Clock::time_point::max(), [&] { return bandEpoch > epoch || bandsOver; }) || bandEpoch == epoch) return;
+          // About 64 MiB of rows at once: the source reads a chunk's projections in parallel.
+          std::size_t rows = 0;
+          for (const RowBand& b : rowBands) rows += static_cast<std::size_t>(std::max(0, b.count));
+          const std::size_t perProjection = std::max<std::size_t>(1, rows * plan.geometry.detector.nu * sizeof(float) / std::max<std::size_t>(1, count));
+          chunk = std::max(std::max<std::size_t>(1, source.chunk()), (std::size_t{64} << 20) / perProjection);
         }
         for (std::size_t first = 0; first < count;) {
           std::size_t n = std::min(chunk, count - first);

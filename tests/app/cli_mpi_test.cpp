@@ -69,6 +69,12 @@ TEST(ClusterCli, EachRankReadsOnlyItsRows) {
   const double bytes = contains(amount, "MiB") ? value * 1048576 : contains(amount, "KiB") ? value * 1024 : value;
   EXPECT_LT(bytes, 5.0 * 60 * 64 * 64 * 4) << r.output;
   EXPECT_GT(bytes, 0.9 * 60 * 64 * 64 * 4) << r.output;  // every row some slab needs, at least once
+  // One slab a rank: thicker slabs, fewer rows read, the same file.
+  const CliRun thick = runMpi(dir, 3, "fdk -g scan/geometry.xml -p scan/projections.mha -o w.mha --slabs-per-rank 1" + kGrid);
+  ASSERT_EQ(thick.exitCode, 0) << thick.output;
+  EXPECT_TRUE(contains(thick.output, "slabs: 3 of 32 rows")) << thick.output;
+  EXPECT_EQ(fileBytes(dir / "w.mha"), fileBytes(dir / "v.mha"));
+  EXPECT_EQ(runMpi(dir, 2, "fdk -g scan/geometry.xml -p scan/projections.mha -o x.mha --slabs-per-rank 0" + kGrid).exitCode, 2);
 }
 
 TEST(ClusterCli, ARankThatFailsMidRunStopsTheJobAndLeavesNoFile) {
@@ -106,6 +112,11 @@ TEST(ClusterCli, WhatCannotBeSharedOutIsRefused) {
     EXPECT_FALSE(fs::exists(dir / "v.mha"));
     EXPECT_EQ(filesStartingWith(dir, ".v.mha"), 0) << "temporary files left";
   }
+  // Commands that do not share their work out yet would run once per rank: refused.
+  const CliRun sirt = runMpi(dir, 2, "sirt -g scan/geometry.xml -p scan/projections.mha -o s.mha --size 16 --spacing 16 --iterations 2");
+  EXPECT_NE(sirt.exitCode, 0) << sirt.output;
+  EXPECT_TRUE(contains(sirt.output, "'sirt' under mpirun") && contains(sirt.output, "only fdk")) << sirt.output;
+  EXPECT_FALSE(fs::exists(dir / "s.mha"));
 }
 
 }  // namespace

@@ -79,7 +79,7 @@ class FdkCommand final : public Command {
   std::vector<std::string> sliceSpecs;
   double densityAfter = 0.25, cutoff = 1.0, hann = 0.0, i0 = 0.0;
   bool stream = false, noShortScan = false, overwrite = false, quiet = false, retune = false;
-  int threads = 0;
+  int threads = 0, slabsPerRank = 4;
   std::size_t batch = 32;
 
   void addDeviceOptions(CLI::App* c) {
@@ -98,6 +98,10 @@ class FdkCommand final : public Command {
     c->add_option("--gpu-memory", gpuMemory,
                   "Cap on the memory one device may use, e.g. 8G or 512M: a larger volume is reconstructed in slabs of y rows "
                   "(without it: slabs only when the volume does not fit the device's free memory)");
+    c->add_option("--slabs-per-rank", slabsPerRank,
+                  "Under mpirun: at least this many slabs per rank (more even out ranks of different speeds; fewer, thicker "
+                  "slabs read fewer detector rows)")
+        ->capture_default_str();
     c->add_option("--scratch", scratch,
                   "Directory for the filtered projections of a slab reconstruction when they do not fit in memory");
   }
@@ -221,6 +225,7 @@ class FdkCommand final : public Command {
     if (options.gpus.size() == 1) options.gpus.clear();
     if (!gpuMemory.empty()) options.gpuMemory = parseByteSize("--gpu-memory", gpuMemory);
     options.scratch = scratch;
+    options.slabsPerRank = slabsPerRank;
     if (!scratch.empty()) checkOutputDirectory(scratch, "--scratch");
     options.window = window.window();
     options.rememberWindow = true;

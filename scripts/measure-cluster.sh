@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# One device run (docs/gpu-measurement.md carries the libraries; .gl/mpi/*.deb carries Open MPI): FDK over MPI ranks on
+# one machine against one process with the same GPU, file to file, and the files compared (docs/cluster.md).
+#   scripts/measure-cluster.sh SIZE [RANKS...]      e.g. scripts/measure-cluster.sh 1024 1 2 4
+set -uo pipefail
+for f in .gl/mpi/*.deb; do dpkg -x $f /; done; ldconfig
+export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+# Debian 12's PMIx (carried) on the GPU host's Ubuntu 24.04 crashes in its "compress" process-registry component
+# (a segfault in pmix_preg_base_generate_ppn at mpirun's start); its "native" one works.
+export PMIX_MCA_preg=native
+size=$1; shift
+out=${OUT:-/tmp/out}; mkdir -p "$out"
+d=/tmp/cluster; mkdir -p $d
+# 720 projections of 1024^2 (3 GiB), the volume over the phantom (256 mm).
+[ -f $d/scan/projections.mha ] || .gl/bin/glrecon phantom -o $d/scan --projections 720 --detector 1024 --detector-spacing 0.5 -q
+spacing=$(awk "BEGIN{print 256 / $size}")
+common="fdk -g $d/scan/geometry.xml -p $d/scan/projections.mha --size $size --spacing $spacing --backend cuda --filter-on cpu -q"
+sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null
+run() {  # label, command...: wall seconds of the whole command (mpirun's start included) and the file's md5
+  local label=$1; shift
+  rm -f $d/v.mha; sync
+  local s=$(date +%s.%N)
+  "$@" > $d/log 2>&1; local code=$?
+  local e=$(date +%s.%N)
+  printf '%s %s: exit %d, %.2f s wall, md5 %s\n' "$size^3" "$label" $code "$(awk "BEGIN{print $e - $s}")" "$(md5sum < $d/v.mha | cut -c1-12)"
+  [ $code -ne 0 ] && tail -5 $d/log
+}
+for repeat in ${REPEATS:-1 2}; do
+  run "one process" .gl/bin/glrecon $common -o $d/v.mha
+  for n in "$@"; do run "mpirun -np $n" mpirun -np $n .gl/bin/glrecon $common -o $d/v.mha; done
+done 2>&1 | tee -a "$out/cluster.txt"
+# Where a rank's time went, once, with the report.
+rm -f $d/v.mha
+mpirun -np ${@: -1} .gl/bin/glrecon ${common/ -q/} -o $d/v.mha 2>&1 | grep -E "^slabs|rank|file to file|backend" | tee -a "$out/cluster.txt"
+rm -f $d/v.mha
