@@ -157,13 +157,22 @@ void GlVolume::add(const float* data, const std::size_t* views, std::size_t coun
       // Each projection's band of rows only, staged and uploaded at its own rows of its own layer: texture
       // coordinates and size stay those of the whole detector; by the band's construction the slab's voxels
       // sample no row outside it.
+      // The bands copied on the threads at once (a parallel copy per projection started and joined its threads for
+      // every projection of every slab), then uploaded one by one.
+      std::vector<RowBand> bands(n);
+      for (std::size_t s = 0; s < n; ++s) bands[s] = slabRowBand(geometry, views[p + s], grid, blockFirst, rows);
+      parallelFor(n, 1, threads, [&](std::size_t b, std::size_t e) {
+        for (std::size_t s = b; s < e; ++s) {
+          const std::size_t offset = s * pixels + static_cast<std::size_t>(bands[s].first) * nu;
+          const float* from = data + (p + s) * pixels + static_cast<std::size_t>(bands[s].first) * nu;
+          std::copy(from, from + static_cast<std::size_t>(std::max(0, bands[s].count)) * nu, to + offset);
+        }
+      });
       for (std::size_t s = 0; s < n; ++s) {
-        const RowBand band = slabRowBand(geometry, views[p + s], grid, blockFirst, rows);
+        const RowBand band = bands[s];
         if (band.count == 0) continue;
         const std::size_t offset = s * pixels + static_cast<std::size_t>(band.first) * nu;
         const std::size_t length = static_cast<std::size_t>(band.count) * nu;
-        const float* from = data + (p + s) * pixels + static_cast<std::size_t>(band.first) * nu;
-        parallelFor(length, std::size_t{1} << 18, threads, [&](std::size_t b, std::size_t e) { std::copy(from + b, from + e, to + offset + b); });
         GLRECON_CHECK_GL(glTextureSubImage3D(projections.id(), 0, 0, band.first, static_cast<GLint>(layer + s), nu, band.count, 1, GL_RED,
                                              GL_FLOAT, reinterpret_cast<const void*>((layer * pixels + offset) * sizeof(float))));
         uploaded += static_cast<double>(length) * sizeof(float);
