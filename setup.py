@@ -32,7 +32,9 @@ class CMakeBuild(build_py):
     def run(self):
         build = os.path.join(BUILD_ROOT, "cmake")
         subprocess.check_call(["cmake", "-S", ROOT, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
-                               "-DGLRECON_BUILD_TESTS=OFF", "-DGLRECON_PYTHON=ON", f"-DPython_EXECUTABLE={sys.executable}"])
+                               "-DGLRECON_BUILD_TESTS=OFF", "-DGLRECON_PYTHON=ON",
+                               # Python runs one process: the wheel needs no MPI library on the target.
+                               "-DGLRECON_MPI=OFF", f"-DPython_EXECUTABLE={sys.executable}"])
         subprocess.check_call(["cmake", "--build", build, "--target", "glrecon-python"])
         target = os.path.join(self.build_lib, "glrecon")
         shutil.rmtree(target, ignore_errors=True)
