@@ -41,7 +41,7 @@ struct Shown {
   }
 };
 
-void saveScreenshot(SliceRenderer& renderer, ViewWindow& window, const std::string& path, bool overwrite) {
+void saveScreenshot(ViewWindow& window, const std::string& path, bool overwrite) {
   const auto [width, height] = window.framebufferSize();
   // An existing file is replaced only with --overwrite; a refused screenshot does not end the session.
   try {
@@ -89,7 +89,7 @@ ViewOutcome runView(ViewWindow& window, SliceRenderer& renderer, ViewTask& task,
       pendingShot = name;
     }
     if (!pendingShot.empty()) {
-      saveScreenshot(renderer, window, pendingShot, overwrite);
+      saveScreenshot(window, pendingShot, overwrite);
       pendingShot.clear();
     }
     window.present();

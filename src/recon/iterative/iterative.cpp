@@ -68,10 +68,6 @@ double sumSquares(const std::vector<float>& v) {
   return blockedSum(v.size(), [&](std::size_t i) { return static_cast<double>(v[i]) * v[i]; });
 }
 
-double dot(const std::vector<float>& a, const std::vector<float>& b) {
-  return blockedSum(a.size(), [&](std::size_t i) { return static_cast<double>(a[i]) * b[i]; });
-}
-
 // The gradient of the smoothed isotropic total variation TV(x) = sum_p sqrt(eps^2 + |D x(p)|^2), D the forward
 // differences along x, y, z (0 past the last voxel), in voxel units as TIGRE's: with u = D x / sqrt(eps^2 + |D x|^2),
 // dTV/dx(p) = u_x(p - e_x) + u_y(p - e_y) + u_z(p - e_z) - (u_x + u_y + u_z)(p). Voxels outside `mask` get 0.
@@ -400,7 +396,6 @@ struct IterativeReconstructor::State {
 };
 
 void IterativeReconstructor::State::check() {
-  const std::size_t nu = geometry.detector.nu;
   // ---- preconditions, before any work ----
   checkValue("iterations", options.iterations);
   checkValue("stopResidual", options.stopResidual);
