@@ -265,8 +265,16 @@ TEST_F(AppInput, MouseAndKeysStartPauseMoveTheCrosshairWidenTheWindowAndSave) {
                                                                                                    << app.state().cursor[2];
   EXPECT_EQ(app.state().cursor[1], before.cursor[1]);
 
-  // The grey window: "Wider" doubles it about its centre.
-  const State unwidened = app.state();
+  // The grey window: "Wider" doubles it about its centre. The automatic window settles on the paused volume first: its
+  // histogram's passes are issued a frame apart, so the last one can land after the pause (under load it did, between
+  // this read and the click); it is read once unchanged for half a second.
+  State unwidened = app.state();
+  for (int tries = 0; tries < 60; ++tries) {
+    std::this_thread::sleep_for(500ms);
+    const State now = app.state();
+    if (now.low == unwidened.low && now.high == unwidened.high) break;
+    unwidened = now;
+  }
   ASSERT_EQ(app.click("wider"), 0);
   ASSERT_TRUE(app.waitFor([&](const State& s) { return std::fabs((s.high - s.low) - 2 * (unwidened.high - unwidened.low)) < 1e-4; }))
       << unwidened.low << " " << unwidened.high << " -> " << app.state().low << " " << app.state().high;
