@@ -98,7 +98,7 @@ def _is_tigre_geo(value):
 
 
 def from_tigre(DSO, DSD=None, angles=None, n_detector=None, d_detector=None, off_detector=(0.0, 0.0),
-               off_origin=(0.0, 0.0, 0.0), rot_detector=(0.0, 0.0, 0.0), COR=0.0, n_voxel=None, d_voxel=None):
+               off_origin=(0.0, 0.0, 0.0), rot_detector=(0.0, 0.0, 0.0), COR=0.0, n_voxel=None, d_voxel=None, mode="cone"):
     """A glrecon ``Geometry`` (with its ``grid`` where the volume is given) from TIGRE's Python geometry.
 
     Two forms:
@@ -121,8 +121,12 @@ def from_tigre(DSO, DSD=None, angles=None, n_detector=None, d_detector=None, off
                           detector move together); one number or one per view.
       nVoxel, dVoxel      (z, y, x) voxels and voxel size (mm) (dVoxel defaults to sVoxel / nVoxel): the ``grid``
                           (glrecon's size is (nx, nz, ny), spacing (dx, dz, dy); it is centred).
-      mode                "cone" (TIGRE's "parallel" is not mapped here: make the scan with Geometry.parallel, TIGRE's angle t
-                          being gantry angle t + 90 degrees).
+      mode                "cone", or "parallel": TIGRE's parallel projector (computeDeltas_parallel and its kernel) turns
+                          about z only and never turns the detector, and each pixel's ray starts on the plane x = DSO at
+                          the pixel's own (u, v) without the detector's offset, so the rays run along (-DSD, offU, offV)
+                          turned by the angle: tilted where the detector is offset. The same here (a parallel-beam
+                          Geometry, whole lines through the volume); Euler angles with theta or psi and rotDetector are
+                          refused in this mode, as TIGRE would ignore them.
       accuracy            not read: glrecon's ``step`` (default half a voxel, TIGRE's accuracy 0.5) sets it.
 
     Arrays: TIGRE's projections (angles, v, u) are glrecon's (views, v, u) as they are (the detector is laid out so:
@@ -142,9 +146,9 @@ def from_tigre(DSO, DSD=None, angles=None, n_detector=None, d_detector=None, off
         if angles is None:
             raise UsageError("angles: expected TIGRE's angles (from_tigre(geo, angles)) or geo.angles, found neither")
         mode = _field(geo, "mode", "cone")
-        if mode is not None and str(mode) != "cone":
-            raise UsageError(f"geo.mode: expected 'cone' (TIGRE's parallel mode is not mapped by from_tigre: make the scan "
-                             f"with glrecon.Geometry.parallel), found {str(mode)!r}")
+        mode = "cone" if mode is None else str(mode)
+        if mode not in ("cone", "parallel"):
+            raise UsageError(f"geo.mode: expected 'cone' or 'parallel', found {mode!r}")
         n_det = _field(geo, "nDetector")
         d_det = _field(geo, "dDetector")
         if d_det is None and n_det is not None and _field(geo, "sDetector") is not None:
@@ -155,7 +159,7 @@ def from_tigre(DSO, DSD=None, angles=None, n_detector=None, d_detector=None, off
         fields = dict(DSO=_field(geo, "DSO"), DSD=_field(geo, "DSD"), n_detector=n_det, d_detector=d_det,
                       off_detector=_field(geo, "offDetector", (0.0, 0.0)), off_origin=_field(geo, "offOrigin", (0.0, 0.0, 0.0)),
                       rot_detector=_field(geo, "rotDetector", (0.0, 0.0, 0.0)), COR=_field(geo, "COR", 0.0), n_voxel=n_vox,
-                      d_voxel=d_vox)
+                      d_voxel=d_vox, mode=mode)
         for key, tigre_name in (("DSO", "DSO"), ("DSD", "DSD"), ("n_detector", "nDetector"), ("d_detector", "dDetector")):
             if fields[key] is None:
                 raise UsageError(f"geo.{tigre_name}: expected TIGRE's field, found none")
@@ -165,6 +169,9 @@ def from_tigre(DSO, DSD=None, angles=None, n_detector=None, d_detector=None, off
         if value is None:
             raise UsageError(f"{name}: expected a value (from_tigre(DSO, DSD, angles, n_detector, d_detector) or "
                              f"from_tigre(geo, angles)), found none")
+    if str(mode) not in ("cone", "parallel"):
+        raise UsageError(f"mode: expected 'cone' or 'parallel', found {str(mode)!r}")
+    parallel = str(mode) == "parallel"
     angles = _angles(angles, "angles")
     if angles.ndim == 0:
         angles = angles.reshape(1)
@@ -186,6 +193,12 @@ def from_tigre(DSO, DSD=None, angles=None, n_detector=None, d_detector=None, off
     off_orig = _per_view(off_origin, "off_origin", views, 3, "(z, y, x)")
     rot = _per_view(rot_detector, "rot_detector", views, 3, "(r0, r1, r2)")
     cor = _per_view(COR, "COR", views, 0, "")
+    if parallel and _np.any(euler[:, 1:] != 0):
+        raise InputError("angles: expected one angle per view in TIGRE's parallel mode (its parallel projector turns about z "
+                         f"only), found Euler angles with theta or psi, e.g. {euler[_np.argmax(_np.any(euler[:, 1:] != 0, axis=1))]}")
+    if parallel and _np.any(rot != 0):
+        raise InputError("rot_detector: expected zeros in TIGRE's parallel mode (its parallel projector does not turn the "
+                         f"detector), found {rot[_np.argmax(_np.any(rot != 0, axis=1))]}")
 
     with _np.errstate(over="ignore", invalid="ignore"):  # 1e300 mm pixels overflow here; the geometry's checks refuse them
         E = _rotation_z(euler[:, 0]) @ _rotation_y(euler[:, 1]) @ _rotation_z(euler[:, 2])
@@ -201,8 +214,13 @@ def from_tigre(DSO, DSD=None, angles=None, n_detector=None, d_detector=None, off
         source = _np.einsum("nij,j->ni", E, [1.0, 0.0, 0.0]) * dso[:, None] + shift
         # Array row 0 at the bottom (TIGRE's kernels: pixelV = nV - v - 1 from the top row), column 0 at -u.
         pixel00 = centre - 0.5 * (nu - 1) * u - 0.5 * (nv - 1) * v
-        rows = _to_glrecon(source, pixel00, u, v)
-    geometry = Geometry.from_vectors(rows, (nu, nv))
+        if parallel:
+            # TIGRE's parallel rays: from (DSO, u, v) to the detector's pixel (DSO - DSD, u + offU, v + offV), turned.
+            ray = _np.einsum("nij,nj->ni", E, _np.stack([-dsd, off_det[:, 1], off_det[:, 0]], axis=1))
+            rows = _to_glrecon(ray, pixel00, u, v)
+        else:
+            rows = _to_glrecon(source, pixel00, u, v)
+    geometry = Geometry.from_vectors(rows, (nu, nv), parallel=parallel)
     if n_voxel is not None:
         nz, ny, nx = _several(n_voxel, "n_voxel", 3, lambda n, name: _whole(n, name, "size"), False)
         if d_voxel is None:

@@ -127,9 +127,12 @@ def test_from_tigre_reads_a_tigre_geo_object():
      r"found \(2, 3\) \(TIGRE takes one row per view: transpose it, off_detector.T\)"),
     (lambda: glrecon.from_tigre(1000, 1536, [0.0, np.nan], (4, 4), (1, 1)), glrecon.InputError,
      r"angles: expected finite angles in radians, found nan at index 1"),
-    (lambda: glrecon.from_tigre(types.SimpleNamespace(DSO=1000, DSD=1536, nDetector=(4, 4), dDetector=(1, 1), mode="parallel"), [0.0]),
-     glrecon.UsageError, r"geo.mode: expected 'cone' \(TIGRE's parallel mode is not mapped by from_tigre: make the scan with "
-     r"glrecon.Geometry.parallel\), found 'parallel'"),
+    (lambda: glrecon.from_tigre(types.SimpleNamespace(DSO=1000, DSD=1536, nDetector=(4, 4), dDetector=(1, 1), mode="fan"), [0.0]),
+     glrecon.UsageError, r"geo.mode: expected 'cone' or 'parallel', found 'fan'"),
+    (lambda: glrecon.from_tigre(1000, 1536, np.array([[0.0, 0.2, 0.0]]), (4, 4), (1, 1), mode="parallel"), glrecon.InputError,
+     r"angles: expected one angle per view in TIGRE's parallel mode \(its parallel projector turns about z only\)"),
+    (lambda: glrecon.from_tigre(1000, 1536, [0.0], (4, 4), (1, 1), rot_detector=(0.1, 0, 0), mode="parallel"), glrecon.InputError,
+     r"rot_detector: expected zeros in TIGRE's parallel mode"),
     (lambda: glrecon.from_tigre(types.SimpleNamespace(DSO=1000, DSD=1536, dDetector=(1, 1)), [0.0]), glrecon.UsageError,
      r"geo.nDetector: expected TIGRE's field, found none"),
 ])
@@ -329,6 +332,42 @@ def test_a_blob_placed_by_tigre_projects_where_tigre_says():
         expected = (a / 1.0 + (64 - 1) / 2, b / 1.2 + (48 - 1) / 2)
         found = centroid(projections[view])
         assert np.hypot(found[0] - expected[0], found[1] - expected[1]) < BOUND, (view, found, expected)
+
+
+def test_a_blob_placed_by_tigre_in_parallel_mode_projects_where_tigre_says():
+    # TIGRE's parallel projector: each pixel's ray from (DSO, u, v) to the detector's (DSO - DSD, u + offU, v + offV),
+    # turned by the angle, moved by COR and minus offOrigin (computeDeltas_parallel): tilted rays where the detector is
+    # offset. The same 0.1 pixel as the cone (BOUND above), without perspective.
+    angles = np.array([0.3, 1.9, 4.0])
+    n_voxel, d_voxel = (16, 20, 24), (1.0, 1.25, 0.75)  # TIGRE (z, y, x)
+    off_origin, off_detector, cor = np.array([2.0, -3.0, 4.0]), np.array([15.0, -20.0]), 0.7  # (z, y, x), (v, u), mm
+    geo = dict(DSO=500.0, DSD=750.0, nDetector=np.array([48, 64]), dDetector=np.array([1.2, 1.0]), nVoxel=np.array(n_voxel),
+               dVoxel=np.array(d_voxel), offOrigin=off_origin, offDetector=off_detector, COR=cor, mode="parallel")
+
+    def tigre_position(index):
+        k, j, i = index
+        return ((i - (n_voxel[2] - 1) / 2) * d_voxel[2] + off_origin[2], (j - (n_voxel[1] - 1) / 2) * d_voxel[1] + off_origin[1],
+                (k - (n_voxel[0] - 1) / 2) * d_voxel[0] + off_origin[0])
+
+    where = (5, 13, 8)
+    volume = blob(n_voxel, where, tigre_position, 1.5)
+    geometry = glrecon.from_tigre(geo, angles)
+    assert geometry.is_parallel
+    projections = glrecon.to_tigre_order(glrecon.project(glrecon.from_tigre_order(volume, "volume"), geometry), "projections")
+    point = np.array(tigre_position(np.array(where, dtype=np.float64)))
+    for view, alpha in enumerate(angles):
+        c, s = np.cos(alpha), np.sin(alpha)
+        rz = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+        shift = rz @ [0, cor, 0]
+        centre = rz @ [500.0 - 750.0, off_detector[1], off_detector[0]] + shift
+        ray = rz @ [-750.0, off_detector[1], off_detector[0]]
+        a, b = parallel_hits(ray, point, centre, rz @ [0, 1.0, 0], np.array([0, 0, 1.0]))
+        expected = (a / 1.0 + (64 - 1) / 2, b / 1.2 + (48 - 1) / 2)
+        found = centroid(projections[view])
+        assert np.hypot(found[0] - expected[0], found[1] - expected[1]) < BOUND, (view, found, expected)
+        # The rays' tilt matters: along the detector's normal instead, the blob would land elsewhere by more than the bound.
+        a0, b0 = parallel_hits(rz @ [-1.0, 0, 0], point, centre, rz @ [0, 1.0, 0], np.array([0, 0, 1.0]))
+        assert np.hypot(a0 / 1.0 - a / 1.0, b0 / 1.2 - b / 1.2) > 10 * BOUND
 
 
 def test_a_blob_placed_by_astra_projects_where_astra_says():
