@@ -2,12 +2,17 @@
 // The analytic phantom's scan, the metrics against it and their bounds, shared by the FDK tests.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
 
 #include <glm/geometric.hpp>
 
 #include "glrecon/errors.h"
 #include "glrecon/fdk.h"
+#include "glrecon/filter.h"
 #include "glrecon/phantom.h"
 #include "test_support.h"
 
@@ -121,6 +126,45 @@ inline void expectDensities(const Metrics& m, double tolerance) {
     EXPECT_GT(m.count[region], 8u) << "region " << region << " too small to average";
     EXPECT_NEAR(m.mean[region], kTrue[region], tolerance * kTrue[region]) << "region " << region;
   }
+}
+
+// A GPU backend's backprojection against the cpu backend's on `scan`, both filtered by the CPU's FFTW (so the inputs
+// are the same floats), within a bound derived from how texture units sample: GPUs weigh a bilinear sample with
+// fractions of 8 bits (NVIDIA; llvmpipe interpolates floats), so each weight is off by at most 2^-9 of a pixel step and
+// a sample by at most 2^-9 (|q(i+1, j) - q(i, j)| + |q(i, j+1) - q(i, j)|) plus 2^-18 times the four values (the
+// weights' product); summed over the views, with float rounding of the coordinates and sums (2^-20 of the largest sum,
+// a wide margin over a few hundred terms of relative error 2^-24) on top. For parallel beam (w exactly 1: no 1/w^2
+// error). A sample half a pixel off, a wrong matrix or a lost view is hundreds of times the bound.
+inline void expectBackprojectionMatchesCpu(const Scan& scan, const VolumeGrid& grid, FdkOptions options, const std::string& name) {
+  options.filterOn = FilterPlace::Cpu;
+  const Image gpu = reconstructFdk(scan.geometry, scan.projections, grid, options);
+  FdkOptions cpuOptions;
+  cpuOptions.backend = Backend::Cpu;
+  const Image cpu = reconstructFdk(scan.geometry, scan.projections, grid, cpuOptions);
+  const FdkFilter filter(scan.geometry, FilterOptions{});
+  const int nu = scan.geometry.detector.nu, nv = scan.geometry.detector.nv;
+  const std::size_t pixels = static_cast<std::size_t>(nu) * nv;
+  double bound = 0, largestSum = 0;
+  std::vector<float> q(pixels);
+  for (std::size_t view = 0; view < scan.geometry.size(); ++view) {
+    std::copy_n(scan.projections.data.begin() + static_cast<std::ptrdiff_t>(view * pixels), pixels, q.begin());
+    filter.apply(view, q.data());
+    double du = 0, dv = 0, top = 0;
+    for (int v = 0; v < nv; ++v)
+      for (int u = 0; u < nu; ++u) {
+        const double here = q[static_cast<std::size_t>(v) * nu + u];
+        top = std::max(top, std::abs(here));
+        if (u + 1 < nu) du = std::max(du, std::abs(q[static_cast<std::size_t>(v) * nu + u + 1] - here));
+        if (v + 1 < nv) dv = std::max(dv, std::abs(q[static_cast<std::size_t>(v + 1) * nu + u] - here));
+      }
+    bound += std::ldexp(du + dv, -9) + std::ldexp(4 * top, -18);
+    largestSum += top;
+  }
+  bound += std::ldexp(largestSum, -20);
+  float worst = 0;
+  for (std::size_t i = 0; i < cpu.data.size(); ++i) worst = std::max(worst, std::abs(gpu.data[i] - cpu.data[i]));
+  std::printf("%s backprojection against cpu: largest |difference| %.3g, bound %.3g\n", name.c_str(), worst, bound);
+  EXPECT_LE(worst, bound) << name;
 }
 
 }  // namespace glrecon::test
