@@ -303,12 +303,18 @@ def hits(source, point, centre, u, v):
 BOUND = 0.1
 
 
-def test_a_blob_placed_by_tigre_projects_where_tigre_says():
+@pytest.mark.parametrize("mode", ["cone", "parallel"])
+def test_a_blob_placed_by_tigre_projects_where_tigre_says(mode):
+    # Cone: each ray from the source through the blob. Parallel (TIGRE's parallel projector, computeDeltas_parallel):
+    # each pixel's ray from (DSO, u, v) to the detector's (DSO - DSD, u + offU, v + offV), turned by the angle, moved by
+    # COR and minus offOrigin: tilted where the detector is offset (offset further here so that the tilt shows). The same
+    # 0.1 pixel for both (BOUND above; no perspective in parallel beam).
     angles = np.array([0.3, 1.9, 4.0])
     n_voxel, d_voxel = (16, 20, 24), (1.0, 1.25, 0.75)  # TIGRE (z, y, x)
-    off_origin, off_detector, cor = np.array([2.0, -3.0, 4.0]), np.array([1.5, -2.0]), 0.7  # (z, y, x), (v, u), mm
+    off_detector = np.array([1.5, -2.0]) if mode == "cone" else np.array([15.0, -20.0])  # (v, u) mm
+    off_origin, cor = np.array([2.0, -3.0, 4.0]), 0.7  # (z, y, x), mm
     geo = dict(DSO=500.0, DSD=750.0, nDetector=np.array([48, 64]), dDetector=np.array([1.2, 1.0]), nVoxel=np.array(n_voxel),
-               dVoxel=np.array(d_voxel), offOrigin=off_origin, offDetector=off_detector, COR=cor)
+               dVoxel=np.array(d_voxel), offOrigin=off_origin, offDetector=off_detector, COR=cor, mode=mode)
 
     def tigre_position(index):  # TIGRE: voxel (k, j, i) of its (z, y, x) array at ((i - (nx - 1)/2) dx, ...) + offOrigin
         k, j, i = index
@@ -318,6 +324,7 @@ def test_a_blob_placed_by_tigre_projects_where_tigre_says():
     where = (5, 13, 8)
     volume = blob(n_voxel, where, tigre_position, 1.5)
     geometry = glrecon.from_tigre(geo, angles)
+    assert geometry.is_parallel == (mode == "parallel")
     p = glrecon.project(glrecon.from_tigre_order(volume, "volume"), geometry)
     projections = glrecon.to_tigre_order(p, "projections")  # TIGRE's (angles, v, u)
     point = np.array(tigre_position(np.array(where, dtype=np.float64)))
@@ -325,49 +332,19 @@ def test_a_blob_placed_by_tigre_projects_where_tigre_says():
         c, s = np.cos(alpha), np.sin(alpha)
         rz = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
         shift = rz @ [0, cor, 0]  # COR: source and detector along the rotated y
-        source = rz @ [500.0, 0, 0] + shift
         centre = rz @ [500.0 - 750.0, off_detector[1], off_detector[0]] + shift
-        a, b = hits(source, point, centre, rz @ [0, 1.0, 0], np.array([0, 0, 1.0]))
+        u, v = rz @ [0, 1.0, 0], np.array([0, 0, 1.0])
+        if mode == "cone":
+            a, b = hits(rz @ [500.0, 0, 0] + shift, point, centre, u, v)
+        else:
+            a, b = parallel_hits(rz @ [-750.0, off_detector[1], off_detector[0]], point, centre, u, v)
+            # The rays' tilt matters: along the detector's normal instead, the blob would land more than a pixel away.
+            a0, b0 = parallel_hits(rz @ [-1.0, 0, 0], point, centre, u, v)
+            assert np.hypot(a0 / 1.0 - a / 1.0, b0 / 1.2 - b / 1.2) > 10 * BOUND
         # Column u at (u - (nU - 1)/2) dU from the centre; row v at (v - (nV - 1)/2) dV upward (row 0 at the bottom).
         expected = (a / 1.0 + (64 - 1) / 2, b / 1.2 + (48 - 1) / 2)
         found = centroid(projections[view])
         assert np.hypot(found[0] - expected[0], found[1] - expected[1]) < BOUND, (view, found, expected)
-
-
-def test_a_blob_placed_by_tigre_in_parallel_mode_projects_where_tigre_says():
-    # TIGRE's parallel projector: each pixel's ray from (DSO, u, v) to the detector's (DSO - DSD, u + offU, v + offV),
-    # turned by the angle, moved by COR and minus offOrigin (computeDeltas_parallel): tilted rays where the detector is
-    # offset. The same 0.1 pixel as the cone (BOUND above), without perspective.
-    angles = np.array([0.3, 1.9, 4.0])
-    n_voxel, d_voxel = (16, 20, 24), (1.0, 1.25, 0.75)  # TIGRE (z, y, x)
-    off_origin, off_detector, cor = np.array([2.0, -3.0, 4.0]), np.array([15.0, -20.0]), 0.7  # (z, y, x), (v, u), mm
-    geo = dict(DSO=500.0, DSD=750.0, nDetector=np.array([48, 64]), dDetector=np.array([1.2, 1.0]), nVoxel=np.array(n_voxel),
-               dVoxel=np.array(d_voxel), offOrigin=off_origin, offDetector=off_detector, COR=cor, mode="parallel")
-
-    def tigre_position(index):
-        k, j, i = index
-        return ((i - (n_voxel[2] - 1) / 2) * d_voxel[2] + off_origin[2], (j - (n_voxel[1] - 1) / 2) * d_voxel[1] + off_origin[1],
-                (k - (n_voxel[0] - 1) / 2) * d_voxel[0] + off_origin[0])
-
-    where = (5, 13, 8)
-    volume = blob(n_voxel, where, tigre_position, 1.5)
-    geometry = glrecon.from_tigre(geo, angles)
-    assert geometry.is_parallel
-    projections = glrecon.to_tigre_order(glrecon.project(glrecon.from_tigre_order(volume, "volume"), geometry), "projections")
-    point = np.array(tigre_position(np.array(where, dtype=np.float64)))
-    for view, alpha in enumerate(angles):
-        c, s = np.cos(alpha), np.sin(alpha)
-        rz = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
-        shift = rz @ [0, cor, 0]
-        centre = rz @ [500.0 - 750.0, off_detector[1], off_detector[0]] + shift
-        ray = rz @ [-750.0, off_detector[1], off_detector[0]]
-        a, b = parallel_hits(ray, point, centre, rz @ [0, 1.0, 0], np.array([0, 0, 1.0]))
-        expected = (a / 1.0 + (64 - 1) / 2, b / 1.2 + (48 - 1) / 2)
-        found = centroid(projections[view])
-        assert np.hypot(found[0] - expected[0], found[1] - expected[1]) < BOUND, (view, found, expected)
-        # The rays' tilt matters: along the detector's normal instead, the blob would land elsewhere by more than the bound.
-        a0, b0 = parallel_hits(rz @ [-1.0, 0, 0], point, centre, rz @ [0, 1.0, 0], np.array([0, 0, 1.0]))
-        assert np.hypot(a0 / 1.0 - a / 1.0, b0 / 1.2 - b / 1.2) > 10 * BOUND
 
 
 def test_a_blob_placed_by_astra_projects_where_astra_says():
