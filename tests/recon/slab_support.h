@@ -65,6 +65,19 @@ inline void expectBitIdentical(const Image& a, const Image& b, const std::string
   EXPECT_EQ(a.origin, b.origin) << what;
 }
 
+// The options both comparisons below run one block with. Both filter on the CPU (FFTW), whatever the device: the bits
+// of the backprojection alone are compared here. With the filter on the GPU, slabs against one block:
+// test_device_filter.cpp.
+inline FdkOptions slabTestOptions(const std::string& backend, int window, const std::string& roi) {
+  FdkOptions options;
+  options.backend = test::backendOf(backend);
+  options.window = window;
+  options.threads = 2;
+  options.roi = roi;
+  options.filterOn = FilterPlace::Cpu;
+  return options;
+}
+
 // reconstructFdk through slabs (options.gpuMemory) against the one-block run: 2, 3 and 7 slabs (the last one
 // uneven), the whole volume and a region, the circular and the tilted scan.
 inline void slabsEqualOneBlock(const std::string& backend, int window) {
@@ -73,14 +86,7 @@ inline void slabsEqualOneBlock(const std::string& backend, int window) {
     for (const auto& [ny, slabRows, expectedSlabs] : {std::tuple{37, 32, 2}, std::tuple{37, 16, 3}, std::tuple{100, 16, 7}}) {
       const VolumeGrid grid = smallGrid(ny);
       for (const std::string roi : {"", "sphere:3,-4,2,40"}) {
-        FdkOptions options;
-        options.backend = test::backendOf(backend);
-        options.window = window;
-        options.threads = 2;
-        options.roi = roi;
-        // Both filter on the CPU (FFTW), whatever the device: the bits of the backprojection alone are compared here.
-        // With the filter on the GPU, slabs against one block: test_device_filter.cpp.
-        options.filterOn = FilterPlace::Cpu;
+        FdkOptions options = slabTestOptions(backend, window, roi);
         const Image whole = reconstructFdk(g, projections, grid, options);
         const SlabCost cost = operatorCost(test::backendOf(backend), g, grid, window, !roi.empty());
         options.gpuMemory = cost.fixedBytes + cost.bytesPerRow * slabRows;
@@ -116,12 +122,7 @@ inline void bandsEqualOneBlock(const std::string& backend, int window) {
     writeImage(file, projections, true);
     const VolumeGrid grid = smallGrid(100);
     for (const std::string roi : {"", "sphere:3,-4,2,40"}) {
-      FdkOptions options;
-      options.backend = test::backendOf(backend);
-      options.window = window;
-      options.threads = 2;
-      options.roi = roi;
-      options.filterOn = FilterPlace::Cpu;  // what a cluster's ranks do
+      FdkOptions options = slabTestOptions(backend, window, roi);  // the CPU's filter: what a cluster's ranks do too
       const Image whole = reconstructFdk(g, projections, grid, options);
       options.cluster = one.get();
       const std::string what = backend + ", bands, roi '" + roi + "', " + (g.circular.front().outOfPlaneAngle != 0 ? "tilted" : "circular");
