@@ -20,8 +20,7 @@ TEST_F(ClusterGlCli, FdkOverRanksEqualsOneProcessOnTheGlBackends) {
   if (const std::string why = mpiMissing(); !why.empty()) GTEST_SKIP() << why;
   const auto dir = scratchDir();
   ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
-  ASSERT_EQ(runCli(dir, "phantom -o tilted --projections 60 --detector 64 --detector-spacing 8 --out-of-plane 5 --in-plane 3 "
-                        "--detector-offset 10,-6 -q").exitCode, 0);
+  ASSERT_EQ(runCli(dir, kTiltedScan).exitCode, 0);
   // Both filter on the CPU (what every rank does); a fixed window, so that no rank searches for its own.
   for (const std::string backend : {"compute", "graphics"})
     for (const std::string scan : {"scan", "tilted"}) {

@@ -25,8 +25,7 @@ TEST(ClusterCli, FdkOverRanksEqualsOneProcessBitForBit) {
   if (const std::string why = mpiMissing(); !why.empty()) GTEST_SKIP() << why;
   const auto dir = scratchDir();
   ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
-  ASSERT_EQ(runCli(dir, "phantom -o tilted --projections 60 --detector 64 --detector-spacing 8 --out-of-plane 5 --in-plane 3 "
-                        "--detector-offset 10,-6 --source-offset 4,3 -q").exitCode, 0);
+  ASSERT_EQ(runCli(dir, kTiltedScan).exitCode, 0);
   struct Case {
     std::string name, scan, extra;
   };

@@ -15,6 +15,11 @@
 
 namespace glrecon::test {
 
+/// The small scan of cli_support.h tilted, its detector and source offset: every term of the matrices in a slab's bands.
+inline const std::string kTiltedScan =
+    "phantom -o tilted --projections 60 --detector 64 --detector-spacing 8 --out-of-plane 5 --in-plane 3 --detector-offset 10,-6 "
+    "--source-offset 4,3 -q";
+
 /// Why MPI runs cannot be tested here ("" where they can).
 inline std::string mpiMissing() {
   if (!clusterBuiltWithMpi()) return "this build has no MPI (CMake found none: install libopenmpi-dev)";
