@@ -18,6 +18,13 @@
 
 namespace glrecon::test {
 
+/// sum a[i] b[i] in double, in order: the adjoint tests' inner products.
+inline double dotInDouble(const std::vector<float>& a, const std::vector<float>& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += static_cast<double>(a[i]) * b[i];
+  return s;
+}
+
 // ---- GPU backends against the cpu reference ----
 // Relative RMS and max differences of GPU results against cpu: the GPU computes the same float expressions, but
 // positions round differently (fused multiply-adds, reciprocal division), texture units interpolate with their own
@@ -104,11 +111,7 @@ inline void matchedPairMatchesCpu(const std::string& backend, const Geometry& g 
   test::backOf(*cpu, y.data(), views.data(), views.size(), va.data());
   test::backOf(*gpu, y.data(), views.data(), views.size(), vb.data());
   expectClose(vb, va, (backend + " matched back").c_str(), true);
-  auto dot = [](const std::vector<float>& p, const std::vector<float>& q) {
-    double s = 0;
-    for (std::size_t i = 0; i < p.size(); ++i) s += static_cast<double>(p[i]) * q[i];
-    return s;
-  };
+  const auto dot = dotInDouble;
   const double gap = std::abs(dot(b, y) - dot(x, vb)) / std::sqrt(dot(b, b) * dot(y, y));
   std::printf("%s matched adjoint gap / (|Ax| |y|): %.3e\n", backend.c_str(), gap);
   EXPECT_LT(gap, 1e-7);

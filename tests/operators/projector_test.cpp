@@ -169,11 +169,7 @@ TEST(Projector, AdjointGapWithinBound) {
   std::vector<float> x(grid.voxelCount()), y(g.size() * g.detector.nu * g.detector.nv);
   for (float& v : x) v = unit(rng);
   for (float& v : y) v = unit(rng);
-  auto dot = [](const std::vector<float>& a, const std::vector<float>& b) {
-    double s = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) s += static_cast<double>(a[i]) * b[i];
-    return s;
-  };
+  const auto dot = dotInDouble;
   const double ax_y = dot(forwardAll(p, g, x), y), x_by = dot(x, backAll(p, g, grid, y));
   const double gap = std::abs(ax_y - x_by) / std::abs(ax_y);
   RecordProperty("adjoint_gap_positive", std::to_string(gap));
@@ -224,11 +220,7 @@ TEST(Projector, MatchedPairIsTheExactTranspose) {
   std::vector<float> x(grid.voxelCount()), y(g.size() * g.detector.nu * g.detector.nv);
   for (float& v : x) v = centred(rng);
   for (float& v : y) v = centred(rng);
-  auto dot = [](const std::vector<float>& a, const std::vector<float>& b) {
-    double s = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) s += static_cast<double>(a[i]) * b[i];
-    return s;
-  };
+  const auto dot = dotInDouble;
   const std::vector<float> ax = forwardAll(*matched, g, x);
   const double norms = std::sqrt(dot(ax, ax) * dot(y, y));
   const std::vector<float> aty = backAll(*matched, g, grid, y);
@@ -329,11 +321,7 @@ TEST(Projector, ParallelBeamAdjointGapWithinBoundAndMatchedPairIsTheTranspose) {
     std::vector<float> x(grid.voxelCount()), y(g.size() * g.detector.nu * g.detector.nv);
     for (float& v : x) v = unit(rng);
     for (float& v : y) v = unit(rng);
-    auto dot = [](const std::vector<float>& a, const std::vector<float>& b) {
-      double s = 0;
-      for (std::size_t i = 0; i < a.size(); ++i) s += static_cast<double>(a[i]) * b[i];
-      return s;
-    };
+    const auto dot = dotInDouble;
     const double ax_y = dot(forwardAll(*interpolating, g, x), y), x_by = dot(x, backAll(*interpolating, g, grid, y));
     const double gap = std::abs(ax_y - x_by) / std::abs(ax_y);
     std::printf("parallel adjoint gap, uniform [0,1] x and y: %.3e\n", gap);
