@@ -5,12 +5,12 @@
 
 #include <filesystem>
 
-#include <png.h>
 
 #include "../app/cli_support.h"
 #include "device_fixtures.h"
 #include "glrecon/io.h"
 #include "test_support.h"
+#include "png_support.h"
 #include "viewer/volume_renderer.h"
 
 namespace glrecon {
@@ -20,23 +20,6 @@ using App = test::GlTest;
 using namespace test;
 namespace fs = std::filesystem;
 
-struct Png {
-  int width = 0, height = 0;
-  std::vector<unsigned char> rgb;  // top row first
-};
-
-Png readPng(const fs::path& path) {
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  Png p;
-  if (!png_image_begin_read_from_file(&image, path.c_str())) return p;
-  image.format = PNG_FORMAT_RGB;
-  p.rgb.resize(PNG_IMAGE_SIZE(image));
-  if (!png_image_finish_read(&image, nullptr, p.rgb.data(), 0, nullptr)) return {};
-  p.width = static_cast<int>(image.width);
-  p.height = static_cast<int>(image.height);
-  return p;
-}
 
 fs::path freshDir(const std::string& name) {
   const fs::path dir = test::scratchDir() / name;

@@ -8,7 +8,6 @@
 
 #include <X11/Xatom.h>
 #include <X11/Xlib.h>
-#include <png.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +26,7 @@
 #include "glrecon/io.h"
 #include "test_config.h"
 #include "test_support.h"
+#include "png_support.h"
 
 namespace glrecon {
 namespace {
@@ -34,6 +34,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using AppInput = test::GlTest;
+using test::Png;
+using test::readPng;
 
 struct Rect {
   double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
@@ -76,24 +78,6 @@ State parseState(const std::string& text) {
   return s;
 }
 
-struct Png {
-  int width = 0, height = 0;
-  std::vector<unsigned char> rgb;  // top row first
-  const unsigned char* at(int x, int y) const { return &rgb[(static_cast<std::size_t>(y) * width + x) * 3]; }
-};
-
-Png readPng(const fs::path& path) {
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  Png p;
-  if (!png_image_begin_read_from_file(&image, path.c_str())) return p;
-  image.format = PNG_FORMAT_RGB;
-  p.rgb.resize(PNG_IMAGE_SIZE(image));
-  if (!png_image_finish_read(&image, nullptr, p.rgb.data(), 0, nullptr)) return {};
-  p.width = static_cast<int>(image.width);
-  p.height = static_cast<int>(image.height);
-  return p;
-}
 
 int shell(const std::string& command) {
   const int status = std::system(command.c_str());

@@ -6,11 +6,10 @@
 #include <cstdint>
 #include <filesystem>
 
-#include <png.h>
-
 #include "glrecon/io.h"
 #include "device_fixtures.h"
 #include "test_support.h"
+#include "png_support.h"
 
 
 namespace glrecon {
@@ -26,18 +25,14 @@ namespace fs = std::filesystem;
 // grey range 0.9..1.2, beyond 8-bit rounding. Layout (viewer.cpp): panels of 360 px side by side above a 12 px
 // progress bar; the axial panel first, x across and z up, each voxel a zoom x zoom block, zoom = 360 / 32 = 11.
 std::size_t voxelsShownWrongly(const fs::path& screenshot, const Image& v) {
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  if (!png_image_begin_read_from_file(&image, screenshot.c_str())) return SIZE_MAX;
-  image.format = PNG_FORMAT_RGB;
-  std::vector<unsigned char> rgb(PNG_IMAGE_SIZE(image));
-  if (!png_image_finish_read(&image, nullptr, rgb.data(), 0, nullptr)) return SIZE_MAX;
-  const int zoom = 11, bar = 12, height = static_cast<int>(image.height), j = 16;
+  const Png png = readPng(screenshot);
+  if (png.width == 0) return SIZE_MAX;
+  const int zoom = 11, bar = 12, height = png.height, j = 16;
   std::size_t off = 0;
   for (int k = 0; k < 32; ++k)
     for (int i = 0; i < 32; ++i) {
       const int px = i * zoom + zoom / 2, glY = bar + k * zoom + zoom / 2, row = height - 1 - glY;
-      const int shown = rgb[(static_cast<std::size_t>(row) * image.width + px) * 3];
+      const int shown = png.at(px, row)[0];
       const double t = std::clamp((v.at(i, j, k) - 0.9) / (1.2 - 0.9), 0.0, 1.0);
       off += std::abs(shown - static_cast<int>(std::lround(t * 255))) > 1;
     }
