@@ -76,18 +76,11 @@ class ProjectionFiles final : public ProjectionSource {
       float* to = out + done * pixels();
       std::size_t outside = m * pixels();
       try {
+        openFile(f);
         if (isTiffPath(files_[f])) {
-          if (tiffFile_ != f) {
-            tiff_ = readTiff(files_[f]);
-            tiffFile_ = f;
-          }
           std::copy_n(tiff_.slice(static_cast<int>(local)), m * pixels(), to);
           outside = firstValueOutside(to, m * pixels(), kMaxProjectionValue);
         } else {
-          if (readerFile_ != f) {
-            reader_ = std::make_unique<MetaImageReader>(files_[f]);
-            readerFile_ = f;
-          }
           outside = reader_->readSlices(local, m, to, kMaxProjectionValue);
         }
       } catch (const Error& e) {
@@ -108,15 +101,7 @@ class ProjectionFiles final : public ProjectionSource {
     for (std::size_t done = 0; done < n;) {
       const std::size_t p0 = first + done, f = fileOf(p0), m = std::min(n - done, starts_[f + 1] - p0);
       try {
-        if (isTiffPath(files_[f])) {
-          if (tiffFile_ != f) {
-            tiff_ = readTiff(files_[f]);
-            tiffFile_ = f;
-          }
-        } else if (readerFile_ != f) {
-          reader_ = std::make_unique<MetaImageReader>(files_[f]);
-          readerFile_ = f;
-        }
+        openFile(f);
       } catch (const Error& e) {
         throw InputError("projection " + std::to_string(p0) + " (" + files_[f] + "): " + e.text());
       }
@@ -154,6 +139,18 @@ class ProjectionFiles final : public ProjectionSource {
   }
 
  private:
+  // File f ready to read: a TIFF read whole (kept until another file is read), a MetaImage's reader made.
+  void openFile(std::size_t f) {
+    if (isTiffPath(files_[f])) {
+      if (tiffFile_ != f) {
+        tiff_ = readTiff(files_[f]);
+        tiffFile_ = f;
+      }
+    } else if (readerFile_ != f) {
+      reader_ = std::make_unique<MetaImageReader>(files_[f]);
+      readerFile_ = f;
+    }
+  }
   std::size_t pixels() const { return static_cast<std::size_t>(first_.size[0]) * first_.size[1]; }
   std::size_t fileOf(std::size_t index) const {
     return static_cast<std::size_t>(std::upper_bound(starts_.begin(), starts_.end(), index) - starts_.begin()) - 1;
