@@ -29,19 +29,14 @@ std::string Cluster::host() const {
 
 namespace {
 
-class SingleProcess final : public Cluster {
+// Items 0 .. count-1, each taken once, in increasing order, from any thread.
+class Counter {
  public:
-  int rank() const override { return 0; }
-  int size() const override { return 1; }
-  std::uint64_t minimum(std::uint64_t value) override { return value; }
-  std::string broadcast(const std::string& text) override { return text; }
-  std::vector<std::string> gather(const std::string& text) override { return {text}; }
-  void barrier() override {}
-  void deal(std::size_t count) override {
+  void reset(std::size_t count) {
     count_ = count;
     next_ = 0;
   }
-  std::optional<std::size_t> next() override {
+  std::optional<std::size_t> take() {
     const std::size_t item = next_++;
     if (item >= count_) return std::nullopt;
     return item;
@@ -50,6 +45,21 @@ class SingleProcess final : public Cluster {
  private:
   std::size_t count_ = 0;
   std::atomic<std::size_t> next_{0};
+};
+
+class SingleProcess final : public Cluster {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::uint64_t minimum(std::uint64_t value) override { return value; }
+  std::string broadcast(const std::string& text) override { return text; }
+  std::vector<std::string> gather(const std::string& text) override { return {text}; }
+  void barrier() override {}
+  void deal(std::size_t count) override { items_.reset(count); }
+  std::optional<std::size_t> next() override { return items_.take(); }
+
+ private:
+  Counter items_;
 };
 
 // Launched by mpirun (Open MPI, MPICH, or a PMIx launcher such as srun): its environment says so.
@@ -115,15 +125,14 @@ class MpiCluster final : public Cluster {
 
   void deal(std::size_t count) override {
     if (server_.joinable()) server_.join();
-    count_ = count;
-    next_ = 0;
+    items_.reset(count);
     finishedElsewhere_ = 0;
     holding_ = false;
     if (rank_ == 0 && size_ > 1) server_ = std::thread([this] { serve(); });
     barrier();  // the server listens before anyone asks (and no rank asks about an earlier deal's items)
   }
   std::optional<std::size_t> next() override {
-    if (rank_ == 0) return take();
+    if (rank_ == 0) return items_.take();
     // The request says whether this rank has finished an item since it last asked (rank 0's progress counts it).
     int finished = holding_.exchange(false) ? 1 : 0;
     long long item = -1;
@@ -136,11 +145,6 @@ class MpiCluster final : public Cluster {
   std::size_t finishedElsewhere() const override { return finishedElsewhere_; }
 
  private:
-  std::optional<std::size_t> take() {
-    const std::size_t item = next_++;
-    if (item >= count_) return std::nullopt;
-    return item;
-  }
   // Rank 0: answers every other rank until each has been told that nothing is left.
   void serve() {
     for (int open = size_ - 1; open > 0;) {
@@ -148,7 +152,7 @@ class MpiCluster final : public Cluster {
       MPI_Status status;
       MPI_Recv(&finished, 1, MPI_INT, MPI_ANY_SOURCE, kAsk, deals_, &status);
       finishedElsewhere_ += static_cast<std::size_t>(finished);
-      const std::optional<std::size_t> item = take();
+      const std::optional<std::size_t> item = items_.take();
       const long long reply = item ? static_cast<long long>(*item) : -1;
       if (!item) --open;
       MPI_Send(&reply, 1, MPI_LONG_LONG, status.MPI_SOURCE, kGive, deals_);
@@ -172,8 +176,8 @@ class MpiCluster final : public Cluster {
 
   int rank_ = 0, size_ = 1, local_ = 0;
   MPI_Comm deals_ = MPI_COMM_NULL;
-  std::size_t count_ = 0;
-  std::atomic<std::size_t> next_{0}, finishedElsewhere_{0};
+  Counter items_;
+  std::atomic<std::size_t> finishedElsewhere_{0};
   std::atomic<bool> holding_{false};
   std::thread server_;
 };
