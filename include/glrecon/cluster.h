@@ -35,6 +35,15 @@ class Cluster {
   virtual std::vector<std::string> gather(const std::string& text) = 0;
   /// Returns once every rank has called it.
   virtual void barrier() = 0;
+  /// The largest of every rank's `value`.
+  virtual double maximum(double value) = 0;
+  /// Sums of float vectors in one fixed order (the split operator's forward projections, glrecon/split.h): rank r
+  /// holds `terms` (at least one, each `n` floats), and on return `sum` on every rank is the left fold over every
+  /// rank's terms in rank order, ((t0 + t1) + t2) + ..., element by element: the same bits however the terms are
+  /// shared out among the ranks (MPI_Allreduce's order is the library's and may change with the number of ranks).
+  virtual void sumInOrder(const std::vector<const float*>& terms, std::size_t n, float* sum) = 0;
+  /// Rank `root`'s `values` on every rank.
+  virtual void broadcast(int root, float* values, std::size_t n) = 0;
   /// Starts dealing items 0 .. count-1 (rank 0 serves them; a collective).
   virtual void deal(std::size_t count) = 0;
 

@@ -120,6 +120,9 @@ struct SubsetRule {
   bool multiplicative = false;  ///< OS-EM
   float lambda = 1.0f;          ///< relaxation (additive rule)
   bool positivity = false;      ///< clamp negative voxels to 0 (additive rule)
+  /// The largest B_S(1) over the whole grid, where an operator holds part of it (a slab of an operator split over
+  /// devices or ranks: the floor must be the whole volume's, as one block's); 0: the largest of the weights at hand.
+  float largestWeight = 0.0f;
 };
 /// The weight below which SubsetRule leaves a voxel alone: 1/256 of the largest B_S(1) per view of the subset.
 float subsetWeightFloor(float largestWeight, std::size_t views);

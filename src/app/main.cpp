@@ -90,17 +90,18 @@ int parseAndRun(CLI::App& app, int argc, char** argv, std::ostream& errors) {
   return 0;
 }
 
-// Under mpirun with several ranks only fdk shares its work out; any other command would run once per rank, each copy
-// writing the same outputs: refused, naming the command ("" where there is nothing to refuse).
+// Under mpirun with several ranks fdk and the iterative methods share their work out; any other command would run once
+// per rank, each copy writing the same outputs: refused, naming the command ("" where there is nothing to refuse).
 std::string notSharedOut(int argc, char** argv) {
   const Cluster* cluster = currentCluster();
   if (!cluster || cluster->size() == 1) return "";
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
     if (word.empty() || word[0] == '-') continue;
-    if (word == "fdk") return "";
-    return "'" + word + "' under mpirun with " + std::to_string(cluster->size()) + " ranks: only fdk shares its work out over MPI ranks "
-           "(the iterative methods do not yet); run it as one process";
+    for (const char* shared : {"fdk", "sart", "sirt", "cgls", "osem", "asd-pocs", "pdhg-tv"})
+      if (word == shared) return "";
+    return "'" + word + "' under mpirun with " + std::to_string(cluster->size()) + " ranks: only fdk and the iterative methods (sart, "
+           "sirt, cgls, osem, asd-pocs, pdhg-tv) share their work out over MPI ranks; run it as one process";
   }
   return "";
 }

@@ -52,7 +52,8 @@ float subsetWeightFloor(float largestWeight, std::size_t views) {
 
 void applySubsetRule(float* x, const float* update, const float* weights, const std::uint8_t* mask, std::size_t voxels,
                      std::size_t views, const SubsetRule& rule) {
-  const float weightFloor = subsetWeightFloor(*std::max_element(weights, weights + voxels), views);
+  const float largest = rule.largestWeight > 0.0f ? rule.largestWeight : *std::max_element(weights, weights + voxels);
+  const float weightFloor = subsetWeightFloor(largest, views);
   for (std::size_t i = 0; i < voxels; ++i) {
     if ((mask && !mask[i]) || !(weights[i] > weightFloor)) continue;
     if (rule.multiplicative) {

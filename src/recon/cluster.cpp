@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "glrecon/errors.h"
+#include "glrecon/parallel.h"
 
 #ifdef GLRECON_HAVE_MPI
 #include <mpi.h>
@@ -47,6 +49,22 @@ class Counter {
   std::atomic<std::size_t> next_{0};
 };
 
+// sum[i] = the left fold of the terms over elements [begin, begin + n), continuing from sum[i] (`continuing`) or
+// starting from the first term; one element's additions in term order on any number of threads.
+void foldTerms(const std::vector<const float*>& terms, std::size_t begin, std::size_t n, float* sum, bool continuing) {
+  if (terms.empty()) {
+    if (!continuing) std::fill_n(sum, n, 0.0f);
+    return;
+  }
+  parallelFor(n, std::size_t{1} << 16, 0, [&](std::size_t b, std::size_t e) {
+    for (std::size_t i = b; i < e; ++i) {
+      float s = continuing ? sum[i] + terms[0][begin + i] : terms[0][begin + i];
+      for (std::size_t t = 1; t < terms.size(); ++t) s += terms[t][begin + i];
+      sum[i] = s;
+    }
+  });
+}
+
 class SingleProcess final : public Cluster {
  public:
   int rank() const override { return 0; }
@@ -55,6 +73,9 @@ class SingleProcess final : public Cluster {
   std::string broadcast(const std::string& text) override { return text; }
   std::vector<std::string> gather(const std::string& text) override { return {text}; }
   void barrier() override {}
+  double maximum(double value) override { return value; }
+  void sumInOrder(const std::vector<const float*>& terms, std::size_t n, float* sum) override { foldTerms(terms, 0, n, sum, false); }
+  void broadcast(int, float*, std::size_t) override {}
   void deal(std::size_t count) override { items_.reset(count); }
   std::optional<std::size_t> next() override { return items_.take(); }
 
@@ -71,7 +92,7 @@ int launchedRanks() {
 }
 
 #ifdef GLRECON_HAVE_MPI
-constexpr int kAsk = 1, kGive = 2;
+constexpr int kAsk = 1, kGive = 2, kSum = 3;
 
 class MpiCluster final : public Cluster {
  public:
@@ -122,6 +143,29 @@ class MpiCluster final : public Cluster {
     return texts;
   }
   void barrier() override { MPI_Barrier(MPI_COMM_WORLD); }
+  double maximum(double value) override {
+    double result = value;
+    MPI_Allreduce(&value, &result, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return result;
+  }
+  // A chain from rank 0 to the last rank in chunks of 16 MiB, each rank adding its terms to what the one before sent:
+  // the fold's order is fixed, and the chunks pipeline (rank r adds chunk c while rank r - 1 adds chunk c + 1), so a
+  // long vector costs about one pass over it plus a chunk per rank; then the last rank's sum goes to every rank.
+  void sumInOrder(const std::vector<const float*>& terms, std::size_t n, float* sum) override {
+    constexpr std::size_t kChunk = std::size_t{1} << 22;
+    for (std::size_t begin = 0; begin < n; begin += kChunk) {
+      const std::size_t count = std::min(kChunk, n - begin);
+      if (rank_ > 0) MPI_Recv(sum + begin, static_cast<int>(count), MPI_FLOAT, rank_ - 1, kSum, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      foldTerms(terms, begin, count, sum + begin, rank_ > 0);
+      if (rank_ + 1 < size_) MPI_Send(sum + begin, static_cast<int>(count), MPI_FLOAT, rank_ + 1, kSum, MPI_COMM_WORLD);
+    }
+    broadcast(size_ - 1, sum, n);
+  }
+  void broadcast(int root, float* values, std::size_t n) override {
+    constexpr std::size_t kChunk = std::size_t{1} << 28;  // MPI counts are int
+    for (std::size_t begin = 0; begin < n; begin += kChunk)
+      MPI_Bcast(values + begin, static_cast<int>(std::min(kChunk, n - begin)), MPI_FLOAT, root, MPI_COMM_WORLD);
+  }
 
   void deal(std::size_t count) override {
     if (server_.joinable()) server_.join();

@@ -1,6 +1,7 @@
 // `mpirun -np N glrecon fdk ...` (glrecon/cluster.h) as a user runs it, on the cpu backend: the file equals the one
 // process's bit for bit (an uneven last slab, a region, a tilted scan, .mhd), each rank reads only its rows, a rank that
-// fails mid-run stops the job with its reason and leaves no file, and what cannot be shared out is refused. The GL
+// fails mid-run stops the job with its reason and leaves no file, and what cannot be shared out is refused; the
+// iterative methods over ranks (glrecon/split.h) equal one process holding the same slabs. The GL
 // backends: cli_mpi_gl_test.cpp.
 #include <gtest/gtest.h>
 
@@ -116,11 +117,57 @@ TEST(ClusterCli, WhatCannotBeSharedOutIsRefused) {
     EXPECT_FALSE(fs::exists(dir / "v.mha"));
     EXPECT_EQ(filesStartingWith(dir, ".v.mha"), 0) << "temporary files left";
   }
-  // Commands that do not share their work out yet would run once per rank: refused.
-  const CliRun sirt = runMpi(dir, 2, "sirt -g scan/geometry.xml -p scan/projections.mha -o s.mha --size 16 --spacing 16 --iterations 2");
-  EXPECT_NE(sirt.exitCode, 0) << sirt.output;
-  EXPECT_TRUE(contains(sirt.output, "'sirt' under mpirun") && contains(sirt.output, "only fdk")) << sirt.output;
-  EXPECT_FALSE(fs::exists(dir / "s.mha"));
+  // Commands that do not share their work out would run once per rank: refused.
+  const CliRun project = runMpi(dir, 2, "project -i nothing.mha -g scan/geometry.xml -o p.mha");
+  EXPECT_NE(project.exitCode, 0) << project.output;
+  EXPECT_TRUE(contains(project.output, "'project' under mpirun") && contains(project.output, "only fdk and the iterative methods")) << project.output;
+  EXPECT_FALSE(fs::exists(dir / "p.mha"));
+}
+
+// The iterative methods over ranks (glrecon/split.h): each rank holds consecutive slabs of y rows, the forward
+// projections are summed in slab order along a chain of the ranks, and the file equals one process's holding the same
+// slabs (--slabs) bit for bit, for any number of ranks: an uneven last slab (72 rows: 16, 32, 24), a region, a tilted
+// scan, the matched pair. (Against one block of the whole grid the sums' order differs: tests/recon/split_test.cpp.)
+TEST(ClusterCli, IterativeOverRanksEqualsOneProcessWithTheSameSlabs) {
+  if (const std::string why = mpiMissing(); !why.empty()) GTEST_SKIP() << why;
+  const auto dir = scratchDir();
+  ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
+  ASSERT_EQ(runCli(dir, kTiltedScan).exitCode, 0);
+  struct Case {
+    std::string name, command;
+  };
+  const std::string scan = " -g scan/geometry.xml -p scan/projections.mha" + kGrid + " --iterations 3";
+  const std::string tilted = " -g tilted/geometry.xml -p tilted/projections.mha" + kGrid + " --iterations 3";
+  for (const Case& c : {Case{"sirt", "sirt" + tilted}, Case{"cgls", "cgls" + scan + " --roi sphere:10,-20,5,70"},
+                        Case{"sart", "sart" + tilted + " --subsets 6 --projector matched"}}) {
+    const CliRun one = runCli(dir, c.command + " --slabs 3 -o one-" + c.name + ".mha");
+    ASSERT_EQ(one.exitCode, 0) << one.output;
+    EXPECT_TRUE(contains(one.output, "3 slabs of y rows")) << one.output;
+    for (int ranks : {2, 3}) {
+      const std::string out = c.name + "-np" + std::to_string(ranks) + ".mha";
+      const CliRun r = runMpi(dir, ranks, c.command + " --slabs 3 -o " + out);
+      ASSERT_EQ(r.exitCode, 0) << c.name << " -np " << ranks << ":\n" << r.output;
+      EXPECT_EQ(fileBytes(dir / out), fileBytes(dir / ("one-" + c.name + ".mha"))) << c.name << " -np " << ranks;
+      EXPECT_TRUE(contains(r.output, "over " + std::to_string(ranks) + " ranks")) << r.output;
+      // Rank 0 alone speaks and writes.
+      EXPECT_EQ(r.output.find("wrote "), r.output.rfind("wrote ")) << r.output;
+      EXPECT_EQ(r.output.find("iteration 3/3"), r.output.rfind("iteration 3/3")) << r.output;
+    }
+  }
+  // Without --slabs, one slab a rank: 3 ranks equal one process's 3 slabs.
+  const CliRun three = runMpi(dir, 3, "sirt" + tilted + " -o sirt-default.mha");
+  ASSERT_EQ(three.exitCode, 0) << three.output;
+  EXPECT_EQ(fileBytes(dir / "sirt-default.mha"), fileBytes(dir / "one-sirt.mha"));
+  // Fewer slabs than ranks, and a backend whose iterative passes hold the whole grid: refused on every rank, no file.
+  const CliRun few = runMpi(dir, 3, "sirt" + tilted + " --slabs 2 -o few.mha");
+  EXPECT_NE(few.exitCode, 0) << few.output;
+  EXPECT_TRUE(contains(few.output, "--slabs: expected at least one slab per rank (3 ranks), found 2")) << few.output;
+  const CliRun gl = runMpi(dir, 2, "sirt -g tilted/geometry.xml -p tilted/projections.mha --size 40,72,32 --spacing 6 --backend graphics -o gl.mha");
+  EXPECT_NE(gl.exitCode, 0) << gl.output;
+  EXPECT_TRUE(contains(gl.output, "run on cpu")) << gl.output;
+  EXPECT_FALSE(fs::exists(dir / "few.mha"));
+  EXPECT_FALSE(fs::exists(dir / "gl.mha"));
+  EXPECT_EQ(filesStartingWith(dir, "."), 0) << "temporary files left";
 }
 
 }  // namespace

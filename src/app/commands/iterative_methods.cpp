@@ -7,11 +7,13 @@
 #include "app/command.h"
 #include "app/options.h"
 #include "app/residual_plot.h"
+#include "glrecon/cluster.h"
 #include "glrecon/errors.h"
 #include "glrecon/fdk.h"
 #include "glrecon/io.h"
 #include "glrecon/iterative.h"
 #include "glrecon/roi.h"
+#include "glrecon/split.h"
 #include "glrecon/validate.h"
 
 namespace glrecon::app {
@@ -58,6 +60,10 @@ class IterativeMethodCommand final : public Command {
     c->add_option("--roi", roi, "Reconstruct only a region (voxels outside stay 0): fov, fov-cylinder, cylinder:..., box:..., sphere:..., MASK.mha");
     projector.add(c);
     projector.addPair(c);
+    c->add_option("--slabs", slabs,
+                  "Cut the volume into N slabs of y rows, each its own operator (cpu backend): under mpirun the ranks hold consecutive "
+                  "slabs (default: one a rank), and the result is the same for any number of ranks holding the same slabs")
+        ->check(CLI::Range(1, 1 << 20));
     c->add_option("--residual-csv", residualCsv, "Write the residual curve as CSV (iteration, subsets, residual, relative, seconds; a .csv name)");
     c->add_option("--residual-png", residualPng, "Write the residual curve as a PNG chart (log scale; a .png name)");
     c->add_flag("--overwrite", overwrite, "Replace existing output files");
@@ -72,8 +78,13 @@ class IterativeMethodCommand final : public Command {
   ProjectorOptions projector;
   IterativeParameters parameters;
   bool overwrite = false, quiet = false;
+  int slabs = 0;
 
   void run() const {
+    // Under mpirun every rank computes the same iterates from the same sums (glrecon/split.h); rank 0 alone speaks and writes.
+    Cluster* cluster = currentCluster();
+    const bool ranks = cluster && cluster->size() > 1, speaker = !cluster || cluster->rank() == 0;
+    const bool quiet = this->quiet || !speaker;
     IterativeOptions options = parameters.options(method);
     const Backend chosen = projector.backend.projector();  // before any reading: a bad name costs nothing
     const VolumeGrid grid = volume.grid();
@@ -91,7 +102,15 @@ class IterativeMethodCommand final : public Command {
       options.initial = &initialVolume;
     }
     if (!roi.empty()) options.mask = makeRegionOfInterest(roi, geometry, grid).mask;
-    auto op = makeOperator(chosen, geometry, grid, projector.operatorOptions());
+    std::unique_ptr<ConeBeamOperator> op;
+    if (ranks || slabs > 0) {
+      SplitOptions split;
+      split.parts = slabs;
+      split.cluster = ranks ? cluster : nullptr;
+      op = makeSplitOperator(chosen, geometry, grid, projector.operatorOptions(), split);
+    } else {
+      op = makeOperator(chosen, geometry, grid, projector.operatorOptions());
+    }
     if (!quiet)
       std::fprintf(stderr, "%s: %d x %d x %d voxels from %zu projections of %d x %d, %s, %s\n", methodName(method), grid.size[0],
                    grid.size[1], grid.size[2], geometry.size(), geometry.detector.nu, geometry.detector.nv, op->description().c_str(),
@@ -105,10 +124,10 @@ class IterativeMethodCommand final : public Command {
                                                              methodName(method), r.iteration, parameters.iterations, r.residual,
                                                              norm > 0 ? r.residual / norm : 0.0, r.seconds);
                                               });
-    writeOutputs(result, report, backendInfo(op->backend()).name);
+    if (speaker) writeOutputs(result, report, backendInfo(op->backend()).name);
     if (!quiet) printSummary(report, op->timings(), norm);
     // Said even with --quiet: the file holds a result past its best.
-    if (!report.warning.empty()) std::fprintf(stderr, "warning: %s\n", renderFields(report.warning, optionName).c_str());
+    if (speaker && !report.warning.empty()) std::fprintf(stderr, "warning: %s\n", renderFields(report.warning, optionName).c_str());
   }
 
   // " (ordered)", " (random, seed N)": the subset order where it is not the default interleaved one.

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <tuple>
+#include <utility>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -145,6 +147,22 @@ struct PaddedVolume {
   }
 };
 
+// The samples [k0, k1) of a ray whose trilinear footprint may reach rows [y0, y1) (their y in [y0 - 1, y1)), solved in
+// double with a sample's margin either side (a sample in the margin reads only zeros or voxels outside the rows, which
+// the callers skip); k0 >= k1 where none does.
+std::pair<int, int> samplesReachingRows(const detail::RaySamples& ray, int y0, int y1) {
+  const int samples = ray.count;
+  if (ray.delta[1] == 0.0f) {
+    if (ray.first[1] < y0 - 1.0f || ray.first[1] >= static_cast<float>(y1)) return {0, 0};
+    return {0, samples};
+  }
+  const double ka = (y0 - 1.0 - ray.first[1]) / ray.delta[1], kb = (y1 - ray.first[1]) / ray.delta[1];
+  // Clamped in double before the conversion: a ray nearly parallel to the rows (the centre row of an odd detector:
+  // delta y ~ 1e-10) gives ka, kb ~ 1e10, beyond int (converted, INT_MIN: 2^31 samples per ray).
+  return {static_cast<int>(std::clamp(std::floor(std::min(ka, kb)) - 1.0, 0.0, static_cast<double>(samples))),
+          static_cast<int>(std::clamp(std::ceil(std::max(ka, kb)) + 2.0, 0.0, static_cast<double>(samples)))};
+}
+
 double since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -158,12 +176,6 @@ CpuOperator::CpuOperator(const Geometry& geometry, const VolumeGrid& grid, const
       nv_(geometry.detector.nv),
       volume_(blockGrid()),
       views_(detail::projectorViews(geometry, grid)) {}
-
-void CpuOperator::requireWholeGrid(const char* what) const {
-  if (options_.blockRows > 0)
-    throw UsageError(std::string(what) + ": expected an operator of the whole grid (this one was made for blocks of " +
-                     std::to_string(blockCapacity()) + " rows)");
-}
 
 void CpuOperator::moveBlock(int firstRow, int rows) {
   if (killed_) throw UsageError("moveBlock: not after a density-range kill");
@@ -198,7 +210,6 @@ void CpuOperator::back(const float* projections, const std::size_t* views, std::
   for (std::size_t p = 0; p < count; ++p)
     if (views[p] >= geometry_.size()) throw std::out_of_range("back: view index beyond the geometry");
   if (weighting == Weighting::Fdk) return fdkBack(projections, views, count);
-  requireWholeGrid("back (Adjoint)");
   const auto start = std::chrono::steady_clock::now();
   pairBack(projections, views, count, volume_.data.data());
   timings_.back += since(start);
@@ -208,7 +219,6 @@ void CpuOperator::setUpdateMask(const std::uint8_t* mask) { mask_ = mask; }
 
 void CpuOperator::updateSubset(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
                                const float* cachedWeights) {
-  requireWholeGrid("updateSubset");
   const auto start = std::chrono::steady_clock::now();
   const std::size_t voxels = volume_.data.size();
   update_.assign(voxels, 0.0f);
@@ -225,13 +235,19 @@ void CpuOperator::updateSubset(const float* correction, const std::size_t* views
   timings_.back += since(start);
 }
 
+// A block of rows (OperatorOptions::blockRows, moveBlock) projects as the whole grid with zeros outside the block:
+// every ray is marched over the whole grid's box, as the whole grid marches it (the same samples), and only the samples
+// whose trilinear footprint reaches the block's rows are taken (a skipped sample adds exactly 0), so the blocks' sums
+// add up to the whole grid's projection up to the order of the additions (the split operator, glrecon/split.h).
 void CpuOperator::forward(const std::size_t* views, std::size_t count, float* projections) {
-  requireWholeGrid("forward");
   const auto start = std::chrono::steady_clock::now();
-  const PaddedVolume padded(volume_.data.data(), grid_.size);
+  const PaddedVolume padded(volume_.data.data(), volume_.size);
   const float step = static_cast<float>(step_);
   const float sp[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
   const float hi[3] = {static_cast<float>(grid_.size[0]), static_cast<float>(grid_.size[1]), static_cast<float>(grid_.size[2])};
+  const bool block = holdsPartOfGrid();
+  const float firstRow = static_cast<float>(this->firstRow());
+  const int y0 = this->firstRow(), y1 = y0 + rows();
   std::vector<double> samples(count * nv_, 0.0);
   parallelFor(count * nv_, 4, threads_, [&](std::size_t begin, std::size_t end) {
     for (std::size_t row = begin; row < end; ++row) {
@@ -244,12 +260,14 @@ void CpuOperator::forward(const std::size_t* views, std::size_t count, float* pr
         detail::RaySamples ray;
         float sum = 0.0f;
         if (detail::marchRay(o, static_cast<float>(iu), static_cast<float>(iv), sp, hi, step, ray)) {
-          for (int k = 0; k < ray.count; ++k) {
+          int k0 = 0, k1 = ray.count;
+          if (block) std::tie(k0, k1) = samplesReachingRows(ray, y0, y1);
+          for (int k = k0; k < k1; ++k) {
             const float fk = static_cast<float>(k);
-            sum += padded.sample(ray.first[0] + fk * ray.delta[0], ray.first[1] + fk * ray.delta[1], ray.first[2] + fk * ray.delta[2]);
+            sum += padded.sample(ray.first[0] + fk * ray.delta[0], ray.first[1] + fk * ray.delta[1] - firstRow, ray.first[2] + fk * ray.delta[2]);
           }
           sum *= ray.length;
-          taken += ray.count;
+          taken += k1 > k0 ? k1 - k0 : 0;
         }
         out[iu] = sum;
       }
@@ -271,13 +289,16 @@ void CpuOperator::transposeBack(const float* projections, const std::size_t* vie
   const int n[3] = {grid_.size[0], grid_.size[1], grid_.size[2]};
   const float sp[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
   const float hi[3] = {static_cast<float>(n[0]), static_cast<float>(n[1]), static_cast<float>(n[2])};
-  const std::size_t sy = static_cast<std::size_t>(n[0]), sz = sy * n[1];
+  // The volume holds rows [firstRow, firstRow + rows) (the whole grid, or a block): `volume` is indexed from firstRow.
+  const int heldFirst = firstRow(), held = rows();
+  const std::size_t sy = static_cast<std::size_t>(n[0]), sz = sy * held;
   // Slabs of y rows: y is the rotation axis, along which rays climb only by the cone angle, so most rays reach one or
-  // two slabs and the others skip them at once.
-  const std::size_t slabs = std::min<std::size_t>(n[1], static_cast<std::size_t>(4 * threads_));
+  // two slabs and the others skip them at once. A voxel's additions come in the same order (view, pixel, sample)
+  // whichever slab holds it, so neither the thread count nor a block changes its bits.
+  const std::size_t slabs = std::min<std::size_t>(held, static_cast<std::size_t>(4 * threads_));
   parallelFor(slabs, 1, threads_, [&](std::size_t first, std::size_t last) {
     for (std::size_t slab = first; slab < last; ++slab) {
-      const int y0 = static_cast<int>(slab * n[1] / slabs), y1 = static_cast<int>((slab + 1) * n[1] / slabs);
+      const int y0 = heldFirst + static_cast<int>(slab * held / slabs), y1 = heldFirst + static_cast<int>((slab + 1) * held / slabs);
       for (std::size_t p = 0; p < count; ++p) {
         const detail::ProjectorView& o = views_[views[p]];
         for (int iv = 0; iv < nv_; ++iv)
@@ -286,18 +307,8 @@ void CpuOperator::transposeBack(const float* projections, const std::size_t* vie
             if (value == 0.0f) continue;
             detail::RaySamples ray;  // the ray as forward() marches it
             if (!detail::marchRay(o, static_cast<float>(iu), static_cast<float>(iv), sp, hi, step, ray)) continue;
-            const int samples = ray.count;
-            // Samples whose y lies in [y0 - 1, y1) reach the slab: solved in double with a sample's margin either side.
-            int k0 = 0, k1 = samples;
-            if (ray.delta[1] != 0.0f) {
-              const double ka = (y0 - 1.0 - ray.first[1]) / ray.delta[1], kb = (y1 - ray.first[1]) / ray.delta[1];
-              // Clamped in double before the conversion: a ray nearly parallel to the slabs (the centre row of an odd
-              // detector: delta y ~ 1e-10) gives ka, kb ~ 1e10, beyond int (converted, INT_MIN: 2^31 samples per ray).
-              k0 = static_cast<int>(std::clamp(std::floor(std::min(ka, kb)) - 1.0, 0.0, static_cast<double>(samples)));
-              k1 = static_cast<int>(std::clamp(std::ceil(std::max(ka, kb)) + 2.0, 0.0, static_cast<double>(samples)));
-            } else if (ray.first[1] < y0 - 1.0f || ray.first[1] >= static_cast<float>(y1)) {
-              continue;
-            }
+            const auto [k0, k1] = samplesReachingRows(ray, y0, y1);
+            if (k0 >= k1) continue;
             const float w = value * ray.length;
             for (int k = k0; k < k1; ++k) {
               const float fk = static_cast<float>(k);
@@ -310,7 +321,7 @@ void CpuOperator::transposeBack(const float* projections, const std::size_t* vie
               const float wx[2] = {1.0f - fx, fx}, wy[2] = {1.0f - fy, fy}, wz[2] = {1.0f - fz, fz};
               if (i >= 0 && i + 1 < n[0] && j >= y0 && j + 1 < y1 && kz >= 0 && kz + 1 < n[2]) {
                 // All 8 voxels inside the slab (most samples): no tests.
-                float* q = volume + kz * sz + j * sy + i;
+                float* q = volume + kz * sz + (j - heldFirst) * sy + i;
                 const float w00 = w * wy[0] * wz[0], w10 = w * wy[1] * wz[0], w01 = w * wy[0] * wz[1], w11 = w * wy[1] * wz[1];
                 q[0] += w00 * wx[0];
                 q[1] += w00 * wx[1];
@@ -331,7 +342,7 @@ void CpuOperator::transposeBack(const float* projections, const std::size_t* vie
                   for (int a = 0; a < 2; ++a) {
                     const int xx = i + a;
                     if (xx < 0 || xx >= n[0]) continue;
-                    volume[zz * sz + yy * sy + xx] += w * wy[b] * wz[c] * wx[a];
+                    volume[zz * sz + (yy - heldFirst) * sy + xx] += w * wy[b] * wz[c] * wx[a];
                   }
                 }
               }
@@ -353,11 +364,12 @@ void CpuOperator::adjointBack(const float* projections, const std::size_t* views
     for (int v = 0; v < nv_; ++v)
       std::copy_n(projections + (p * nv_ + v) * nu_, nu_, padded.begin() + (p * rows + v + 1) * pitch + 1);
   const float sp[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
-  const int nx = grid_.size[0], ny = grid_.size[1], nz = grid_.size[2];
+  // The volume holds rows [firstRow, firstRow + ny) (the whole grid, or a block); j is the global row.
+  const int nx = grid_.size[0], ny = ConeBeamOperator::rows(), nz = grid_.size[2];
   const float maxU = static_cast<float>(nu_), maxV = static_cast<float>(nv_);
   parallelFor(static_cast<std::size_t>(ny) * nz, 4, threads_, [&](std::size_t begin, std::size_t end) {
     for (std::size_t row = begin; row < end; ++row) {
-      const int j = static_cast<int>(row % ny), k = static_cast<int>(row / ny);
+      const int j = firstRow() + static_cast<int>(row % ny), k = static_cast<int>(row / ny);
       float* out = volume + row * nx;
       for (int i = 0; i < nx; ++i) {
         const float x[3] = {static_cast<float>(i), static_cast<float>(j), static_cast<float>(k)};

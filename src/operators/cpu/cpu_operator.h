@@ -37,7 +37,6 @@ class CpuOperator final : public ConeBeamOperator {
     if (options_.pair == ProjectorPair::Matched) return transposeBack(projections, views, count, volume);
     adjointBack(projections, views, count, volume);
   }
-  void requireWholeGrid(const char* what) const;
 
   int threads_;
   int nu_, nv_;

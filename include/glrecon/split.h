@@ -1,0 +1,40 @@
+#pragma once
+/// One operator over slabs of y rows ("parts"), each an operator of the backend holding only its rows: the iterative
+/// methods over volumes no single device holds, over several devices of one process, and over the ranks of an MPI job
+/// (glrecon/cluster.h: `mpirun -np 4 glrecon sirt ...`, rank r holding consecutive parts). On it:
+///   forward       every part projects its rows (the whole grid's rays and samples, glrecon/operator.h); the parts'
+///                 projections are added in part order, ((p0 + p1) + p2) + ..., across ranks by Cluster::sumInOrder:
+///                 the same bits for any number of ranks holding the same parts. Against one operator of the whole
+///                 grid the sum differs by the order of the additions only (tests/recon/split_test.cpp bounds it);
+///   back, updateSubset   each part its own rows, exactly as the whole grid computes them (no communication; the
+///                 subset rule's weight floor from the whole volume's largest weight, SubsetRule::largestWeight);
+///   setVolume, readVolume   the whole grid in host memory on every rank (readVolume gathers every rank's rows).
+/// The iterative methods (glrecon/iterative.h) run over it unchanged: their host vectors are the whole grid on every
+/// rank, and every rank computes the same values from the same sums, so rank 0 alone writes the result.
+/// Backends: cpu (the GPU backends' iterative passes hold the whole grid: makeSplitOperator refuses them).
+#include <memory>
+#include <vector>
+
+#include "glrecon/operator.h"
+
+namespace glrecon {
+
+class Cluster;
+
+struct SplitOptions {
+  int parts = 0;                ///< slabs of y rows; 0: one per rank (per process: 1)
+  std::vector<int> devices;     ///< this process's devices, given to its parts in turn (empty: OperatorOptions::device)
+  Cluster* cluster = nullptr;   ///< the MPI job, whose ranks hold consecutive parts; nullptr: this process holds them all
+};
+
+/// The first row of each of `parts` slabs of a grid of `rows` y rows, and `rows` last: slab p holds [first[p],
+/// first[p + 1]), each a multiple of kSlabGranule rows but the last, as even as that allows. UsageError naming
+/// `--slabs` when parts is below 1 or above the granules the grid has.
+std::vector<int> splitRows(int rows, int parts);
+
+/// The split operator (see the top of this file). Throws UsageError for a backend that cannot hold part of the grid in
+/// its iterative passes, for fewer parts than ranks, and as makeOperator does.
+std::unique_ptr<ConeBeamOperator> makeSplitOperator(Backend backend, const Geometry& geometry, const VolumeGrid& grid,
+                                                    const OperatorOptions& options, const SplitOptions& split);
+
+}  // namespace glrecon

@@ -1,0 +1,220 @@
+// The split operator (glrecon/split.h): parts of y rows on this process's devices and on other MPI ranks, summed in a
+// fixed order. The parts are called one after another from the calling thread (cpu parts use every core each).
+#include "glrecon/split.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "glrecon/cluster.h"
+#include "glrecon/errors.h"
+#include "glrecon/parallel.h"
+#include "glrecon/slab.h"
+
+namespace glrecon {
+
+std::vector<int> splitRows(int rows, int parts) {
+  const int granules = (rows + kSlabGranule - 1) / kSlabGranule;
+  if (parts < 1 || parts > granules)
+    throw UsageError(field("slabs") + ": expected 1 to " + std::to_string(granules) + " (slabs are multiples of " +
+                     std::to_string(kSlabGranule) + " of the grid's " + std::to_string(rows) + " y rows), found " + std::to_string(parts));
+  std::vector<int> first(static_cast<std::size_t>(parts) + 1);
+  for (int p = 0; p < parts; ++p) first[static_cast<std::size_t>(p)] = static_cast<int>(static_cast<long long>(p) * granules / parts) * kSlabGranule;
+  first[static_cast<std::size_t>(parts)] = rows;
+  return first;
+}
+
+namespace {
+
+// Rows [first, first + rows) of a whole x-fastest volume to or from a block of those rows.
+void copyRows(const VolumeGrid& grid, int first, int rows, const float* whole, float* block) {
+  const std::size_t nx = static_cast<std::size_t>(grid.size[0]), ny = static_cast<std::size_t>(grid.size[1]);
+  parallelFor(static_cast<std::size_t>(grid.size[2]), 16, 0, [&](std::size_t k0, std::size_t k1) {
+    for (std::size_t k = k0; k < k1; ++k)
+      std::memcpy(block + k * rows * nx, whole + (k * ny + first) * nx, sizeof(float) * nx * rows);
+  });
+}
+void placeRows(const VolumeGrid& grid, int first, int rows, const float* block, float* whole) {
+  const std::size_t nx = static_cast<std::size_t>(grid.size[0]), ny = static_cast<std::size_t>(grid.size[1]);
+  parallelFor(static_cast<std::size_t>(grid.size[2]), 16, 0, [&](std::size_t k0, std::size_t k1) {
+    for (std::size_t k = k0; k < k1; ++k)
+      std::memcpy(whole + (k * ny + first) * nx, block + k * rows * nx, sizeof(float) * nx * rows);
+  });
+}
+
+class SplitOperator final : public ConeBeamOperator {
+ public:
+  SplitOperator(Backend backend, const Geometry& geometry, const VolumeGrid& grid, const OperatorOptions& options, const SplitOptions& split)
+      : ConeBeamOperator(backend, geometry, grid, options) {
+    if (split.cluster) {
+      cluster_ = split.cluster;
+    } else {
+      own_ = singleProcessCluster();
+      cluster_ = own_.get();
+    }
+    const int ranks = cluster_->size(), rank = cluster_->rank();
+    const int parts = split.parts > 0 ? split.parts : ranks;
+    if (parts < ranks)
+      throw UsageError(field("slabs") + ": expected at least one slab per rank (" + std::to_string(ranks) + " ranks), found " +
+                       std::to_string(parts));
+    first_ = splitRows(grid.size[1], parts);
+    // Rank r holds parts [r P / R, (r + 1) P / R): consecutive rows, so its rows are one range.
+    for (int r = 0; r <= ranks; ++r) rankPart_.push_back(static_cast<int>(static_cast<long long>(r) * parts / ranks));
+    for (int p = rankPart_[static_cast<std::size_t>(rank)], i = 0; p < rankPart_[static_cast<std::size_t>(rank) + 1]; ++p, ++i) {
+      OperatorOptions partOptions = options;
+      partOptions.blockRows = rowsOf(p);
+      if (!split.devices.empty()) partOptions.device = split.devices[static_cast<std::size_t>(i) % split.devices.size()];
+      std::unique_ptr<ConeBeamOperator> part = makeOperator(backend, geometry, grid, partOptions);
+      part->moveBlock(first_[static_cast<std::size_t>(p)], rowsOf(p));
+      parts_.push_back(std::move(part));
+    }
+    step_ = parts_.front()->step();
+  }
+
+  std::string description() const override {
+    std::string text = parts_.front()->description() + ", " + std::to_string(first_.size() - 1) + " slabs of y rows";
+    if (cluster_->size() > 1) text += " over " + std::to_string(cluster_->size()) + " ranks";
+    return text;
+  }
+
+  void reset() override {
+    for (auto& part : parts_) part->reset();
+    timings_ = {};
+  }
+  void moveBlock(int, int) override {
+    throw UsageError("moveBlock: a split operator holds every row of the grid (its slabs are its parts')");
+  }
+  void setVolume(const float* voxels) override {
+    for (std::size_t i = 0; i < parts_.size(); ++i) {
+      const int p = part(i);
+      scratch_.resize(voxelsOf(p));
+      copyRows(grid_, first_[static_cast<std::size_t>(p)], rowsOf(p), voxels, scratch_.data());
+      parts_[i]->setVolume(scratch_.data());
+    }
+  }
+  void readVolume(float* destination) override {
+    for (std::size_t i = 0; i < parts_.size(); ++i) {
+      const int p = part(i);
+      scratch_.resize(voxelsOf(p));
+      parts_[i]->readVolume(scratch_.data());
+      placeRows(grid_, first_[static_cast<std::size_t>(p)], rowsOf(p), scratch_.data(), destination);
+    }
+    // Every rank's rows to every rank, one rank's range at a time.
+    for (int r = 0; r < cluster_->size() && cluster_->size() > 1; ++r) {
+      const int first = first_[static_cast<std::size_t>(rankPart_[static_cast<std::size_t>(r)])];
+      const int rows = first_[static_cast<std::size_t>(rankPart_[static_cast<std::size_t>(r) + 1])] - first;
+      scratch_.resize(static_cast<std::size_t>(grid_.size[0]) * rows * grid_.size[2]);
+      if (r == cluster_->rank()) copyRows(grid_, first, rows, destination, scratch_.data());
+      cluster_->broadcast(r, scratch_.data(), scratch_.size());
+      if (r != cluster_->rank()) placeRows(grid_, first, rows, scratch_.data(), destination);
+    }
+  }
+
+  void back(const float* projections, const std::size_t* views, std::size_t count, Weighting weighting) override {
+    for (auto& part : parts_) part->back(projections, views, count, weighting);
+  }
+  void forward(const std::size_t* views, std::size_t count, float* projections) override {
+    const std::size_t values = count * static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv;
+    partials_.resize(parts_.size());
+    std::vector<const float*> terms;
+    for (std::size_t i = 0; i < parts_.size(); ++i) {
+      partials_[i].resize(values);
+      parts_[i]->forward(views, count, partials_[i].data());
+      terms.push_back(partials_[i].data());
+    }
+    cluster_->sumInOrder(terms, values, projections);
+  }
+
+  void setUpdateMask(const std::uint8_t* mask) override {
+    masks_.assign(parts_.size(), {});
+    for (std::size_t i = 0; i < parts_.size(); ++i) {
+      if (!mask) {
+        parts_[i]->setUpdateMask(nullptr);
+        continue;
+      }
+      const int p = part(i), rows = rowsOf(p), first = first_[static_cast<std::size_t>(p)];
+      const std::size_t nx = static_cast<std::size_t>(grid_.size[0]), ny = static_cast<std::size_t>(grid_.size[1]);
+      masks_[i].resize(voxelsOf(p));
+      for (std::size_t k = 0; k < static_cast<std::size_t>(grid_.size[2]); ++k)
+        std::memcpy(masks_[i].data() + k * rows * nx, mask + (k * ny + first) * nx, nx * rows);
+      parts_[i]->setUpdateMask(masks_[i].data());
+    }
+  }
+
+  void updateSubset(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
+                    const float* cachedWeights) override {
+    if (!correction) throw std::logic_error("updateSubset: a split operator forms no corrections on a device");
+    // Each part's B_S(1): the caller's (the whole grid's, the same on every rank) or computed on the part (its iterate
+    // kept aside meanwhile); the floor below which a voxel is left alone comes from the largest over every part.
+    std::vector<std::vector<float>> weights(parts_.size());
+    double largest = 0.0;
+    for (std::size_t i = 0; i < parts_.size(); ++i) {
+      const int p = part(i);
+      weights[i].resize(voxelsOf(p));
+      if (cachedWeights) {
+        copyRows(grid_, first_[static_cast<std::size_t>(p)], rowsOf(p), cachedWeights, weights[i].data());
+      } else {
+        std::vector<float> iterate(voxelsOf(p)), zeros(voxelsOf(p), 0.0f);
+        const std::vector<float> ones(count * static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv, 1.0f);
+        parts_[i]->readVolume(iterate.data());
+        parts_[i]->setVolume(zeros.data());
+        parts_[i]->back(ones.data(), views, count, Weighting::Adjoint);
+        parts_[i]->readVolume(weights[i].data());
+        parts_[i]->setVolume(iterate.data());
+      }
+      if (!weights[i].empty()) largest = std::max(largest, static_cast<double>(*std::max_element(weights[i].begin(), weights[i].end())));
+    }
+    SubsetRule whole = rule;
+    if (whole.largestWeight <= 0.0f) whole.largestWeight = static_cast<float>(cluster_->maximum(largest));
+    for (std::size_t i = 0; i < parts_.size(); ++i) parts_[i]->updateSubset(correction, views, count, whole, weights[i].data());
+  }
+
+  void setRegion(const RegionOfInterest&) override {
+    throw UsageError("setRegion: a split operator runs the iterative methods (their region is IterativeOptions::mask)");
+  }
+  std::vector<std::uint8_t> activeMask() override { return {}; }
+  double culledFraction() const override { return 0.0; }
+  bool softwareDevice() const override { return parts_.front()->softwareDevice(); }
+  void synchronize() override {
+    for (auto& part : parts_) part->synchronize();
+  }
+  OperatorTimings timings() const override {
+    OperatorTimings sum = timings_;
+    for (const auto& part : parts_) {
+      const OperatorTimings t = part->timings();
+      sum.upload += t.upload;
+      sum.compute += t.compute;
+      sum.readback += t.readback;
+      sum.forward += t.forward;
+      sum.back += t.back;
+      sum.samples += t.samples;
+    }
+    return sum;
+  }
+
+ private:
+  int part(std::size_t local) const { return rankPart_[static_cast<std::size_t>(cluster_->rank())] + static_cast<int>(local); }
+  int rowsOf(int p) const { return first_[static_cast<std::size_t>(p) + 1] - first_[static_cast<std::size_t>(p)]; }
+  std::size_t voxelsOf(int p) const { return static_cast<std::size_t>(grid_.size[0]) * rowsOf(p) * grid_.size[2]; }
+
+  std::unique_ptr<Cluster> own_;
+  Cluster* cluster_ = nullptr;
+  std::vector<int> first_;     // the slabs' first rows, and the grid's rows last
+  std::vector<int> rankPart_;  // rank r's parts: [rankPart_[r], rankPart_[r + 1])
+  std::vector<std::unique_ptr<ConeBeamOperator>> parts_;
+  std::vector<std::vector<float>> partials_;
+  std::vector<std::vector<std::uint8_t>> masks_;
+  std::vector<float> scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConeBeamOperator> makeSplitOperator(Backend backend, const Geometry& geometry, const VolumeGrid& grid,
+                                                    const OperatorOptions& options, const SplitOptions& split) {
+  if (backend != Backend::Cpu)
+    throw UsageError(field("backend") + ": the iterative methods over slabs (--slabs, mpirun) run on cpu; the " +
+                     backendInfo(backend).name + " backend's iterative passes hold the whole grid, found " + backendInfo(backend).name);
+  return std::make_unique<SplitOperator>(backend, geometry, grid, options, split);
+}
+
+}  // namespace glrecon
