@@ -212,6 +212,10 @@ class ConeBeamOperator {
                             const float* cachedWeights = nullptr) = 0;
   /// True where updateSubset computes B_S(1) itself next to the volume (the GPU backends): callers keep no weights.
   virtual bool computesSubsetWeights() const { return false; }
+  /// The largest B_S(1) over the rows held for the subset `views` (a split operator's slabs: their subset rule floors by
+  /// the whole volume's largest, SubsetRule::largestWeight). The base computes B_S(1) by back() of ones, the held volume
+  /// kept aside meanwhile; cuda computes it next to its volume and keeps it for the subset's updates.
+  virtual float subsetLargestWeight(const std::size_t* views, std::size_t count);
   /// The subset methods' data kept on the device (cuda): all projections and their ray lengths A 1 (views x nv x nu
   /// each), the length below which a ray counts as missing the volume, and the rule (multiplicative: b / A x where
   /// A 1 > floor and A x > 0; additive: (b - A x) / A 1 where A 1 > floor; else 0). False where the operator keeps no

@@ -11,7 +11,9 @@
 ///   setVolume, readVolume   the whole grid in host memory on every rank (readVolume gathers every rank's rows).
 /// The iterative methods (glrecon/iterative.h) run over it unchanged: their host vectors are the whole grid on every
 /// rank, and every rank computes the same values from the same sums, so rank 0 alone writes the result.
-/// Backends: cpu (the GPU backends' iterative passes hold the whole grid: makeSplitOperator refuses them).
+/// Backends: cpu and cuda (the GL backends' iterative passes hold the whole grid: makeSplitOperator refuses them). The
+/// corrections of the subset methods are formed on the host (the sums cross the devices); a process's parts are called
+/// one after another.
 #include <memory>
 #include <vector>
 
@@ -22,7 +24,7 @@ namespace glrecon {
 class Cluster;
 
 struct SplitOptions {
-  int parts = 0;                ///< slabs of y rows; 0: one per rank (per process: 1)
+  int parts = 0;                ///< slabs of y rows; 0: one per rank and device
   std::vector<int> devices;     ///< this process's devices, given to its parts in turn (empty: OperatorOptions::device)
   Cluster* cluster = nullptr;   ///< the MPI job, whose ranks hold consecutive parts; nullptr: this process holds them all
 };

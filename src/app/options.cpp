@@ -239,9 +239,13 @@ void GpuListOption::add(CLI::App* command, const std::string& help) {
   command->add_option("--gpu", text, help)->capture_default_str();
 }
 
-void ProjectorOptions::add(CLI::App* command) {
+void ProjectorOptions::add(CLI::App* command, bool several) {
+  severalDevices = several;
   backend.add(command, BackendOption::projectorHelp());
-  command->add_option("--gpu", gpu, "GPU backends: device index")->capture_default_str();
+  command->add_option("--gpu", gpu,
+                      several ? "GPU backends: device index; cuda: a list such as 0,1 or all, each device holding slabs of the volume (--slabs)"
+                              : "GPU backends: device index")
+      ->capture_default_str();
   command->add_option("--threads", threads, "cpu backend: threads (0: all)")->capture_default_str();
   command->add_option("--step", step, "Forward projection's ray-marching step in mm (0: one sample per voxel plane, Joseph's)")->capture_default_str();
 }
@@ -253,10 +257,17 @@ void ProjectorOptions::addPair(CLI::App* command) {
       ->capture_default_str();
 }
 
+std::vector<int> ProjectorOptions::devices() const {
+  const std::vector<int> list = parseGpuList("--gpu", gpu, backend.text);
+  if (!severalDevices && list.size() > 1)
+    throw UsageError("--gpu: expected one device index for this command, found '" + glrecon::quoted(gpu) + "'");
+  return list;
+}
+
 OperatorOptions ProjectorOptions::operatorOptions() const {
   OperatorOptions options;
   options.pair = pair == "matched" ? ProjectorPair::Matched : ProjectorPair::Interpolating;
-  options.device = gpu;
+  options.device = devices().front();
   options.threads = threads;
   options.step = step;
   return options;

@@ -126,10 +126,14 @@ struct GpuListOption {
 /// --backend, --gpu, --threads, --step: the projector pair of project and the iterative methods.
 struct ProjectorOptions {
   BackendOption backend{"cpu"};
-  int gpu = 0, threads = 0;
+  std::string gpu = "0";  ///< one device; the iterative methods (add(c, true)): a list or all, over which --slabs go
+  int threads = 0;
   double step = 0.0;
   std::string pair = "interpolating";
-  void add(CLI::App* command);
+  bool severalDevices = false;
+  void add(CLI::App* command, bool severalDevices = false);
+  /// --gpu's devices (one, unless several were allowed).
+  std::vector<int> devices() const;
   /// --projector interpolating|matched: the iterative methods' pair.
   void addPair(CLI::App* command);
   OperatorOptions operatorOptions() const;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include <glm/common.hpp>
 #include <glm/geometric.hpp>
@@ -185,6 +186,17 @@ std::string raySamplingDescription(double step) {
   char text[48];
   std::snprintf(text, sizeof text, "step %.4g mm", step);
   return text;
+}
+
+float ConeBeamOperator::subsetLargestWeight(const std::size_t* views, std::size_t count) {
+  std::vector<float> iterate(blockVoxels()), weights(blockVoxels(), 0.0f);
+  const std::vector<float> ones(count * static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv, 1.0f);
+  readVolume(iterate.data());
+  setVolume(weights.data());
+  back(ones.data(), views, count, Weighting::Adjoint);
+  readVolume(weights.data());
+  setVolume(iterate.data());
+  return weights.empty() ? 0.0f : *std::max_element(weights.begin(), weights.end());
 }
 
 bool ConeBeamOperator::setSubsetData(const float*, const float*, float, bool) { return false; }

@@ -99,4 +99,23 @@ GLRECON_HOST_DEVICE bool marchRay(const View& o, float fu, float fv, const float
   return true;
 }
 
+/// The samples [*k0, *k1) of a ray whose trilinear footprint may reach y rows [y0, y1) (their y in [y0 - 1, y1)), solved
+/// in double with a sample's margin either side (a sample in the margin reads only zeros or voxels outside the rows);
+/// *k0 >= *k1 where none does. For operators holding a block of rows: their rays are the whole grid's, sampled where
+/// they reach the block.
+GLRECON_HOST_DEVICE void samplesReachingRows(const RaySamples& ray, int y0, int y1, int* k0, int* k1) {
+  const int samples = ray.count;
+  if (ray.delta[1] == 0.0f) {
+    const bool inside = !(ray.first[1] < y0 - 1.0f || ray.first[1] >= static_cast<float>(y1));
+    *k0 = 0;
+    *k1 = inside ? samples : 0;
+    return;
+  }
+  const double ka = (y0 - 1.0 - ray.first[1]) / ray.delta[1], kb = (y1 - ray.first[1]) / ray.delta[1];
+  // Clamped in double before the conversion: a ray nearly parallel to the rows (the centre row of an odd detector:
+  // delta y ~ 1e-10) gives ka, kb ~ 1e10, beyond int (converted, INT_MIN: 2^31 samples per ray).
+  *k0 = static_cast<int>(fmin(fmax(floor(fmin(ka, kb)) - 1.0, 0.0), static_cast<double>(samples)));
+  *k1 = static_cast<int>(fmin(fmax(ceil(fmax(ka, kb)) + 2.0, 0.0), static_cast<double>(samples)));
+}
+
 }  // namespace glrecon::detail

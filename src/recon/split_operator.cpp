@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "glrecon/cluster.h"
@@ -53,7 +54,7 @@ class SplitOperator final : public ConeBeamOperator {
       cluster_ = own_.get();
     }
     const int ranks = cluster_->size(), rank = cluster_->rank();
-    const int parts = split.parts > 0 ? split.parts : ranks;
+    const int parts = split.parts > 0 ? split.parts : ranks * std::max<int>(1, static_cast<int>(split.devices.size()));
     if (parts < ranks)
       throw UsageError(field("slabs") + ": expected at least one slab per rank (" + std::to_string(ranks) + " ranks), found " +
                        std::to_string(parts));
@@ -144,29 +145,22 @@ class SplitOperator final : public ConeBeamOperator {
   void updateSubset(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
                     const float* cachedWeights) override {
     if (!correction) throw std::logic_error("updateSubset: a split operator forms no corrections on a device");
-    // Each part's B_S(1): the caller's (the whole grid's, the same on every rank) or computed on the part (its iterate
-    // kept aside meanwhile); the floor below which a voxel is left alone comes from the largest over every part.
-    std::vector<std::vector<float>> weights(parts_.size());
-    double largest = 0.0;
-    for (std::size_t i = 0; i < parts_.size(); ++i) {
-      const int p = part(i);
-      weights[i].resize(voxelsOf(p));
-      if (cachedWeights) {
-        copyRows(grid_, first_[static_cast<std::size_t>(p)], rowsOf(p), cachedWeights, weights[i].data());
-      } else {
-        std::vector<float> iterate(voxelsOf(p)), zeros(voxelsOf(p), 0.0f);
-        const std::vector<float> ones(count * static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv, 1.0f);
-        parts_[i]->readVolume(iterate.data());
-        parts_[i]->setVolume(zeros.data());
-        parts_[i]->back(ones.data(), views, count, Weighting::Adjoint);
-        parts_[i]->readVolume(weights[i].data());
-        parts_[i]->setVolume(iterate.data());
-      }
-      if (!weights[i].empty()) largest = std::max(largest, static_cast<double>(*std::max_element(weights[i].begin(), weights[i].end())));
-    }
+    // The floor below which a voxel is left alone comes from the whole volume's largest B_S(1), as one block's: found
+    // once per subset (from the caller's weights, or from each part's computed for it) and kept.
     SubsetRule whole = rule;
-    if (whole.largestWeight <= 0.0f) whole.largestWeight = static_cast<float>(cluster_->maximum(largest));
-    for (std::size_t i = 0; i < parts_.size(); ++i) parts_[i]->updateSubset(correction, views, count, whole, weights[i].data());
+    if (whole.largestWeight <= 0.0f) whole.largestWeight = largestWeight(views, count, cachedWeights);
+    for (std::size_t i = 0; i < parts_.size(); ++i) {
+      // A part that computes B_S(1) next to its volume (cuda, which keeps them per subset) takes none; the others get
+      // their rows of the caller's weights, or compute them themselves.
+      const float* weights = nullptr;
+      if (cachedWeights && !parts_[i]->computesSubsetWeights()) {
+        const int p = part(i);
+        scratch_.resize(voxelsOf(p));
+        copyRows(grid_, first_[static_cast<std::size_t>(p)], rowsOf(p), cachedWeights, scratch_.data());
+        weights = scratch_.data();
+      }
+      parts_[i]->updateSubset(correction, views, count, whole, weights);
+    }
   }
 
   void setRegion(const RegionOfInterest&) override {
@@ -197,6 +191,26 @@ class SplitOperator final : public ConeBeamOperator {
   int rowsOf(int p) const { return first_[static_cast<std::size_t>(p) + 1] - first_[static_cast<std::size_t>(p)]; }
   std::size_t voxelsOf(int p) const { return static_cast<std::size_t>(grid_.size[0]) * rowsOf(p) * grid_.size[2]; }
 
+  // The largest B_S(1) over every part of the subset `views` (a collective: every rank calls it for the same subset).
+  float largestWeight(const std::size_t* views, std::size_t count, const float* cachedWeights) {
+    std::vector<std::size_t> key(views, views + count);
+    if (const auto found = largest_.find(key); found != largest_.end()) return found->second;
+    double largest = 0.0;
+    for (std::size_t i = 0; i < parts_.size(); ++i) {
+      const int p = part(i);
+      if (cachedWeights) {
+        std::vector<float> weights(voxelsOf(p));
+        copyRows(grid_, first_[static_cast<std::size_t>(p)], rowsOf(p), cachedWeights, weights.data());
+        if (!weights.empty()) largest = std::max(largest, static_cast<double>(*std::max_element(weights.begin(), weights.end())));
+      } else {
+        largest = std::max(largest, static_cast<double>(parts_[i]->subsetLargestWeight(views, count)));
+      }
+    }
+    const float all = static_cast<float>(cluster_->maximum(largest));
+    largest_.emplace(std::move(key), all);
+    return all;
+  }
+
   std::unique_ptr<Cluster> own_;
   Cluster* cluster_ = nullptr;
   std::vector<int> first_;     // the slabs' first rows, and the grid's rows last
@@ -205,15 +219,16 @@ class SplitOperator final : public ConeBeamOperator {
   std::vector<std::vector<float>> partials_;
   std::vector<std::vector<std::uint8_t>> masks_;
   std::vector<float> scratch_;
+  std::map<std::vector<std::size_t>, float> largest_;  // per subset: the largest B_S(1) over every part
 };
 
 }  // namespace
 
 std::unique_ptr<ConeBeamOperator> makeSplitOperator(Backend backend, const Geometry& geometry, const VolumeGrid& grid,
                                                     const OperatorOptions& options, const SplitOptions& split) {
-  if (backend != Backend::Cpu)
-    throw UsageError(field("backend") + ": the iterative methods over slabs (--slabs, mpirun) run on cpu; the " +
-                     backendInfo(backend).name + " backend's iterative passes hold the whole grid, found " + backendInfo(backend).name);
+  if (backend != Backend::Cpu && backend != Backend::Cuda)
+    throw UsageError(field("backend") + ": the iterative methods over slabs (--slabs, mpirun) run on cpu or cuda (the " +
+                     backendInfo(backend).name + " backend's iterative passes hold the whole grid), found " + backendInfo(backend).name);
   return std::make_unique<SplitOperator>(backend, geometry, grid, options, split);
 }
 

@@ -13,6 +13,7 @@
 #include "glrecon/iterative.h"
 #include "glrecon/phantom.h"
 #include "glrecon/operator.h"
+#include "glrecon/split.h"
 #include "device_fixtures.h"
 #include "test_support.h"
 #include "iterative_support.h"
@@ -38,6 +39,43 @@ TEST_F(CudaIterative, IterateOnTheDeviceEqualsTheHostPath) {
 
 TEST_F(CudaIterative, CorrectionsOnTheDeviceEqualTheHostPath) {
   deviceCorrectionsMatchHostPath("cuda");
+}
+
+// The split operator (glrecon/split.h) over cuda: 3 slabs on device 0 (as --gpu 0,0,0 holds them) hold every row as the
+// whole grid's operator does. Back (interpolating: one voxel's sum, the same kernel on the same global rows) equals the
+// whole grid's bit for bit; forward differs by the slabs' sums and by the texture unit's 8-bit weights at a slab's
+// shifted coordinates; SART over the slabs against the whole grid's cuda run within the GPU-against-cpu bound of
+// iterativeBackendMatchesCpu (relative RMS 1e-2, the texture units' weights), and against the cpu backend's slabs too.
+TEST_F(CudaIterative, SlabsOnOneDeviceFollowTheWholeGrid) {
+  const Geometry g = test::circularScan(18, 32);
+  const VolumeGrid grid = VolumeGrid::centred({24, 48, 24}, glm::dvec3(10.0));
+  const Image b = projectPhantom(thickSkullPhantom(), g, {});
+  auto whole = makeOperator(Backend::Cuda, g, grid);
+  auto split = makeSplitOperator(Backend::Cuda, g, grid, {}, SplitOptions{3, {0, 0, 0}, nullptr});
+  const std::vector<std::size_t> views = {2, 9, 15};
+  std::vector<float> a(grid.voxelCount()), c(grid.voxelCount());
+  test::backOf(*whole, b.data.data(), views.data(), views.size(), a.data());
+  test::backOf(*split, b.data.data(), views.data(), views.size(), c.data());
+  EXPECT_EQ(a, c);
+  IterativeOptions o;
+  o.method = IterativeMethod::Sart;
+  o.iterations = 2;
+  o.subsets = 6;
+  const Image x = reconstructIterative(*whole, g, b, grid, o), y = reconstructIterative(*split, g, b, grid, o);
+  auto cpuSplit = makeSplitOperator(Backend::Cpu, g, grid, {}, SplitOptions{3, {}, nullptr});
+  const Image z = reconstructIterative(*cpuSplit, g, b, grid, o);
+  for (const auto& [other, name] : {std::pair{&x, "the whole grid on cuda"}, std::pair{&z, "3 slabs on cpu"}}) {
+    double sq = 0, scale = 0;
+    for (std::size_t i = 0; i < y.data.size(); ++i) {
+      const double d = static_cast<double>(y.data[i]) - other->data[i];
+      sq += d * d;
+      scale = std::max(scale, static_cast<double>(std::abs(other->data[i])));
+    }
+    const double rms = std::sqrt(sq / y.data.size()) / scale;
+    std::printf("cuda SART over 3 slabs against %s: relative RMS %.3e\n", name, rms);
+    EXPECT_LT(rms, 1e-2) << name;
+    EXPECT_GT(scale, 0.5) << name;
+  }
 }
 
 }  // namespace

@@ -58,11 +58,12 @@ class IterativeMethodCommand final : public Command {
     parameters.addStoppingRules(c);
     c->add_option("--initial", initial, "Starting volume on the output grid (e.g. an FDK result; default: 0, osem: a positive constant)");
     c->add_option("--roi", roi, "Reconstruct only a region (voxels outside stay 0): fov, fov-cylinder, cylinder:..., box:..., sphere:..., MASK.mha");
-    projector.add(c);
+    projector.add(c, /*severalDevices=*/true);
     projector.addPair(c);
     c->add_option("--slabs", slabs,
-                  "Cut the volume into N slabs of y rows, each its own operator (cpu backend): under mpirun the ranks hold consecutive "
-                  "slabs (default: one a rank), and the result is the same for any number of ranks holding the same slabs")
+                  "Cut the volume into N slabs of y rows, each its own operator (cpu, cuda): on the --gpu devices in turn, and under "
+                  "mpirun on consecutive ranks (default: one per rank and device); the same slabs give the same result on any "
+                  "number of ranks")
         ->check(CLI::Range(1, 1 << 20));
     c->add_option("--residual-csv", residualCsv, "Write the residual curve as CSV (iteration, subsets, residual, relative, seconds; a .csv name)");
     c->add_option("--residual-png", residualPng, "Write the residual curve as a PNG chart (log scale; a .png name)");
@@ -103,9 +104,14 @@ class IterativeMethodCommand final : public Command {
     }
     if (!roi.empty()) options.mask = makeRegionOfInterest(roi, geometry, grid).mask;
     std::unique_ptr<ConeBeamOperator> op;
-    if (ranks || slabs > 0) {
+    std::vector<int> devices = projector.devices();
+    // Under mpirun one device per rank, the ranks of a host sharing its devices out by their place on it (as fdk's).
+    if (ranks) devices = {devices[static_cast<std::size_t>(cluster->localRank()) % devices.size()]};
+    // One slab on one device of one process is the whole grid's operator itself (no sums to form across slabs).
+    if (ranks || slabs > 1 || devices.size() > 1) {
       SplitOptions split;
       split.parts = slabs;
+      split.devices = devices;
       split.cluster = ranks ? cluster : nullptr;
       op = makeSplitOperator(chosen, geometry, grid, projector.operatorOptions(), split);
     } else {

@@ -147,20 +147,11 @@ struct PaddedVolume {
   }
 };
 
-// The samples [k0, k1) of a ray whose trilinear footprint may reach rows [y0, y1) (their y in [y0 - 1, y1)), solved in
-// double with a sample's margin either side (a sample in the margin reads only zeros or voxels outside the rows, which
-// the callers skip); k0 >= k1 where none does.
+// samplesReachingRows (ray_march.h) as a pair.
 std::pair<int, int> samplesReachingRows(const detail::RaySamples& ray, int y0, int y1) {
-  const int samples = ray.count;
-  if (ray.delta[1] == 0.0f) {
-    if (ray.first[1] < y0 - 1.0f || ray.first[1] >= static_cast<float>(y1)) return {0, 0};
-    return {0, samples};
-  }
-  const double ka = (y0 - 1.0 - ray.first[1]) / ray.delta[1], kb = (y1 - ray.first[1]) / ray.delta[1];
-  // Clamped in double before the conversion: a ray nearly parallel to the rows (the centre row of an odd detector:
-  // delta y ~ 1e-10) gives ka, kb ~ 1e10, beyond int (converted, INT_MIN: 2^31 samples per ray).
-  return {static_cast<int>(std::clamp(std::floor(std::min(ka, kb)) - 1.0, 0.0, static_cast<double>(samples))),
-          static_cast<int>(std::clamp(std::ceil(std::max(ka, kb)) + 2.0, 0.0, static_cast<double>(samples)))};
+  std::pair<int, int> range;
+  detail::samplesReachingRows(ray, y0, y1, &range.first, &range.second);
+  return range;
 }
 
 double since(std::chrono::steady_clock::time_point t) {

@@ -101,6 +101,7 @@ class CudaOperator final : public ConeBeamOperator {
   void updateSubset(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
                     const float* cachedWeights) override;
   bool computesSubsetWeights() const override { return true; }
+  float subsetLargestWeight(const std::size_t* views, std::size_t count) override;
   std::unique_ptr<OperatorVectors> makeVectors(int volumes, int scans) override;
   void synchronize() override {
     GLRECON_CUDA(cudaSetDevice(device_));
@@ -127,6 +128,10 @@ class CudaOperator final : public ConeBeamOperator {
   /// The pending window's pass, once its array holds the projections (uploaded on copyStream_).
   void pass();
   RayBuffers& rays();
+  /// The subset update's buffers (B_S(c), B_S(1), the largest's) and the weights cache's capacity, at the first use.
+  void allocateSubsetBuffers();
+  /// B_S(1) of the subset on the device (kept per subset while the cache has room) and its largest value.
+  const float* subsetWeights(const std::size_t* views, std::size_t count, float* largest);
   bool uploadRayViews(const std::size_t* views, int n);
   /// B (Adjoint) of projections into the device volume `to`: added to it, or (`clear`) the first batch stored. The
   /// projections are in host memory, or (`onDevice`) in device memory.
@@ -226,7 +231,6 @@ void CudaOperator::back(const float* projections, const std::size_t* views, std:
     if (views[p] >= geometry_.size()) throw std::out_of_range("back: view index beyond the geometry");
   GLRECON_CUDA(cudaSetDevice(device_));
   if (weighting == Weighting::Fdk) return fdkBack(projections, views, count);
-  requireWholeGrid("back (Adjoint)");
   const auto start = std::chrono::steady_clock::now();
   launch();
   GLRECON_CUDA(cudaDeviceSynchronize());
@@ -417,6 +421,9 @@ void CudaOperator::moveBlock(int firstRow, int rows) {
   regionSet_ = false;
   regionMask_.clear();
   updatesDone_ = updatesTotal_ = 0;
+  // The iterative passes' buffers (the volume's 3D copy, the weights, the mask) are the block's.
+  rays_.reset();
+  masked_ = false;
 }
 
 void CudaOperator::setRegion(const RegionOfInterest& roi) {
@@ -443,7 +450,7 @@ RayBuffers& CudaOperator::rays() {
   if (rays_) return *rays_;
   auto r = std::make_unique<RayBuffers>();
   const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
-  r->volumeArray = cuda::Array(grid_.size[0], grid_.size[1], grid_.size[2]);
+  r->volumeArray = cuda::Array(grid_.size[0], rows(), grid_.size[2]);  // the block's rows (moveBlock makes them anew)
   r->projectionArray = cuda::Array(nu, nv, cuda::kMaxRayViews, cudaArrayLayered);
   r->volumeTexture = cuda::TextureObject(r->volumeArray.get());
   r->projectionTexture = cuda::TextureObject(r->projectionArray.get());
@@ -473,30 +480,29 @@ void CudaOperator::projectBatches(const std::size_t* views, std::size_t count,
     for (std::size_t first = 0; first < count; first += cuda::kMaxRayViews) {
       const int n = static_cast<int>(std::min<std::size_t>(cuda::kMaxRayViews, count - first));
       uploadRayViews(views + first, n);
-      cuda::launchForwardExact(source, make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), spacing(), static_cast<float>(step_),
-                               geometry_.detector.nu, geometry_.detector.nv, n, r.projections.get());
+      cuda::launchForwardExact(source, make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), firstRow(), rows(), spacing(),
+                               static_cast<float>(step_), geometry_.detector.nu, geometry_.detector.nv, n, r.projections.get());
       batchDone(first, n);
     }
     return;
   }
   // The rays sample the volume's 3D copy (trilinear, border 0).
   cudaMemcpy3DParms copy{};
-  copy.srcPtr = make_cudaPitchedPtr(const_cast<float*>(source), grid_.size[0] * sizeof(float), grid_.size[0], grid_.size[1]);
+  copy.srcPtr = make_cudaPitchedPtr(const_cast<float*>(source), grid_.size[0] * sizeof(float), grid_.size[0], rows());
   copy.dstArray = r.volumeArray.get();
-  copy.extent = make_cudaExtent(grid_.size[0], grid_.size[1], grid_.size[2]);
+  copy.extent = make_cudaExtent(grid_.size[0], rows(), grid_.size[2]);
   copy.kind = cudaMemcpyDeviceToDevice;
   GLRECON_CUDA(cudaMemcpy3D(&copy));
   for (std::size_t first = 0; first < count; first += cuda::kMaxRayViews) {
     const int n = static_cast<int>(std::min<std::size_t>(cuda::kMaxRayViews, count - first));
     uploadRayViews(views + first, n);
-    cuda::launchForward(r.volumeTexture.get(), make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), spacing(), static_cast<float>(step_),
-                        geometry_.detector.nu, geometry_.detector.nv, n, r.projections.get());
+    cuda::launchForward(r.volumeTexture.get(), make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), firstRow(), rows(), spacing(),
+                        static_cast<float>(step_), geometry_.detector.nu, geometry_.detector.nv, n, r.projections.get());
     batchDone(first, n);
   }
 }
 
 void CudaOperator::forward(const std::size_t* views, std::size_t count, float* projections) {
-  requireWholeGrid("forward");
   const auto start = std::chrono::steady_clock::now();
   const std::size_t pixels = static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv;
   projectBatches(views, count, [&](std::size_t first, int n) {
@@ -556,17 +562,17 @@ void CudaOperator::adjointInto(const float* projections, const std::size_t* view
   RayBuffers& r = rays();
   const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
   const std::size_t pixels = static_cast<std::size_t>(nu) * nv;
-  if (clear && count == 0) GLRECON_CUDA(cudaMemset(to, 0, grid_.voxelCount() * sizeof(float)));
+  if (clear && count == 0) GLRECON_CUDA(cudaMemset(to, 0, blockVoxels() * sizeof(float)));
   if (options_.pair == ProjectorPair::Matched) {
     // A^T scatters (adds): a cleared target starts at 0.
-    if (clear) GLRECON_CUDA(cudaMemset(to, 0, grid_.voxelCount() * sizeof(float)));
+    if (clear) GLRECON_CUDA(cudaMemset(to, 0, blockVoxels() * sizeof(float)));
     for (std::size_t first = 0; first < count; first += cuda::kMaxRayViews) {
       const int n = static_cast<int>(std::min<std::size_t>(cuda::kMaxRayViews, count - first));
       uploadRayViews(views + first, n);
       GLRECON_CUDA(cudaMemcpy(r.projections.get(), projections + (repeatFirstBatch ? 0 : first * pixels), pixels * n * sizeof(float),
                               onDevice ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice));
-      cuda::launchTransposeBack(r.projections.get(), make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), spacing(), static_cast<float>(step_),
-                                nu, nv, n, to);
+      cuda::launchTransposeBack(r.projections.get(), make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), firstRow(), rows(), spacing(),
+                                static_cast<float>(step_), nu, nv, n, to);
     }
     return;
   }
@@ -580,30 +586,24 @@ void CudaOperator::adjointInto(const float* projections, const std::size_t* view
     copy.kind = onDevice ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice;
     GLRECON_CUDA(cudaMemcpy3D(&copy));
     // A cleared target's first batch stores its sums; otherwise each batch adds to what is there.
-    cuda::launchAdjointBack(r.projectionTexture.get(), make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), spacing(), n,
+    cuda::launchAdjointBack(r.projectionTexture.get(), make_int3(grid_.size[0], rows(), grid_.size[2]), firstRow(), spacing(), n,
                             !clear || first > 0, yInvariant, to);
   }
 }
 
 void CudaOperator::setUpdateMask(const std::uint8_t* mask) {
-  requireWholeGrid("setUpdateMask");
   GLRECON_CUDA(cudaSetDevice(device_));
   RayBuffers& r = rays();
   masked_ = mask != nullptr;
   if (!mask) return;
-  if (!r.mask) r.mask = cuda::DeviceBuffer<unsigned char>(grid_.voxelCount());
-  GLRECON_CUDA(cudaMemcpy(r.mask.get(), mask, grid_.voxelCount(), cudaMemcpyHostToDevice));
+  if (!r.mask) r.mask = cuda::DeviceBuffer<unsigned char>(blockVoxels());
+  GLRECON_CUDA(cudaMemcpy(r.mask.get(), mask, blockVoxels(), cudaMemcpyHostToDevice));
 }
 
-void CudaOperator::updateSubset(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
-                                const float*) {
-  requireWholeGrid("updateSubset");
-  const auto start = std::chrono::steady_clock::now();
-  GLRECON_CUDA(cudaSetDevice(device_));
-  launch();
-  GLRECON_CUDA(cudaDeviceSynchronize());
+// B_S(1) of the subset on the device (kept per subset while the cache has room) and its largest value.
+void CudaOperator::allocateSubsetBuffers() {
   RayBuffers& r = rays();
-  const std::size_t n = grid_.voxelCount();
+  const std::size_t n = blockVoxels();
   if (!r.update) {
     r.update = cuda::DeviceBuffer<float>(n);
     r.weights = cuda::DeviceBuffer<float>(n);
@@ -612,14 +612,12 @@ void CudaOperator::updateSubset(const float* correction, const std::size_t* view
     GLRECON_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
     r.cacheCapacity = std::min<std::size_t>(freeBytes / 2, std::size_t{8} << 30) / (n * sizeof(float));
   }
-  if (correction) {
-    adjointInto(correction, views, count, r.update.get(), /*clear=*/true);
-  } else {
-    // The correction correctSubset formed for these views on the device.
-    if (r.correctionViews != count) throw std::logic_error("updateSubset: no correction on the device for this subset (correctSubset first)");
-    adjointInto(r.correction.get(), views, count, r.update.get(), /*clear=*/true, /*repeatFirstBatch=*/false, /*onDevice=*/true);
-    r.correctionViews = 0;
-  }
+}
+
+const float* CudaOperator::subsetWeights(const std::size_t* views, std::size_t count, float* largestOut) {
+  allocateSubsetBuffers();
+  RayBuffers& r = rays();
+  const std::size_t n = blockVoxels();
   const std::vector<std::size_t> key(views, views + count);
   auto cached = r.weightCache.find(key);
   const float* weights = nullptr;
@@ -642,6 +640,40 @@ void CudaOperator::updateSubset(const float* correction, const std::size_t* view
     weights = target;
     if (keep) r.weightCache.emplace(key, RayBuffers::SubsetWeights{std::move(kept), largest});
   }
+  *largestOut = largest;
+  return weights;
+}
+
+float CudaOperator::subsetLargestWeight(const std::size_t* views, std::size_t count) {
+  GLRECON_CUDA(cudaSetDevice(device_));
+  launch();
+  GLRECON_CUDA(cudaDeviceSynchronize());
+  float largest = 0.0f;
+  subsetWeights(views, count, &largest);
+  return largest;
+}
+
+void CudaOperator::updateSubset(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
+                                const float*) {
+  const auto start = std::chrono::steady_clock::now();
+  GLRECON_CUDA(cudaSetDevice(device_));
+  launch();
+  GLRECON_CUDA(cudaDeviceSynchronize());
+  RayBuffers& r = rays();
+  const std::size_t n = blockVoxels();
+  allocateSubsetBuffers();
+  if (correction) {
+    adjointInto(correction, views, count, r.update.get(), /*clear=*/true);
+  } else {
+    // The correction correctSubset formed for these views on the device.
+    if (r.correctionViews != count) throw std::logic_error("updateSubset: no correction on the device for this subset (correctSubset first)");
+    adjointInto(r.correction.get(), views, count, r.update.get(), /*clear=*/true, /*repeatFirstBatch=*/false, /*onDevice=*/true);
+    r.correctionViews = 0;
+  }
+  float largest = 0.0f;
+  const float* weights = subsetWeights(views, count, &largest);
+  // A block of a split operator floors by the whole volume's largest weight (SubsetRule::largestWeight), as one block would.
+  if (rule.largestWeight > 0.0f) largest = rule.largestWeight;
   cuda::launchSubsetUpdate(volume_.get(), r.update.get(), weights, masked_ ? r.mask.get() : nullptr, n,
                            subsetWeightFloor(largest, count), rule.multiplicative, rule.lambda, rule.positivity);
   timings_.back += since(start);

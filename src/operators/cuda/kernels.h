@@ -30,15 +30,21 @@ inline constexpr int kMaxRayViews = 256;
 /// The constants of `n` views (synchronous: the previous launch has read the old ones). True where u, the depth and
 /// the perspective divisor do not change along y in any of them (RTK's gantry about y, untilted detectors).
 bool uploadRayViews(const glrecon::detail::ProjectorView* const* views, int n);
-void launchForward(cudaTextureObject_t volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out);
-/// `yInvariant` (uploadRayViews' answer): runs of y voxels per thread, as the Fdk kernel's (the same products in
-/// another order: within the interpolating pair's bounds of cpu, not its bits).
-void launchAdjointBack(cudaTextureObject_t projections, int3 size, float3 spacing, int count, bool accumulate, bool yInvariant,
+/// Forward of a volume holding y rows [firstRow, firstRow + rows) of the grid of `size` (the whole grid: 0, size.y):
+/// the whole grid's rays, sampled where they reach the rows.
+void launchForward(cudaTextureObject_t volume, int3 size, int firstRow, int rows, float3 spacing, float step, int nu, int nv, int count,
+                   float* out);
+/// Adjoint back into a block of `size` (nx, rows, nz) whose rows start at the grid's row firstRow. `yInvariant`
+/// (uploadRayViews' answer): runs of y voxels per thread, as the Fdk kernel's (the same products in another order:
+/// within the interpolating pair's bounds of cpu, not its bits).
+void launchAdjointBack(cudaTextureObject_t projections, int3 size, int firstRow, float3 spacing, int count, bool accumulate, bool yInvariant,
                        float* volume);
 /// The matched pair: forward with float trilinear weights from the linear volume, and its exact transpose (adds to
-/// `volume`; projections in linear device memory).
-void launchForwardExact(const float* volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out);
-void launchTransposeBack(const float* projections, int3 size, float3 spacing, float step, int nu, int nv, int count, float* volume);
+/// `volume`; projections in linear device memory); the volume holds rows [firstRow, firstRow + rows) of `size`'s grid.
+void launchForwardExact(const float* volume, int3 size, int firstRow, int rows, float3 spacing, float step, int nu, int nv, int count,
+                        float* out);
+void launchTransposeBack(const float* projections, int3 size, int firstRow, int rows, float3 spacing, float step, int nu, int nv, int count,
+                         float* volume);
 /// The subset's corrections from its forward projections `projected` (count views of `pixels`, the i-th being view
 /// viewIndex[i] of `data` and `lengths`): additive (b - A x) / A 1 or multiplicative b / A x, 0 where A 1 <= floor
 /// (and A x <= 0 for the multiplicative rule), as the host computes them. The sum of (b - A x)^2: per block of a fixed

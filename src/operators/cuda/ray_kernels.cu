@@ -28,7 +28,10 @@ __device__ __forceinline__ bool rayOf(const DeviceView& o, int iu, int iv, int3 
   return glrecon::detail::marchRay(o, static_cast<float>(iu), static_cast<float>(iv), sp, hi, step, r);
 }
 
-__global__ void forwardKernel(cudaTextureObject_t volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out) {
+// The volume holds y rows [firstRow, firstRow + rows) of the grid of `size` (a block: the rays are the whole grid's,
+// sampled where they reach the block; outside it the texture's border is 0).
+__global__ void forwardKernel(cudaTextureObject_t volume, int3 size, int firstRow, int rows, float3 spacing, float step, int nu, int nv,
+                              int count, float* out) {
   const int iu = blockIdx.x * blockDim.x + threadIdx.x, iv = blockIdx.y * blockDim.y + threadIdx.y, p = blockIdx.z;
   if (iu >= nu || iv >= nv || p >= count) return;
   glrecon::detail::RaySamples r;
@@ -36,10 +39,12 @@ __global__ void forwardKernel(cudaTextureObject_t volume, int3 size, float3 spac
   if (rayOf(kViews[p], iu, iv, size, spacing, step, r)) {
     // +0.5: texel centres; with one sample per plane the main axis's coordinate is a centre exactly, so the texture
     // unit's trilinear fetch is a bilinear one there.
-    const float x0 = r.first[0] + 0.5f, y0 = r.first[1] + 0.5f, z0 = r.first[2] + 0.5f;
+    const float x0 = r.first[0] + 0.5f, y0 = r.first[1] + (0.5f - static_cast<float>(firstRow)), z0 = r.first[2] + 0.5f;
+    int k0 = 0, k1 = r.count;
+    if (rows < size.y) glrecon::detail::samplesReachingRows(r, firstRow, firstRow + rows, &k0, &k1);
     float sum = 0.0f;
 #pragma unroll 4
-    for (int k = 0; k < r.count; ++k) {
+    for (int k = k0; k < k1; ++k) {
       const float fk = static_cast<float>(k);
       sum += tex3D<float>(volume, x0 + fk * r.delta[0], y0 + fk * r.delta[1], z0 + fk * r.delta[2]);
     }
@@ -72,14 +77,17 @@ __device__ Corner cornerOf(const glrecon::detail::RaySamples& r, int k, int3 siz
   return c;
 }
 
-__global__ void forwardExactKernel(const float* volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out) {
+__global__ void forwardExactKernel(const float* volume, int3 size, int firstRow, int rows, float3 spacing, float step, int nu, int nv,
+                                   int count, float* out) {
   const int iu = blockIdx.x * blockDim.x + threadIdx.x, iv = blockIdx.y * blockDim.y + threadIdx.y, p = blockIdx.z;
   if (iu >= nu || iv >= nv || p >= count) return;
   glrecon::detail::RaySamples r;
   float result = 0.0f;
   if (rayOf(kViews[p], iu, iv, size, spacing, step, r)) {
+    int k0 = 0, k1 = r.count;
+    if (rows < size.y) glrecon::detail::samplesReachingRows(r, firstRow, firstRow + rows, &k0, &k1);
     float sum = 0.0f;
-    for (int k = 0; k < r.count; ++k) {
+    for (int k = k0; k < k1; ++k) {
       const Corner c = cornerOf(r, k, size);
       float value = 0.0f;
       // Corners of weight 0 skipped (on its plane a sample's main-axis weights are 1 and 0: half the corners), here and
@@ -88,9 +96,9 @@ __global__ void forwardExactKernel(const float* volume, int3 size, float3 spacin
         for (int dy = 0; dy < 2; ++dy)
           for (int dx = 0; dx < 2; ++dx) {
             if (c.w[2][dz] == 0.0f || c.w[1][dy] == 0.0f || c.w[0][dx] == 0.0f) continue;
-            const int x = c.i + dx, y = c.j + dy, z = c.k + dz;
-            if (x < 0 || y < 0 || z < 0 || x >= size.x || y >= size.y || z >= size.z) continue;
-            value += volume[(static_cast<size_t>(z) * size.y + y) * size.x + x] * (c.w[1][dy] * c.w[2][dz] * c.w[0][dx]);
+            const int x = c.i + dx, y = c.j + dy - firstRow, z = c.k + dz;
+            if (x < 0 || y < 0 || z < 0 || x >= size.x || y >= rows || z >= size.z) continue;
+            value += volume[(static_cast<size_t>(z) * rows + y) * size.x + x] * (c.w[1][dy] * c.w[2][dz] * c.w[0][dx]);
           }
       sum += value;
     }
@@ -101,7 +109,8 @@ __global__ void forwardExactKernel(const float* volume, int3 size, float3 spacin
 
 // volume += A^T projections for forwardExactKernel's A: each ray's samples spread their value times the step over
 // the voxels they read, with the same weights (atomic adds: the order of the sums, and so their last bits, vary).
-__global__ void transposeKernel(const float* projections, int3 size, float3 spacing, float step, int nu, int nv, int count, float* volume) {
+__global__ void transposeKernel(const float* projections, int3 size, int firstRow, int rows, float3 spacing, float step, int nu, int nv,
+                                int count, float* volume) {
   const int iu = blockIdx.x * blockDim.x + threadIdx.x, iv = blockIdx.y * blockDim.y + threadIdx.y, p = blockIdx.z;
   if (iu >= nu || iv >= nv || p >= count) return;
   const float value = projections[(static_cast<size_t>(p) * nv + iv) * nu + iu];
@@ -109,23 +118,26 @@ __global__ void transposeKernel(const float* projections, int3 size, float3 spac
   glrecon::detail::RaySamples r;
   if (!rayOf(kViews[p], iu, iv, size, spacing, step, r)) return;
   const float w = value * r.length;
-  for (int k = 0; k < r.count; ++k) {
+  int k0 = 0, k1 = r.count;
+  if (rows < size.y) glrecon::detail::samplesReachingRows(r, firstRow, firstRow + rows, &k0, &k1);
+  for (int k = k0; k < k1; ++k) {
     const Corner c = cornerOf(r, k, size);
     for (int dz = 0; dz < 2; ++dz)
       for (int dy = 0; dy < 2; ++dy)
         for (int dx = 0; dx < 2; ++dx) {
           if (c.w[2][dz] == 0.0f || c.w[1][dy] == 0.0f || c.w[0][dx] == 0.0f) continue;
-          const int x = c.i + dx, y = c.j + dy, z = c.k + dz;
-          if (x < 0 || y < 0 || z < 0 || x >= size.x || y >= size.y || z >= size.z) continue;
-          atomicAdd(volume + (static_cast<size_t>(z) * size.y + y) * size.x + x, w * c.w[1][dy] * c.w[2][dz] * c.w[0][dx]);
+          const int x = c.i + dx, y = c.j + dy - firstRow, z = c.k + dz;
+          if (x < 0 || y < 0 || z < 0 || x >= size.x || y >= rows || z >= size.z) continue;
+          atomicAdd(volume + (static_cast<size_t>(z) * rows + y) * size.x + x, w * c.w[1][dy] * c.w[2][dz] * c.w[0][dx]);
         }
   }
 }
 
-__global__ void backKernel(cudaTextureObject_t projections, int3 size, float3 spacing, int count, bool accumulate, float* volume) {
+// `size`: the block's (nx, rows, nz), its rows from firstRow of the grid on.
+__global__ void backKernel(cudaTextureObject_t projections, int3 size, int firstRow, float3 spacing, int count, bool accumulate, float* volume) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x, j = blockIdx.y * blockDim.y + threadIdx.y, k = blockIdx.z;
   if (i >= size.x || j >= size.y || k >= size.z) return;
-  const float x[3] = {static_cast<float>(i), static_cast<float>(j), static_cast<float>(k)};
+  const float x[3] = {static_cast<float>(i), static_cast<float>(firstRow + j), static_cast<float>(k)};
   float sum = 0.0f;
   for (int p = 0; p < count; ++p) {
     const DeviceView& o = kViews[p];
@@ -153,11 +165,11 @@ __global__ void backKernel(cudaTextureObject_t projections, int3 size, float3 sp
 // weight's distance one square root. A warp covers 32 neighbouring x: coalesced stores, neighbouring fetches.
 // Measured before it: the voxel-per-thread kernel at about 110 G updates/s on an H200 (256^3 from 360 views).
 constexpr int kBackRun = 8;
-__global__ void __launch_bounds__(128) backRunsKernel(cudaTextureObject_t projections, int3 size, float3 spacing, int count, bool accumulate,
-                                                      float* volume) {
+__global__ void __launch_bounds__(128) backRunsKernel(cudaTextureObject_t projections, int3 size, int firstRow, float3 spacing, int count,
+                                                      bool accumulate, float* volume) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x, k = blockIdx.y * blockDim.y + threadIdx.y, j0 = blockIdx.z * kBackRun;
   if (i >= size.x || k >= size.z) return;
-  const float fi = static_cast<float>(i), fk = static_cast<float>(k), fj0 = static_cast<float>(j0);
+  const float fi = static_cast<float>(i), fk = static_cast<float>(k), fj0 = static_cast<float>(firstRow + j0);
   float sum[kBackRun];
 #pragma unroll
   for (int r = 0; r < kBackRun; ++r) sum[r] = 0.0f;
@@ -293,32 +305,35 @@ bool uploadRayViews(const glrecon::detail::ProjectorView* const* views, int n) {
   return yInvariant;
 }
 
-void launchForward(cudaTextureObject_t volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out) {
+void launchForward(cudaTextureObject_t volume, int3 size, int firstRow, int rows, float3 spacing, float step, int nu, int nv, int count,
+                   float* out) {
   const dim3 block(16, 16, 1), blocks((nu + 15) / 16, (nv + 15) / 16, count);
-  forwardKernel<<<blocks, block>>>(volume, size, spacing, step, nu, nv, count, out);
+  forwardKernel<<<blocks, block>>>(volume, size, firstRow, rows, spacing, step, nu, nv, count, out);
   GLRECON_CUDA(cudaGetLastError());
 }
 
-void launchForwardExact(const float* volume, int3 size, float3 spacing, float step, int nu, int nv, int count, float* out) {
+void launchForwardExact(const float* volume, int3 size, int firstRow, int rows, float3 spacing, float step, int nu, int nv, int count,
+                        float* out) {
   const dim3 block(16, 16, 1), blocks((nu + 15) / 16, (nv + 15) / 16, count);
-  forwardExactKernel<<<blocks, block>>>(volume, size, spacing, step, nu, nv, count, out);
+  forwardExactKernel<<<blocks, block>>>(volume, size, firstRow, rows, spacing, step, nu, nv, count, out);
   GLRECON_CUDA(cudaGetLastError());
 }
 
-void launchTransposeBack(const float* projections, int3 size, float3 spacing, float step, int nu, int nv, int count, float* volume) {
+void launchTransposeBack(const float* projections, int3 size, int firstRow, int rows, float3 spacing, float step, int nu, int nv, int count,
+                         float* volume) {
   const dim3 block(16, 16, 1), blocks((nu + 15) / 16, (nv + 15) / 16, count);
-  transposeKernel<<<blocks, block>>>(projections, size, spacing, step, nu, nv, count, volume);
+  transposeKernel<<<blocks, block>>>(projections, size, firstRow, rows, spacing, step, nu, nv, count, volume);
   GLRECON_CUDA(cudaGetLastError());
 }
 
-void launchAdjointBack(cudaTextureObject_t projections, int3 size, float3 spacing, int count, bool accumulate, bool yInvariant,
+void launchAdjointBack(cudaTextureObject_t projections, int3 size, int firstRow, float3 spacing, int count, bool accumulate, bool yInvariant,
                        float* volume) {
   if (yInvariant) {
     const dim3 block(32, 4, 1), blocks((size.x + 31) / 32, (size.z + 3) / 4, (size.y + kBackRun - 1) / kBackRun);
-    backRunsKernel<<<blocks, block>>>(projections, size, spacing, count, accumulate, volume);
+    backRunsKernel<<<blocks, block>>>(projections, size, firstRow, spacing, count, accumulate, volume);
   } else {
     const dim3 block(16, 16, 1), blocks((size.x + 15) / 16, (size.y + 15) / 16, size.z);
-    backKernel<<<blocks, block>>>(projections, size, spacing, count, accumulate, volume);
+    backKernel<<<blocks, block>>>(projections, size, firstRow, spacing, count, accumulate, volume);
   }
   GLRECON_CUDA(cudaGetLastError());
 }
