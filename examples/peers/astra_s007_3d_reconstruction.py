@@ -4,8 +4,8 @@ its glrecon line; nothing but a parameter mapping changes. ASTRA's original:
 https://github.com/astra-toolbox/astra-toolbox/blob/master/samples/python/s007_3d_reconstruction.py
 
 ASTRA's data objects are NumPy arrays here (astra.data3d.create an array, astra.data3d.get the array itself, delete
-nothing); its algorithm object is a call, glrecon.sirt (SIRT3D_CUDA: no relaxation, no constraint; glrecon's lamb 1, no
-positivity), in glrecon's orders (from_astra_order/to_astra_order convert ASTRA's). ASTRA's sizes (128 voxels, a
+nothing); its algorithm object is a call, glrecon.sirt (SIRT3D_CUDA's defaults, relaxation 1 and no MinConstraint, are
+glrecon's lamb 1 and no positivity), in glrecon's orders (from_astra_order/to_astra_order convert ASTRA's). ASTRA's sizes (128 voxels, a
 128 x 192 detector, the cube's faces at 17, 33, 97 and 113) are N, N x 3N/2 and those faces scaled by N/128.
 ASTRA is not needed: _astra_stand_ins.py builds its dicts.
 
