@@ -49,7 +49,7 @@ class BinaryDistribution(Distribution):
 setup(
     name="glrecon",
     version="0.1.0",
-    description="Cone-beam CT reconstruction (FDK) through the OpenGL graphics pipeline, from NumPy",
+    description="Cone- and parallel-beam CT reconstruction (FDK, FBP, iterative methods) on OpenGL, CUDA or the CPU, from NumPy",
     packages=["glrecon"],
     package_dir={"glrecon": "python/glrecon"},
     install_requires=["numpy"],

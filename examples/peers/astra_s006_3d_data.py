@@ -5,10 +5,9 @@ https://github.com/astra-toolbox/astra-toolbox/blob/master/samples/python/s006_3
 
 glrecon has no data objects: its data are NumPy arrays (astra.data3d.create is an array, astra.data3d.get the array
 itself, astra.data3d.delete nothing), in glrecon's orders: from_astra_order/to_astra_order convert ASTRA's.
-ASTRA's projection geometry here is 'parallel3d_vec' (two views, along x and along y), which glrecon lacks (no parallel
-beam yet): the port uses its cone twin, 'cone_vec' with each source 1000 volume widths away on the far side of the
-same rays (the cone's central ray is ASTRA's parallel ray). ASTRA's sizes (64 rows, 48 columns, 32 slices; a 32 x 64
-detector) are N, 3N/4, N/2 and an N/2 x N detector. ASTRA is not needed: _astra_stand_ins.py builds its dicts.
+ASTRA's projection geometry, 'parallel3d_vec' (two views, along x and along y), is glrecon's parallel beam as it is
+(from_astra). ASTRA's sizes (64 rows, 48 columns, 32 slices; a 32 x 64 detector) are N, 3N/4, N/2 and an N/2 x N
+detector. ASTRA is not needed: _astra_stand_ins.py builds its dicts.
 
 Run: python3 astra_s006_3d_data.py [--size N] [--backend B]. ASTRA's sample only makes and frees the data; the port
 checks the orders (not in ASTRA's sample): it projects v1 (3.0 everywhere) through both views and prints the central
@@ -40,11 +39,9 @@ print(f"volume: ASTRA's (slices, rows, cols) {A.shape}, glrecon's (z, y, x) {v2.
 V = np.array([[1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1],
               [0, 1, 0, 0, 0, 0, -1, 0, 0, 0, 0, 1]], dtype=float)
 # proj_geom = astra.create_proj_geom('parallel3d_vec', 32, 64, V)   (32 rows (v), 64 columns (u))
-# Its cone twin: each source on the ray through the detector centre, 1000 widths before it (glrecon lacks parallel beam).
-V_cone = V.copy()
-V_cone[:, 0:3] = V[:, 3:6] - 1000 * max(rows, cols, slices) * V[:, 0:3]
-proj_geom = create_proj_geom("cone_vec", slices, 2 * slices, V_cone)
+proj_geom = create_proj_geom("parallel3d_vec", slices, 2 * slices, V)
 g = glrecon.from_astra(proj_geom, vol_geom)
+print(f"projection geometry: {len(g)} views, parallel beam {g.is_parallel}")
 
 # s0 = astra.data3d.create('-proj3d', proj_geom)     (zero, as a volume)
 s0 = np.zeros((len(g),) + tuple(g.detector[::-1]), np.float32)  # glrecon's (views, v, u)

@@ -68,20 +68,30 @@ struct DetectorLayout {
 /// Angles in degrees; world -> rotated frame is R = Rz(-inPlane) Rx(-outOfPlane) Ry(-gantry)
 /// (ITK's ZXY Euler order). In the rotated frame the source is at (sourceOffsetX, sourceOffsetY, sid)
 /// and detector millimetre point (u, v) at (u + projectionOffsetX, v + projectionOffsetY, sid - sdd).
+///
+/// sdd == 0 is RTK's parallel geometry ("If SDD equals 0., then one is dealing with a parallel geometry"): every ray
+/// runs along the rotated frame's -z, through detector point (u, v) at rotated (u + projectionOffsetX,
+/// v + projectionOffsetY); the source offsets move no ray (RTK's matrix cancels them). RTK places that detector at
+/// z = -sid and integrates its rays from z = +sid to -sid; glrecon integrates the whole line (as ASTRA's parallel3d), so
+/// the plane's depth does not matter and glrecon keeps it through the isocentre (z = 0, as makeParallelScan). sid stays
+/// positive: it is RTK's ray half-length (and, with the offsets, RTK's source angle).
 struct CircularParams {
   double sid = 1000.0;          ///< source to isocentre (mm)
-  double sdd = 1536.0;          ///< source to detector (mm)
+  double sdd = 1536.0;          ///< source to detector (mm); 0: parallel beam (RTK's convention)
   double gantryAngle = 0.0;     ///< rotation about y: the scan angle
   double outOfPlaneAngle = 0.0; ///< tilt about x (a tilted C-arm)
   double inPlaneAngle = 0.0;    ///< detector roll about the beam axis z
   double sourceOffsetX = 0.0, sourceOffsetY = 0.0;
   double projectionOffsetX = 0.0, projectionOffsetY = 0.0;
+
+  bool parallel() const { return sdd == 0.0; }
 };
 
 /// Vector form of a circular-geometry projection on a detector layout.
 ProjectionVectors vectorsFromCircular(const CircularParams& params, const DetectorLayout& detector);
 
-/// RTK's 3x4 matrix mapping homogeneous world mm to homogeneous detector mm (the <Matrix> of RTK files).
+/// RTK's 3x4 matrix mapping homogeneous world mm to homogeneous detector mm (the <Matrix> of RTK files); for parallel
+/// beam (sdd == 0) RTK's affine form: rows (R row 0, -projectionOffsetX), (R row 1, -projectionOffsetY), (0, 0, 0, 1).
 std::array<std::array<double, 4>, 3> rtkProjectionMatrix(const CircularParams& params);
 
 /// 3x4 matrix P mapping voxel index (i,j,k,1) to (u*w, v*w, w): u, v continuous pixel indices and
@@ -129,7 +139,8 @@ struct Geometry {
 };
 
 /// A circular scan described as scanner builders do: distances, number of projections over an arc,
-/// detector size and pixel spacing, offsets. Produces RTK parameters (and so an RTK file) for it.
+/// detector size and pixel spacing, offsets. Produces RTK parameters (and so an RTK file) for it; sdd == 0 a
+/// parallel-beam scan (RTK's convention, see CircularParams).
 struct CircularScanSpec {
   double sid = 1000.0, sdd = 1536.0;
   int projections = 360;
@@ -146,6 +157,7 @@ Geometry makeCircularScan(const CircularScanSpec& spec);
 /// A circular parallel-beam scan (ASTRA's parallel3d): the rays turn about y, at gantry angle a along
 /// Ry(a) (0, 0, -1) (as a cone's central ray), the detector's centre on the rotation axis, u along Ry(a) (1, 0, 0) and v
 /// along y. ASTRA's [0, pi) sampling is projections over an arc of 180 degrees (a complete parallel scan).
+/// Made as RTK's parallel geometry (makeCircularScan with sdd 0): its RTK parameters come with it, for an RTK file.
 struct ParallelScanSpec {
   int projections = 180;
   double firstAngle = 0.0;  ///< degrees
@@ -153,6 +165,9 @@ struct ParallelScanSpec {
   int nu = 256, nv = 256;
   double spacingU = 1.0, spacingV = 1.0;
   double offsetU = 0.0, offsetV = 0.0;  ///< the detector's centre moved along u and v (mm)
+  /// RTK's SourceToIsocenterDistance, for the RTK file only: RTK integrates parallel rays from +sid to -sid about the
+  /// isocentre (glrecon the whole line); 1000 mm is RTK's own choice where it has none (a parallel matrix).
+  double sid = 1000.0;
 };
 Geometry makeParallelScan(const ParallelScanSpec& spec);
 

@@ -434,7 +434,8 @@ class Geometry:
         ``first_angle`` (the default, 180 degrees, is ASTRA's [0, pi) sampling: a complete scan), ``detector`` =
         (nu, nv) pixels of ``pixel`` = (su, sv) mm, its centre on the rotation axis plus ``detector_offset`` (u, v) mm.
         At gantry angle a the rays run along Ry(a) (0, 0, -1) (as a cone's central ray), u along Ry(a) (1, 0, 0), v
-        along y."""
+        along y. It is RTK's parallel geometry (SourceToDetectorDistance 0, SourceToIsocenterDistance 1000): ``write_rtk``
+        writes a file ``glrecon fdk`` reconstructs by FBP."""
         return cls(_glrecon.Geometry._parallel(
             _whole(projections, "projections", "projections"),
             _several(detector, "detector", 2, lambda d, name: _whole(d, name, "detector")), _reals(pixel, "pixel", 2),
@@ -477,12 +478,13 @@ class Geometry:
 
     @property
     def is_circular(self):
+        """True where the scan has RTK's circular parameters (``circular``, ``parallel``, ``read_rtk_geometry``)."""
         return self._core.is_circular
 
     @property
     def is_parallel(self):
         """True for a parallel-beam scan (``Geometry.parallel``, ``from_vectors(..., parallel=True)``, ASTRA's
-        parallel3d, parallel3d_vec, 2-D parallel)."""
+        parallel3d, parallel3d_vec, 2-D parallel, an RTK file with SourceToDetectorDistance 0)."""
         return self._core.is_parallel
 
     @property
@@ -497,11 +499,12 @@ class Geometry:
         return self._core._vectors()
 
     def write_rtk(self, path, overwrite=False):
-        """Writes RTK's geometry XML (circular geometries only), atomically."""
+        """Writes RTK's geometry XML (circular geometries only: ``circular``, ``parallel``, ``read_rtk_geometry``),
+        atomically; parallel beam as RTK writes it (no SourceToDetectorDistance: RTK's 0)."""
         self._core._write_rtk(_path(path, "path"), _bool(overwrite, "overwrite"))
 
     def __repr__(self):
-        kind = "circular" if self.is_circular else ("parallel beam" if self.is_parallel else "vectors")
+        kind = ("circular" if self.is_circular else "vectors") + (", parallel beam" if self.is_parallel else "")
         grid = "" if self.grid is None else f", grid={self.grid!r}"
         return f"glrecon.Geometry({len(self)} views, {kind}, detector={self.detector}, pixel={self.pixel}{grid})"
 
@@ -562,7 +565,8 @@ def _detector_pixels(value, name):
 
 
 def read_rtk_geometry(path):
-    """RTK's geometry XML (RTKThreeDCircularGeometry); the detector layout comes from the projections."""
+    """RTK's geometry XML (RTKThreeDCircularGeometry); the detector layout comes from the projections. A file with
+    SourceToDetectorDistance 0 (or none) is RTK's parallel geometry: ``is_parallel``, reconstructed by ``fbp``."""
     return Geometry(_read_rtk_geometry(_path(path, "path")))
 
 

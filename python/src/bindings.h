@@ -36,7 +36,7 @@ py::tuple triple(const std::array<double, 3>& a);
 Image toImage(const FloatArray& array, const std::array<double, 3>& spacing, const std::array<double, 3>& origin, const char* name);
 
 // A geometry as Python sees it: RTK parameters waiting for a detector layout (read_rtk_geometry: the layout comes
-// from the projections, as on the command line), or complete (circular(), from_vectors()).
+// from the projections, as on the command line), or complete (circular(), parallel(), from_vectors()).
 struct PyGeometry {
   std::vector<CircularParams> circular;
   std::optional<DetectorLayout> detector;

@@ -85,7 +85,8 @@ void bindGeometry(py::module_& m) {
                     spec.offsetV = detectorOffset[1];
                     const Geometry g = makeParallelScan(spec);
                     checkScanBounds(g, "geometry");
-                    return PyGeometry{{}, g.detector, g.views};
+                    // RTK's parallel parameters (SourceToDetectorDistance 0) with the detector: write_rtk writes them.
+                    return PyGeometry{g.circular, g.detector, {}};
                   })
       .def_static("_from_vectors",
                   [](const py::array_t<double, py::array::c_style | py::array::forcecast>& vectors, std::array<int, 2> detector, bool parallel) {
@@ -138,7 +139,9 @@ void bindGeometry(py::module_& m) {
       .def("__len__", [](const PyGeometry& g) { return g.circular.empty() ? g.vectors.size() : g.circular.size(); })
       .def_property_readonly("has_detector", [](const PyGeometry& g) { return g.detector.has_value(); })
       .def_property_readonly("is_circular", [](const PyGeometry& g) { return !g.circular.empty(); })
-      .def_property_readonly("is_parallel", [](const PyGeometry& g) { return g.circular.empty() && !g.vectors.empty() && g.vectors[0].parallel(); })
+      .def_property_readonly("is_parallel", [](const PyGeometry& g) {
+        return g.circular.empty() ? !g.vectors.empty() && g.vectors[0].parallel() : g.circular[0].parallel();
+      })
       .def_property_readonly("detector", [](const PyGeometry& g) -> py::object {
         if (!g.detector) return py::none();
         return py::make_tuple(g.detector->nu, g.detector->nv);
@@ -159,7 +162,7 @@ void bindGeometry(py::module_& m) {
       .def("_vectors", [](const PyGeometry& g) { return vectorsArray(g.resolve(std::nullopt)); })
       .def("_write_rtk", [](const PyGeometry& g, const std::string& path, bool overwrite) {
         if (g.circular.empty())
-          throwInputError(path, "geometry", "RTK circular parameters (circular() or read_rtk_geometry())", "a geometry given as vectors");
+          throwInputError(path, "geometry", "RTK circular parameters (circular(), parallel() or read_rtk_geometry())", "a geometry given as vectors");
         writeRtkGeometry(path, g.circular, overwrite);
       });
 

@@ -29,7 +29,7 @@ def test_reconstruct_phantom_example(tmp_path):
 # most. 0.9 lies between: a result below it is not its phantom. (The conventions themselves are checked to a tenth of a
 # pixel by test_peers.py's blobs; the Shepp-Logan of the TIGRE demo is too symmetric to tell a mirrored axis.)
 PEER_DEMOS = [("tigre_d04_simple_reconstruction.py", ["16", "5"], ("fdk", "ossart")),
-              ("astra_fdk_cuda_cone.py", ["16", "20"], ("fdk", "sirt"))]
+              ("astra_fdk_cuda_cone.py", ["--size", "16", "--iterations", "20"], ("fdk", "sirt"))]
 
 
 def test_peer_demos():
@@ -42,8 +42,9 @@ def test_peer_demos():
             assert float(line.split()[-1]) > 0.9, (script, line)
 
 
-# The other ports (examples/peers/, headless: no --output), one test each, on 16 voxels a side (s014: 32) with few
-# iterations, so that each runs in seconds on the cpu backend. Each check says where its threshold comes from.
+# The other ports (examples/peers/, headless: no --output but s007's, into a temporary folder), one test each, on 16
+# voxels a side (s014: 32) with few iterations, so that each runs in seconds on the cpu backend. Each check says where
+# its threshold comes from.
 
 def _run_peer(script, *args):
     """Runs examples/peers/SCRIPT as a user does; returns its output's lines."""
@@ -121,18 +122,39 @@ def test_astra_s006_3d_data(backend):
         pytest.skip(f"{backend}: {glrecon.backends(available='why').get(backend)}")
     lines = _run_peer("astra_s006_3d_data.py", "--size", "16", "--backend", backend)
     assert "volume: ASTRA's (slices, rows, cols) (8, 16, 12), glrecon's (z, y, x) (16, 8, 12), the grid's (16, 8, 12)" in lines
+    # ASTRA's parallel3d_vec as it is: glrecon's parallel beam.
+    assert "projection geometry: 2 views, parallel beam True" in lines, lines
     assert "projections: ASTRA's (rows, angles, cols) (8, 2, 16), glrecon's (views, v, u) (2, 8, 16)" in lines
-    # 3.0 everywhere, read along x (12 columns) and along y (16 rows): 36 and 48, exactly in exact arithmetic (the rays
-    # near the axis cross the whole box; the source 16000 voxels away lengthens them by 1e-9). Measured 36.0000 and
-    # 48.0000 on the cpu backend; 1e-4 allows the GPUs' float32 sums. Rows and columns swapped would give 48 and 36.
+    # 3.0 everywhere, read along x (12 columns) and along y (16 rows): 36 and 48, exactly in exact arithmetic (the
+    # parallel rays cross the whole box). 1e-4 allows float32 sums of the ray's samples (a few dozen, 2^-24 each) and
+    # the GPUs' 8-bit interpolation weights. Rows and columns swapped would give 48 and 36.
     assert abs(_value(lines, "view 0 along x") - 36.0) < 36e-4, lines
     assert abs(_value(lines, "view 1 along y") - 48.0) < 48e-4, lines
+
+
+def test_astra_s007_3d_reconstruction(tmp_path):
+    lines = _run_peer("astra_s007_3d_reconstruction.py", "--size", "16", "--iterations", "20", "--output", str(tmp_path))
+    assert "projections: ASTRA's (rows, angles, cols) (16, 180, 24)" in lines, lines
+    # Parallel beam: every view integrates the whole cube, so each view's total is the cube's mass (ASTRA's faces at 16
+    # voxels: 2:14 less 4:12, 12^3 - 8^3 = 1216), up to the ray sampling's quadrature error: measured 0.0069 (0 at view
+    # 0, where the rays follow the voxel rows), shrinking with the step (0.0014 at step=0.25) and the size (0.0016 at
+    # 32); 0.01 bounds it. A cone beam (its magnification M scales a view's total by about M^2: 2.25 at M = 1.5) or a
+    # lost view (a total of 0) is far outside.
+    assert "view totals against the cube's mass 1216: largest relative difference" in " ".join(lines), lines
+    assert _value(lines, "view totals") < 0.01, lines
+    # Measured 0.983; the hollow cube read as a solid one (its inside lost) correlates 0.76, shifted by a voxel along
+    # one axis 0.76: 0.9 lies between, as for the other ports.
+    assert _value(lines, "sirt correlation") > 0.9, lines
+    # ASTRA's two pictures, where matplotlib is installed.
+    pytest.importorskip("matplotlib")
+    for name in ("projection_20", "reconstruction_65"):
+        assert (tmp_path / f"{name}.png").stat().st_size > 100, name
 
 
 def test_astra_s014_fbp():
     lines = _run_peer("astra_s014_fbp.py", "--size", "32")
     assert "phantom (32, 32), sinogram (180, 48), reconstruction (32, 32)" in lines, lines
-    # Measured 0.933 at 32 pixels with the cone twin this port had before parallel beam (the modified Shepp-Logan's sharp
-    # edges on a coarse grid); transposed 0.29. (Its rows mirrored give 0.89: the phantom is nearly symmetric, and
-    # test_peers.py's blobs check the orientation.)
+    # Measured 0.940 at 32 pixels (2-D parallel beam; the modified Shepp-Logan's sharp edges on a coarse grid); transposed
+    # 0.29. (Its rows mirrored give 0.89: the phantom is nearly symmetric, and test_peers.py's blobs check the
+    # orientation.)
     assert _value(lines, "fbp correlation") > 0.9, lines

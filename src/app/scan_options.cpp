@@ -39,11 +39,18 @@ void CircularScanOptions::add(CLI::App* command) {
   command->add_option("--arc", arc, "Angular range in degrees covered by the projections")->capture_default_str();
   command->add_flag("--short-scan", shortScan, "Scan 180 degrees plus the fan angle (overrides --arc)");
   command->add_option("--first-angle", firstAngle, "Gantry angle of the first projection (degrees)")->capture_default_str();
-  command->add_option("--sid", sid, "Source-to-isocentre distance (mm)")->capture_default_str();
-  command->add_option("--sdd", sdd, "Source-to-detector distance (mm)")->capture_default_str();
+  command->add_option("--sid", sid, "Source-to-isocentre distance (mm); with --parallel RTK's ray half-length")->capture_default_str();
+  CLI::Option* sddOption = command->add_option("--sdd", sdd, "Source-to-detector distance (mm)")->capture_default_str();
   detector.add(command, "Detector pixels: N or NU,NV");
   command->add_option("--detector-offset", detectorOffset, "Detector offset (mm), RTK's ProjectionOffsetX,Y")->capture_default_str();
-  command->add_option("--source-offset", sourceOffset, "Source offset (mm), RTK's SourceOffsetX,Y")->capture_default_str();
+  CLI::Option* sourceOption =
+      command->add_option("--source-offset", sourceOffset, "Source offset (mm), RTK's SourceOffsetX,Y")->capture_default_str();
+  // --parallel has no source, so no source-to-detector distance, source offset or fan angle: those are refused beside it.
+  command->add_flag("--parallel", parallel,
+                    "Parallel beam (RTK's SourceToDetectorDistance 0): rays along the beam axis, the whole line")
+      ->excludes(sddOption)
+      ->excludes(sourceOption)
+      ->excludes(command->get_option("--short-scan"));
   command->add_option("--out-of-plane", outOfPlane, "Out-of-plane (tilt) angle in degrees")->capture_default_str();
   command->add_option("--in-plane", inPlane, "In-plane (detector roll) angle in degrees")->capture_default_str();
 }
@@ -52,10 +59,10 @@ Geometry CircularScanOptions::geometry() const {
   if (projections < 1) throw UsageError("--projections: expected at least 1, found " + std::to_string(projections));
   const DetectorLayout layout = detector.layout();
   const auto doff = parseList("--detector-offset", detectorOffset, 2), soff = parseList("--source-offset", sourceOffset, 2);
-  if (!(sid > 0) || !(sdd > 0)) throw UsageError("--sid, --sdd: expected positive distances in mm");
+  if (!(sid > 0) || (!parallel && !(sdd > 0))) throw UsageError("--sid, --sdd: expected positive distances in mm");
   CircularScanSpec spec;
   spec.sid = sid;
-  spec.sdd = sdd;
+  spec.sdd = parallel ? 0.0 : sdd;  // RTK's parallel geometry
   spec.projections = projections;
   spec.firstAngle = firstAngle;
   spec.nu = layout.nu;

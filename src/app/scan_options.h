@@ -23,11 +23,12 @@ struct DetectorOptions {
   DetectorLayout layout() const;
 };
 
-/// phantom's scan: a circular trajectory with RTK's parameters (arc, distances, offsets, angles) and its detector.
+/// phantom's scan: a circular trajectory with RTK's parameters (arc, distances, offsets, angles) and its detector;
+/// with --parallel RTK's parallel geometry (SourceToDetectorDistance 0).
 struct CircularScanOptions {
   int projections = 360;
   double arc = 360.0, firstAngle = 0.0, sid = 1000.0, sdd = 1536.0, outOfPlane = 0.0, inPlane = 0.0;
-  bool shortScan = false;
+  bool shortScan = false, parallel = false;
   DetectorOptions detector;
   std::string detectorOffset = "0", sourceOffset = "0";
   void add(CLI::App* command);

@@ -100,6 +100,16 @@ DetectorLayout DetectorLayout::centred(int nu, int nv, double spacingU, double s
 
 ProjectionVectors vectorsFromCircular(const CircularParams& p, const DetectorLayout& d) {
   const glm::dmat3 r = rotatedToWorld(p);
+  if (p.parallel()) {
+    // RTK's parallel beam: rays along the rotated -z (from RTK's source side at +sid), the detector plane through the
+    // isocentre (geometry.h says why not RTK's z = -sid), the source offsets unused (RTK's matrix cancels them).
+    ProjectionVectors v;
+    v.ray = r * glm::dvec3(0.0, 0.0, -1.0);
+    v.pixel00 = r * glm::dvec3(d.originU + p.projectionOffsetX, d.originV + p.projectionOffsetY, 0.0);
+    v.uStep = r * glm::dvec3(d.spacingU, 0.0, 0.0);
+    v.vStep = r * glm::dvec3(0.0, d.spacingV, 0.0);
+    return v;
+  }
   ProjectionVectors v;
   v.source = r * glm::dvec3(p.sourceOffsetX, p.sourceOffsetY, p.sid);
   v.pixel00 = r * glm::dvec3(d.originU + p.projectionOffsetX, d.originV + p.projectionOffsetY, p.sid - p.sdd);
@@ -114,6 +124,18 @@ std::array<std::array<double, 4>, 3> rtkProjectionMatrix(const CircularParams& p
   //      homogeneous detector mm = (-sdd*s.x + (sox-pox)*(s.z - sid), -sdd*s.y + (soy-poy)*(s.z - sid), s.z - sid).
   const glm::dmat3 worldToRotated = glm::transpose(rotatedToWorld(p));
   std::array<std::array<double, 4>, 3> m{};
+  if (p.parallel()) {
+    // RTK's magnification for sdd 0 is (1, 1; w = 1): detector mm = (r.x - pox, r.y - poy), the source offsets
+    // cancelling between its source translation and its projection translation.
+    for (int c = 0; c < 3; ++c) {
+      m[0][c] = worldToRotated[c][0];
+      m[1][c] = worldToRotated[c][1];
+    }
+    m[0][3] = -p.projectionOffsetX;
+    m[1][3] = -p.projectionOffsetY;
+    m[2][3] = 1.0;
+    return m;
+  }
   const double tx = p.sourceOffsetX - p.projectionOffsetX, ty = p.sourceOffsetY - p.projectionOffsetY;
   for (int c = 0; c < 3; ++c) {
     const double r0 = worldToRotated[c][0], r1 = worldToRotated[c][1], r2 = worldToRotated[c][2];
@@ -158,8 +180,16 @@ void Geometry::validate(const std::string& context) const {
     if (v.parallel() != beamParallel)
       throwGeometryError(context, where + " ray", beamParallel ? "a parallel-beam view (a ray direction), as projection 0" : "a cone-beam view (no ray direction), as projection 0",
                          v.parallel() ? "a parallel-beam view, ray " + str(v.ray) : "a cone-beam view");
-    if (!circular.empty() && beamParallel)
-      throwGeometryError(context, "circular parameters", "none for a parallel-beam scan (RTK's are cone-beam)", std::to_string(circular.size()) + " sets");
+    if (!circular.empty() && circular[i].parallel() != v.parallel())
+      throwGeometryError(context, where + " circular parameters",
+                         v.parallel() ? "SourceToDetectorDistance 0 for a parallel-beam view (RTK's convention)"
+                                      : "a positive SourceToDetectorDistance for a cone-beam view",
+                         "SourceToDetectorDistance " + std::to_string(circular[i].sdd));
+    // RTK's parallel rays run from +SID to -SID: an RTK file with SID <= 0 integrates nothing there (the reader refuses
+    // one), so none is made either.
+    if (!circular.empty() && circular[i].parallel() && !(circular[i].sid > 0.0))
+      throwGeometryError(context, where + " circular parameters", "a positive SourceToIsocenterDistance (RTK's parallel rays run from +SID to -SID)",
+                         std::to_string(circular[i].sid));
     const double lu = glm::length(v.uStep), lv = glm::length(v.vStep);
     if (!(lu > 0.0) || !(lv > 0.0))
       throwGeometryError(context, where + " detector steps", "non-zero u and v steps",
@@ -270,17 +300,20 @@ Geometry makeCircularScan(const CircularScanSpec& spec) {
 Geometry makeParallelScan(const ParallelScanSpec& spec) {
   if (spec.projections <= 0)
     throwGeometryError("parallel scan", "projections", "a positive count", std::to_string(spec.projections));
-  Geometry g;
-  g.detector = DetectorLayout::centred(spec.nu, spec.nv, spec.spacingU, spec.spacingV);
-  g.views.reserve(spec.projections);
-  for (int i = 0; i < spec.projections; ++i) {
-    const glm::dmat3 r = rotationY((spec.firstAngle + spec.arc * i / spec.projections) * kDegree);
-    const glm::dvec3 u = r * glm::dvec3(spec.spacingU, 0.0, 0.0), v = r * glm::dvec3(0.0, spec.spacingV, 0.0);
-    const glm::dvec3 centre = r * glm::dvec3(spec.offsetU, spec.offsetV, 0.0);
-    g.views.push_back(parallelVectors(r * glm::dvec3(0.0, 0.0, -1.0), centre, u, v, spec.nu, spec.nv));
-  }
-  g.validate("parallel scan");
-  return g;
+  // RTK's parallel geometry (sdd 0), so that the scan, its RTK file and that file read back are one geometry.
+  CircularScanSpec circular;
+  circular.sid = spec.sid;
+  circular.sdd = 0.0;
+  circular.projections = spec.projections;
+  circular.firstAngle = spec.firstAngle;
+  circular.arc = spec.arc;
+  circular.nu = spec.nu;
+  circular.nv = spec.nv;
+  circular.spacingU = spec.spacingU;
+  circular.spacingV = spec.spacingV;
+  circular.projectionOffsetX = spec.offsetU;
+  circular.projectionOffsetY = spec.offsetV;
+  return makeCircularScan(circular);
 }
 
 ProjectionVectors parallelVectors(const glm::dvec3& ray, const glm::dvec3& centre, const glm::dvec3& uStep, const glm::dvec3& vStep,

@@ -161,14 +161,26 @@ std::vector<CircularParams> readRtkGeometry(const std::string& path) {
     }
   }
   if (params.empty()) throwInputError(path, "Projection", "at least one <Projection>", "none");
+  // RTK's parallel geometry is SourceToDetectorDistance 0 (rtk::ThreeDCircularProjectionGeometry; its writer omits a
+  // zero, so a parallel file has none). Like RTK, a scan is all parallel or all cone-beam, as projection 0 is.
+  const bool parallel = params[0].parallel();
   for (std::size_t i = 0; i < params.size(); ++i) {
+    const std::string index = std::to_string(i);
+    // Parallel too: RTK integrates a parallel ray from +SID to -SID (0 integrates nothing) and takes its source angle
+    // from the source at SID.
     if (!(params[i].sid > 0.0))
-      throwInputError(path, "SourceToIsocenterDistance of projection " + std::to_string(i), "a positive distance",
-                      exact(params[i].sid) + (params[i].sid == 0.0 ? " (missing, or parallel geometry)" : ""));
-    if (!(params[i].sdd > 0.0))
-      throwInputError(path, "SourceToDetectorDistance of projection " + std::to_string(i),
-                      "a positive distance (glrecon reconstructs cone-beam scans)",
-                      exact(params[i].sdd) + (params[i].sdd == 0.0 ? " (missing, or parallel geometry)" : ""));
+      throwInputError(path, "SourceToIsocenterDistance of projection " + index,
+                      parallel ? "a positive distance (a parallel geometry's too: RTK's rays run from +SID to -SID)"
+                               : "a positive distance",
+                      exact(params[i].sid) + (params[i].sid == 0.0 ? " (or missing)" : ""));
+    if (params[i].sdd < 0.0)
+      throwInputError(path, "SourceToDetectorDistance of projection " + index,
+                      "a positive distance, or 0 (or none) for a parallel geometry", exact(params[i].sdd));
+    if (params[i].parallel() != parallel)
+      throwInputError(path, "SourceToDetectorDistance of projection " + index,
+                      parallel ? "0 (or none), as projection 0's: a parallel geometry (RTK refuses a mix of parallel and cone-beam projections)"
+                               : "a positive distance, as projection 0's: a cone-beam geometry (RTK refuses a mix of parallel and cone-beam projections)",
+                      exact(params[i].sdd));
   }
   return params;
 }

@@ -7,8 +7,10 @@
 #include <cstdlib>
 
 #include "glrecon/io.h"
+#include "glrecon/phantom.h"
 #include "test_support.h"
 
+#include "../recon/fdk_support.h"
 #include "cli_support.h"
 
 namespace glrecon {
@@ -254,6 +256,86 @@ TEST(Cli, StreamAndScanSim) {
   for (const char* f : {"shots/snapshot_00015_axial.png", "shots/snapshot_00030_coronal.png", "shots/snapshot_00040_sagittal.png"})
     EXPECT_TRUE(fs::exists(dir / f)) << f;
   EXPECT_TRUE(fs::exists(dir / "sim.mha"));
+}
+
+// RTK's parallel geometry (SourceToDetectorDistance 0) from the command line: phantom --parallel writes it, fdk
+// reconstructs it by FBP, project integrates along its rays.
+TEST(Cli, ParallelScanFromPhantomReconstructsByFbp) {
+  const auto dir = test::scratchDir();
+  // The scan of Fdk.ParallelBeamSheppLogan64OverHalfATurn (tests/recon/fdk_test.cpp): 180 views over [0, 180) of 128^2
+  // pixels of 2 mm, the same phantom and rays (phantom's defaults: RTK's table, 128 mm, one ray per pixel).
+  CliRun r = runCli(dir, "phantom -o scan --parallel --projections 180 --arc 180 --detector 128 --detector-spacing 2 -q");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  // As RTK writes a parallel geometry: the SID, no SourceToDetectorDistance (RTK leaves a zero out).
+  const std::string xml = test::readText(dir / "scan" / "geometry.xml");
+  EXPECT_TRUE(contains(xml, "<SourceToIsocenterDistance>1000</SourceToIsocenterDistance>")) << xml.substr(0, 400);
+  EXPECT_FALSE(contains(xml, "SourceToDetectorDistance")) << xml.substr(0, 400);
+  // Read back, it is that test's geometry (makeParallelScan) exactly: one path from RTK's parameters to the vectors.
+  const Geometry read = Geometry::fromCircular(readRtkGeometry((dir / "scan" / "geometry.xml").string()),
+                                               DetectorLayout::centred(128, 128, 2.0, 2.0));
+  const Geometry made = parallelScan(180, 128, 256.0, 180.0);
+  ASSERT_TRUE(read.parallel());
+  ASSERT_EQ(read.size(), made.size());
+  for (std::size_t i = 0; i < made.size(); ++i) {
+    EXPECT_EQ(read.views[i].ray, made.views[i].ray) << i;
+    EXPECT_EQ(read.views[i].pixel00, made.views[i].pixel00) << i;
+    EXPECT_EQ(read.views[i].uStep, made.views[i].uStep) << i;
+  }
+  r = runCli(dir, "fdk -g scan/geometry.xml -p scan/projections.mha -o v.mha --size 64 --spacing 4 --backend cpu -q");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  // The same scan, grid and backend as the library test: its bounds (kRmse64Parallel, densities within 2%) hold as they
+  // are; the command line adds only float32 files, which store the values exactly.
+  const Phantom phantom = Phantom::sheppLogan();
+  const Image recon = readMetaImage((dir / "v.mha").string());
+  const Metrics m = evaluate(recon, voxelizePhantom(phantom, recon.grid(), 4), phantom, made, 2 * 4.0);
+  EXPECT_LT(m.rmse, kRmse64Parallel);
+  expectDensities(m, 0.02);
+}
+
+TEST(Cli, ProjectIntegratesAlongAParallelFilesRays) {
+  const auto dir = test::scratchDir();
+  ASSERT_EQ(runCli(dir, "phantom -o scan --parallel --projections 180 --arc 180 --detector 8 --detector-spacing 2 -q").exitCode, 0);
+  // A box of density 2 filling a 16 x 8 x 12 grid of 2 mm voxels (32 x 16 x 24 mm). View 0 (gantry 0) looks along -z,
+  // view 90 along -x; the 8 x 4 detector of 2 mm (16 x 8 mm) lies inside the box's shadow in both, so every pixel's
+  // line integral is 2 x 24 = 48 and 2 x 32 = 64 (a cone's rays, or x and z swapped, would not give both).
+  Image box({16, 8, 12}, {2.0, 2.0, 2.0}, {-15.0, -7.0, -11.0});
+  std::fill(box.data.begin(), box.data.end(), 2.0f);
+  writeMetaImage((dir / "box.mha").string(), box, false);
+  const CliRun r = runCli(dir, "project -i box.mha -g scan/geometry.xml -o p.mha --detector 8,4 --detector-spacing 2 --backend cpu -q");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const Image p = readMetaImage((dir / "p.mha").string());
+  ASSERT_EQ(p.size, (std::array<int, 3>{8, 4, 180}));
+  for (int view : {0, 90})
+    for (int v = 0; v < 4; ++v)
+      for (int u = 0; u < 8; ++u)
+        // Float sums of the ray's samples (at most 64: 32 mm at half a voxel or finer): each adds 2^-24 relative, 4e-6
+        // in all; 1e-5 bounds it.
+        EXPECT_NEAR(p.at(u, v, view), view == 0 ? 48.0 : 64.0, 1e-5 * 64) << "view " << view << " pixel " << u << ", " << v;
+}
+
+TEST(Cli, BadParallelScansAreRefusedByName) {
+  const auto dir = test::scratchDir();
+  // No source: --sdd, --source-offset and --short-scan do not go with --parallel (a usage error, nothing written).
+  for (const char* extra : {"--sdd 1536", "--source-offset 3", "--short-scan"}) {
+    const CliRun r = runCli(dir, std::string("phantom -o scan --parallel --projections 8 --detector 8 -q ") + extra);
+    EXPECT_EQ(r.exitCode, 2) << extra << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, "--parallel")) << r.output;
+    EXPECT_FALSE(fs::exists(dir / "scan")) << extra;
+  }
+  const CliRun sid = runCli(dir, "phantom -o scan --parallel --projections 8 --detector 8 --sid -5 -q");
+  EXPECT_EQ(sid.exitCode, 2) << sid.output;
+  EXPECT_TRUE(contains(sid.output, "--sid: expected a positive distance in mm up to 1e7, found '-5'")) << sid.output;
+  EXPECT_FALSE(fs::exists(dir / "scan"));
+  // A parallel file with a negative SID: fdk names the file, the field, what it expected and found; writes nothing.
+  ASSERT_EQ(runCli(dir, "phantom -o scan --parallel --projections 8 --detector 8 --detector-spacing 32 -q").exitCode, 0);
+  std::string xml = test::readText(dir / "scan" / "geometry.xml");
+  xml.replace(xml.find(">1000<"), 6, ">-1000<");
+  test::writeText(dir / "bad.xml", xml);
+  const CliRun r = runCli(dir, "fdk -g bad.xml -p scan/projections.mha -o v.mha --size 8 --spacing 32");
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "bad.xml: SourceToIsocenterDistance of projection 0: expected a positive distance")) << r.output;
+  EXPECT_TRUE(contains(r.output, "found -1000")) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "v.mha"));
 }
 
 }  // namespace

@@ -102,6 +102,88 @@ TEST(Geometry, RtkMatrixAgreesWithTheVectorForm) {
   }
 }
 
+// RTK's parallel geometry (SourceToDetectorDistance 0): its matrix (RTK's affine form, rows (R row, -offset) and
+// (0, 0, 0, 1)) and glrecon's vectors are two derivations of the same lines, on the general scan's tilt, roll and
+// offsets. The source offsets move no parallel ray (RTK's matrix cancels them): the same vectors with and without.
+TEST(Geometry, RtkParallelMatrixAgreesWithTheVectorForm) {
+  CircularScanSpec spec;
+  spec.projections = 12;
+  spec.arc = 330;
+  spec.firstAngle = 17;
+  spec.sdd = 0.0;
+  spec.nu = 90;
+  spec.nv = 70;
+  spec.spacingU = 1.7;
+  spec.spacingV = 2.3;
+  spec.projectionOffsetX = 12.5;
+  spec.projectionOffsetY = -8.0;
+  spec.outOfPlaneAngle = 7.0;
+  spec.inPlaneAngle = -4.0;
+  const Geometry geometry = makeCircularScan(spec);
+  ASSERT_TRUE(geometry.parallel());
+  spec.sourceOffsetX = 3.0;
+  spec.sourceOffsetY = -2.0;
+  const Geometry offset = makeCircularScan(spec);
+  VolumeGrid unit;  // index = world mm
+  unit.size = {1, 1, 1};
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> c(-80, 80);
+  for (std::size_t view = 0; view < geometry.size(); ++view) {
+    const auto rtk = rtkProjectionMatrix(offset.circular[view]);
+    EXPECT_EQ(rtk[2][0], 0.0);
+    EXPECT_EQ(rtk[2][1], 0.0);
+    EXPECT_EQ(rtk[2][2], 0.0);
+    EXPECT_EQ(rtk[2][3], 1.0);
+    const ProjectionMatrix ours = geometry.matrix(view, unit);
+    EXPECT_EQ(offset.views[view].pixel00, geometry.views[view].pixel00);
+    EXPECT_EQ(offset.views[view].ray, geometry.views[view].ray);
+    for (int s = 0; s < 10; ++s) {
+      const glm::dvec4 x(c(rng), c(rng), c(rng), 1.0);
+      double h[3];
+      for (int r = 0; r < 3; ++r) h[r] = rtk[r][0] * x.x + rtk[r][1] * x.y + rtk[r][2] * x.z + rtk[r][3];
+      const glm::dvec3 o = ours.apply(x);
+      const DetectorLayout& d = geometry.detector;
+      // Double arithmetic on millimetre-sized values, as the cone's test above.
+      EXPECT_NEAR((h[0] - d.originU) / d.spacingU, o.x, 1e-9);
+      EXPECT_NEAR((h[1] - d.originV) / d.spacingV, o.y, 1e-9);
+      EXPECT_EQ(o.z, 1.0);
+    }
+  }
+}
+
+// makeParallelScan is RTK's parallel geometry: its RTK parameters (sdd 0, the spec's sid, gantry angles, the detector
+// offset as ProjectionOffsetX/Y) give its own vectors again; parameters that disagree with the views are refused.
+TEST(Geometry, ParallelScanCarriesItsRtkParameters) {
+  ParallelScanSpec spec;
+  spec.projections = 4;
+  spec.firstAngle = 10.0;
+  spec.nu = 6;
+  spec.nv = 4;
+  spec.offsetU = 2.5;
+  spec.offsetV = -1.0;
+  const Geometry g = makeParallelScan(spec);
+  ASSERT_EQ(g.circular.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(g.circular[i].sdd, 0.0);
+    EXPECT_EQ(g.circular[i].sid, 1000.0);
+    EXPECT_EQ(g.circular[i].gantryAngle, 10.0 + 45.0 * i);
+    EXPECT_EQ(g.circular[i].projectionOffsetX, 2.5);
+    EXPECT_EQ(g.circular[i].projectionOffsetY, -1.0);
+  }
+  const Geometry again = Geometry::fromCircular(g.circular, g.detector);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(again.views[i].ray, g.views[i].ray);
+    EXPECT_EQ(again.views[i].pixel00, g.views[i].pixel00);
+  }
+  Geometry mixed = g;
+  mixed.circular[2].sdd = 1536.0;
+  expectError<GeometryError>([&] { mixed.validate("test"); },
+                             {"projection 2 circular parameters", "SourceToDetectorDistance 0 for a parallel-beam view", "1536"});
+  spec.sid = 0.0;
+  expectError<GeometryError>([&] { makeParallelScan(spec); },
+                             {"projection 0 circular parameters", "a positive SourceToIsocenterDistance", "found 0"});
+}
+
 TEST(Geometry, CircularVectorsFollowRtkFrame) {
   DetectorLayout d = DetectorLayout::centred(3, 3, 1.0, 1.0);
   CircularParams p;

@@ -142,9 +142,105 @@ TEST(RtkGeometry, BadFilesNameFileAndField) {
   expectError<InputError>([&] { readRtkGeometry(write("root.xml", "<Geometry/>")); }, {"root.xml", "root element", "<Geometry>"});
   expectError<InputError>([&] { readRtkGeometry(write("empty.xml", head + tail)); }, {"empty.xml", "at least one <Projection>"});
   expectError<InputError>([&] { readRtkGeometry(write("broken.xml", head + "<Projection>")); }, {"broken.xml", "well-formed XML"});
-  expectError<InputError>([&] { readRtkGeometry(write("parallel.xml", "<RTKThreeDCircularGeometry version=\"3\"><SourceToIsocenterDistance>1000</SourceToIsocenterDistance><Projection><GantryAngle>0</GantryAngle></Projection>" + tail)); },
-                          {"parallel.xml", "SourceToDetectorDistance of projection 0", "positive"});
   expectError<InputError>([&] { readRtkGeometry((dir / "missing.xml").string()); }, {"missing.xml", "no such file"});
+}
+
+// RTK's parallel geometry: SourceToDetectorDistance 0 (rtk::ThreeDCircularProjectionGeometry: "If SDD equals 0., then
+// one is dealing with a parallel geometry"), which RTK's writer leaves out as it leaves out every zero.
+TEST(RtkGeometry, ParallelGeometryRoundTripIsExactAndWrittenAsRtkDoes) {
+  const auto dir = test::scratchDir();
+  for (bool varySid : {false, true}) {
+    auto params = randomParams(25, varySid);
+    for (CircularParams& p : params) p.sdd = 0.0;
+    const std::string path = (dir / (varySid ? "vary.xml" : "global.xml")).string();
+    writeRtkGeometry(path, params, false);
+    expectSame(params, readRtkGeometry(path));
+    EXPECT_EQ(test::readText(path).find("SourceToDetectorDistance"), std::string::npos) << path;
+  }
+}
+
+// A file as RTK writes a parallel scan (rtksimulatedgeometry --sdd 0): SID, no SDD, and RTK's matrix, whose parallel
+// form (RTK's header: rows (R row 0, -ProjectionOffsetX), (R row 1, -ProjectionOffsetY), (0, 0, 0, 1)) is worked here
+// by hand, so the matrix check holds glrecon's to RTK's. At gantry angle 90 world -> rotated is Ry(-90):
+// (x, y, z) -> (-z, y, x), so row 0 is (0, 0, -1), row 1 (0, 1, 0).
+TEST(RtkGeometry, HandWrittenParallelFileGivesRaysAlongTheBeamAxis) {
+  const auto dir = test::scratchDir();
+  test::writeText(dir / "p.xml", R"(<?xml version="1.0"?>
+<!DOCTYPE RTKGEOMETRY>
+<RTKThreeDCircularGeometry version="3">
+  <SourceToIsocenterDistance>1000</SourceToIsocenterDistance>
+  <ProjectionOffsetX>10</ProjectionOffsetX>
+  <Projection>
+    <GantryAngle>0</GantryAngle>
+    <Matrix>
+      1 0 0 -10
+      0 1 0 0
+      0 0 0 1
+    </Matrix>
+  </Projection>
+  <Projection>
+    <GantryAngle>90</GantryAngle>
+    <Matrix>
+      0 0 -1 -10
+      0 1 0 0
+      0 0 0 1
+    </Matrix>
+  </Projection>
+</RTKThreeDCircularGeometry>
+)");
+  const auto params = readRtkGeometry((dir / "p.xml").string());
+  ASSERT_EQ(params.size(), 2u);
+  EXPECT_TRUE(params[0].parallel() && params[1].parallel());
+  // Detector: pixel (0,0) at detector mm (-10, -20), 2 mm pixels; detector mm u lies at rotated x = u + 10.
+  const Geometry g = Geometry::fromCircular(params, DetectorLayout{11, 21, 2.0, 2.0, -10.0, -20.0});
+  ASSERT_TRUE(g.parallel());
+  // Gantry 0: rays along -z (from RTK's source side, +z), pixel (0,0) at rotated (0, -20, 0); gantry 90: Ry(90) takes
+  // (x, y, z) to (z, y, -x): rays along -x, u along -z.
+  struct Expected {
+    glm::dvec3 ray, pixel00, u, v;
+  } expected[] = {{{0, 0, -1}, {0, -20, 0}, {2, 0, 0}, {0, 2, 0}}, {{-1, 0, 0}, {0, -20, 0}, {0, 0, -2}, {0, 2, 0}}};
+  for (int i = 0; i < 2; ++i)
+    for (int a = 0; a < 3; ++a) {
+      EXPECT_NEAR(g.views[i].ray[a], expected[i].ray[a], 1e-12) << "projection " << i;
+      EXPECT_NEAR(g.views[i].pixel00[a], expected[i].pixel00[a], 1e-12) << "projection " << i;
+      EXPECT_NEAR(g.views[i].uStep[a], expected[i].u[a], 1e-12) << "projection " << i;
+      EXPECT_NEAR(g.views[i].vStep[a], expected[i].v[a], 1e-12) << "projection " << i;
+    }
+  // RTK's cone-beam matrix in place of the parallel one is refused: it is not the parameters' matrix.
+  std::string text = test::readText(dir / "p.xml");
+  text.replace(text.find("0 0 0 1"), 7, "0 0 1 -1000");
+  test::writeText(dir / "cone_matrix.xml", text);
+  expectError<InputError>([&] { readRtkGeometry((dir / "cone_matrix.xml").string()); },
+                          {"cone_matrix.xml", "Matrix of projection 0", "consistent with the projection's parameters"});
+}
+
+// What RTK would refuse, or a parallel ray could not be: each names the file, the field, what was expected and found.
+TEST(RtkGeometry, BadParallelFilesNameFileFieldExpectedAndFound) {
+  const auto dir = test::scratchDir();
+  const auto write = [&](const std::string& name, const std::string& body) {
+    test::writeText(dir / name, "<?xml version=\"1.0\"?>\n<RTKThreeDCircularGeometry version=\"3\">" + body +
+                                    "</RTKThreeDCircularGeometry>");
+    return (dir / name).string();
+  };
+  const std::string view = "<Projection><GantryAngle>0</GantryAngle></Projection>";
+  expectError<InputError>([&] { readRtkGeometry(write("negative_sid.xml", "<SourceToIsocenterDistance>-1000</SourceToIsocenterDistance>" + view)); },
+                          {"negative_sid.xml", "SourceToIsocenterDistance of projection 0", "expected a positive distance (a parallel geometry's too",
+                           "found -1000"});
+  expectError<InputError>([&] { readRtkGeometry(write("no_sid.xml", view)); },
+                          {"no_sid.xml", "SourceToIsocenterDistance of projection 0", "expected a positive distance", "found 0 (or missing)"});
+  expectError<InputError>([&] { readRtkGeometry(write("negative_sdd.xml", "<SourceToIsocenterDistance>1000</SourceToIsocenterDistance>"
+                                                                            "<SourceToDetectorDistance>-5</SourceToDetectorDistance>" + view)); },
+                          {"negative_sdd.xml", "SourceToDetectorDistance of projection 0", "a positive distance, or 0 (or none) for a parallel geometry",
+                           "found -5"});
+  // RTK refuses to mix parallel and cone-beam projections, either way round.
+  expectError<InputError>([&] { readRtkGeometry(write("cone_then_parallel.xml", "<SourceToIsocenterDistance>1000</SourceToIsocenterDistance>"
+                                                                                  "<SourceToDetectorDistance>1536</SourceToDetectorDistance>" + view +
+                                                                                  "<Projection><SourceToDetectorDistance>0</SourceToDetectorDistance></Projection>")); },
+                          {"cone_then_parallel.xml", "SourceToDetectorDistance of projection 1", "a positive distance, as projection 0's", "found 0"});
+  expectError<InputError>([&] { readRtkGeometry(write("parallel_then_cone.xml", "<SourceToIsocenterDistance>1000</SourceToIsocenterDistance>" + view + view +
+                                                                                  "<Projection><SourceToDetectorDistance>1536</SourceToDetectorDistance></Projection>")); },
+                          {"parallel_then_cone.xml", "SourceToDetectorDistance of projection 2", "0 (or none), as projection 0's: a parallel geometry",
+                           "found 1536"});
 }
 
 TEST(RtkGeometry, WriterRefusesToOverwrite) {

@@ -1,4 +1,5 @@
-// glrecon phantom: a cone-beam scan of the 3D Shepp-Logan phantom, simulated ray by ray, with its RTK geometry.
+// glrecon phantom: a cone-beam (or parallel-beam) scan of the 3D Shepp-Logan phantom, simulated ray by ray, with its
+// RTK geometry.
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -43,7 +44,7 @@ struct PhantomOptions {
 class PhantomCommand final : public Command {
  public:
   void add(CLI::App& app) override {
-    CLI::App* c = app.add_subcommand("phantom", "Simulate a cone-beam scan of the 3D Shepp-Logan phantom");
+    CLI::App* c = app.add_subcommand("phantom", "Simulate a cone-beam (or --parallel) scan of the 3D Shepp-Logan phantom");
     c->add_option("--output,-o", output, "Output directory: geometry.xml and projections.mha go there")->required();
     scan.add(c);
     phantom.add(c);
@@ -69,8 +70,9 @@ class PhantomCommand final : public Command {
 
   void run() const {
     const Geometry geometry = scan.geometry();
-    // A detector in front of the isocentre cuts every ray before the phantom: all-zero projections.
-    if (!(scan.sdd > scan.sid))
+    // A detector in front of the isocentre cuts every ray before the phantom: all-zero projections. (Parallel beam
+    // has no source-to-detector distance: its rays are whole lines.)
+    if (!scan.parallel && !(scan.sdd > scan.sid))
       throw UsageError("--sdd: expected more than --sid (the detector behind the object), found --sdd " +
                        std::to_string(scan.sdd) + " with --sid " + std::to_string(scan.sid));
     checkScanBounds(geometry, "phantom");
