@@ -1000,8 +1000,9 @@ class App {
       p.texture = gl::createTexture(GL_TEXTURE_2D);
       glTextureStorage2D(p.texture.id(), 1, GL_RGBA8, d.nu, d.nv);
       glTextureSubImage2D(p.texture.id(), 0, 0, 0, d.nu, d.nv, GL_RGBA, GL_UNSIGNED_BYTE, rgba.data());
-      glTextureParameteri(p.texture.id(), GL_TEXTURE_MIN_FILTER, GL_LINEAR);
-      glTextureParameteri(p.texture.id(), GL_TEXTURE_MAG_FILTER, GL_LINEAR);
+      // Pixels as blocks, as the slices show voxels: what was measured (and a test can read each pixel back).
+      glTextureParameteri(p.texture.id(), GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+      glTextureParameteri(p.texture.id(), GL_TEXTURE_MAG_FILTER, GL_NEAREST);
       p.geometry = scan.geometry;
     } catch (const std::exception& e) {
       p.error = e.what();
