@@ -690,6 +690,7 @@ class App {
     out << "run " << (run_ ? (run_->done ? "done" : run_->paused ? "paused" : "running") : "none") << " " << (run_ ? run_->task->done() : 0) << " "
         << (run_ ? run_->task->total() : 0) << "\n";
     out << "cursor " << cursor_[0] << " " << cursor_[1] << " " << cursor_[2] << "\n";
+    out << "display " << ImGui::GetIO().DisplaySize.x << " " << ImGui::GetIO().DisplaySize.y << "\n";
     char window[96];
     std::snprintf(window, sizeof window, "window %.9g %.9g\n", static_cast<double>(low_), static_cast<double>(high_));
     out << "method " << kMethodNames[method_] << " " << iterations_ << " " << (subsetsText_.empty() ? "auto" : subsetsText_) << " "
@@ -787,6 +788,7 @@ class App {
         ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.4f, 0.3f, 1.0f));
         ImGui::TextWrapped("%s", error_.c_str());
         ImGui::PopStyleColor();
+        mark("error");
       }
     }
     if (ImGui::CollapsingHeader("Grey window", ImGuiTreeNodeFlags_DefaultOpen)) {
