@@ -268,7 +268,10 @@ class App {
 
   void run() {
     if (setup_.offscreen && !setup_.start) {
-      // A script's look at the set-up panel (the preview of the grid over the first projection): one frame, saved.
+      // A script's look at the set-up panel (the preview of the grid over the first projection): one frame, saved. A scan
+      // that cannot be opened fails the command (naming the file), as a start would; nothing is written.
+      openPreview(previewChoice());
+      if (preview_->failure) std::rethrow_exception(preview_->failure);
       pendingShot_ = setup_.screenshot;
       frame();
       return;
@@ -975,6 +978,7 @@ class App {
     std::shared_ptr<const Geometry> geometry;
     gl::Texture texture;  // the projection as grey bytes, its lowest value black, its highest white
     std::string error;
+    std::exception_ptr failure;
   };
 
   ScanChoice previewChoice() const {
@@ -1008,6 +1012,7 @@ class App {
       p.geometry = scan.geometry;
     } catch (const std::exception& e) {
       p.error = e.what();
+      p.failure = std::current_exception();
     }
     preview_ = std::move(p);
   }

@@ -375,6 +375,11 @@ TEST_F(AppSetup, BadChoicesAreNamed) {
       << r.output;
   EXPECT_FALSE(fs::exists(dir / "v.mha"));
   EXPECT_FALSE(fs::exists(dir / "s.png"));
+  // The set-up frame of a scan that cannot be opened: the command fails naming the file, and no frame is saved.
+  const CliRun missing = runCli(dir, "app --offscreen --screenshot s.png -g missing.xml -p missing.mha", cacheIn(dir));
+  EXPECT_NE(missing.exitCode, 0) << missing.output;
+  EXPECT_TRUE(contains(missing.output, "missing.mha: projections: expected an existing file")) << missing.output;
+  EXPECT_FALSE(fs::exists(dir / "s.png"));
 }
 
 }  // namespace
