@@ -1042,10 +1042,14 @@ class App {
     const std::vector<DetectorPolyline> box = gridOutline(geometry, 0, grid), region = regionOutline(roi_, geometry, 0);
     // The extent shown, in detector pixels: the detector, and the outlines up to a detector's size beyond it.
     double u0 = -0.5, u1 = d.nu - 0.5, v0 = -0.5, v1 = d.nv - 0.5;
-    bool beyond = false;
+    bool beyond = false, behind = false;
     for (const auto* lines : {&box, &region})
       for (const DetectorPolyline& line : *lines)
         for (const glm::dvec2& p : line) {
+          if (!std::isfinite(p.x) || !std::isfinite(p.y)) {
+            behind |= lines == &box;  // a corner at or behind the source: no place on the detector
+            continue;
+          }
           beyond |= lines == &box && (p.x < -0.5 || p.x > d.nu - 0.5 || p.y < -0.5 || p.y > d.nv - 0.5);
           u0 = std::min(u0, std::max(p.x, -0.5 - d.nu));
           u1 = std::max(u1, std::min(p.x, 2.0 * d.nu - 0.5));
@@ -1075,6 +1079,7 @@ class App {
     const auto stroke = [&](const std::vector<DetectorPolyline>& lines, ImU32 colour) {
       for (const DetectorPolyline& line : lines)
         for (std::size_t i = 1; i < line.size(); ++i) {
+          if (!std::isfinite(line[i - 1].x + line[i - 1].y + line[i].x + line[i].y)) continue;
           const ImVec2 a = screen(line[i - 1]), b = screen(line[i]);
           draw->AddLine(ImVec2(a.x - 0.5f, a.y - 0.5f), ImVec2(b.x - 0.5f, b.y - 0.5f), colour, 1.0f);
         }
@@ -1091,7 +1096,9 @@ class App {
                              : roi_ == "fov"       ? ", the ROI (fov: what every view sees) not drawn"
                                                    : ", the ROI not drawn (a mask file, or checked at Start)";
     ImGui::TextWrapped("%d x %d pixels; the grid's box green%s%s", d.nu, d.nv, what.c_str(),
-                       beyond ? "; the box reaches beyond the detector in this view" : "");
+                       behind ? "; the box reaches the source (too large for this scan)"
+                       : beyond ? "; the box reaches beyond the detector in this view"
+                                : "");
     ImGui::PopStyleColor();
     ImGui::TreePop();
   }

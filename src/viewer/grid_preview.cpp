@@ -1,6 +1,7 @@
 #include "viewer/grid_preview.h"
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include <glm/geometric.hpp>
@@ -55,6 +56,8 @@ glm::dvec2 projectToDetector(const Geometry& geometry, std::size_t view, const g
   VolumeGrid world;
   world.size = {1, 1, 1};
   const glm::dvec3 h = geometry.matrix(view, world).apply(glm::dvec4(p, 1.0));
+  // At or behind the source's plane a point has no place on the detector (w <= 0 would mirror it).
+  if (!(h.z > 0)) return {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::quiet_NaN()};
   return {h.x / h.z, h.y / h.z};
 }
 

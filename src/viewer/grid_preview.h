@@ -19,7 +19,8 @@ namespace glrecon::viewer {
 /// A line in detector pixels: consecutive points joined (closed where the last equals the first).
 using DetectorPolyline = std::vector<glm::dvec2>;
 
-/// Where world point `p` (mm) lands on the detector of `view`: (u, v) in pixels.
+/// Where world point `p` (mm) lands on the detector of `view`: (u, v) in pixels; NaN for a point at or behind the
+/// source's plane (a grid or region reaching there: FDK refuses such a grid).
 glm::dvec2 projectToDetector(const Geometry& geometry, std::size_t view, const glm::dvec3& p);
 
 /// The 12 edges of the grid's box (its outer voxel faces, half a voxel beyond the outer voxel centres) on the detector

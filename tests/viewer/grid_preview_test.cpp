@@ -75,6 +75,11 @@ TEST(GridPreview, BoxEdgesAreTheGridsOuterCornersThroughItsMatrix) {
     }
     for (int c = 0; c < 8; ++c) EXPECT_EQ(ends[c], 3) << "corner " << c;
   }
+  // A point behind the source has no place on the detector (not a mirrored one); a point in front has.
+  const ProjectionVectors& v = g.views[0];
+  const glm::dvec3 towardsDetector = glm::normalize(v.detectorPoint(60, 45) - v.source);
+  EXPECT_TRUE(std::isnan(viewer::projectToDetector(g, 0, v.source - 10.0 * towardsDetector).x));
+  EXPECT_TRUE(std::isfinite(viewer::projectToDetector(g, 0, v.source + 10.0 * towardsDetector).x));
 }
 
 // A sphere's outline: every point's ray grazes it (its distance to the centre is the radius), on a cone and a parallel
