@@ -353,6 +353,16 @@ TEST_F(AppInput, IterativeMethodChosenAndRunWithPauseResumeAndStop) {
   // The method list opens, SART is chosen.
   ASSERT_EQ(app.click("method"), 0);
   ASSERT_TRUE(app.waitFor([](const State& s) { return s.widgets.count("method sart") > 0; })) << "the method list did not open";
+  // A popup is laid out over its first frames (Dear ImGui sizes it to its items, then places it): its items are clicked
+  // where two frames in a row put them.
+  Rect last = app.state().widgets.at("method sart");
+  ASSERT_TRUE(app.waitFor([&](const State& s) {
+    const auto w = s.widgets.find("method sart");
+    if (w == s.widgets.end()) return false;
+    const bool settled = w->second.x0 == last.x0 && w->second.y0 == last.y0 && w->second.x1 == last.x1 && w->second.y1 == last.y1;
+    last = w->second;
+    return settled;
+  })) << "the method list did not settle";
   ASSERT_EQ(app.click("method sart"), 0);
   ASSERT_TRUE(app.waitFor([](const State& s) { return s.method == "sart"; })) << app.state().method;
 
