@@ -1,4 +1,5 @@
-// The desktop app (app.h): one loop on the window's thread steps the FDK task (fdk_task.h) until the next frame is due
+// The desktop app (app.h): one loop on the window's thread steps the task (FDK, fdk_task.h; or an iterative method a
+// subset at a time, iterative_task.h, the view's tasks) until the next frame is due
 // (paced at --fps, 60 by default, as a display would pace it), then builds the widgets (Dear ImGui, immediate mode: the
 // panels are laid out from the window's size and content scale every frame) and draws the slices from the operator's
 // volume texture. The 3D view (a compute shader) is drawn again only when the volume or the view changed, and while
@@ -32,8 +33,11 @@
 #include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "glrecon/validate.h"
+#include "glrecon/roi.h"
 #include "recon/tuning.h"
 #include "viewer/fdk_task.h"
+#include "viewer/grid_preview.h"
+#include "viewer/iterative_task.h"
 #include "viewer/slice_renderer.h"
 #include "viewer/volume_histogram.h"
 #include "viewer/volume_renderer.h"
@@ -47,6 +51,14 @@ using Clock = std::chrono::steady_clock;
 
 const char* const kBackendNames[] = {"auto", "graphics", "graphics-mp", "compute", "cpu"};
 const char* const kPanelNames[] = {"Axial", "Coronal", "Sagittal"};
+// The methods of the panel's list: FDK, then the iterative methods (IterativeMethod's order, after FDK's 0).
+const char* const kMethodNames[] = {"fdk", "sart", "sirt", "cgls", "osem", "asd-pocs", "pdhg-tv"};
+constexpr IterativeMethod kIterativeMethods[] = {IterativeMethod::Sart, IterativeMethod::Sirt, IterativeMethod::Cgls, IterativeMethod::Osem,
+                                                 IterativeMethod::AsdPocs, IterativeMethod::PdhgTv};
+// The methods that take ordered subsets (the others update from every view at once).
+bool takesSubsets(IterativeMethod m) { return m == IterativeMethod::Sart || m == IterativeMethod::Osem || m == IterativeMethod::AsdPocs; }
+// The preview's outlines: pure green and magenta, which no grey of the projection under them has (tests find them so).
+constexpr ImU32 kPreviewGridColour = IM_COL32(0, 255, 0, 255), kPreviewRegionColour = IM_COL32(255, 0, 255, 255);
 constexpr int kRecentScans = 8;
 
 double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -164,12 +176,26 @@ struct SliceImage {
   }
 };
 
-// One reconstruction: its scan (the source is read once), the task stepping FDK, and what it measured.
+// Every projection of a source, read in order into one stack (an iterative method reads each many times).
+Image readWhole(ProjectionSource& source) {
+  const DetectorLayout d = source.detector();
+  Image stack({d.nu, d.nv, static_cast<int>(source.count())}, {d.spacingU, d.spacingV, 1.0}, {d.originU, d.originV, 0.0});
+  source.read(0, source.count(), stack.data.data());
+  return stack;
+}
+
+// One reconstruction: its scan (the source is read once), the task stepping FDK or an iterative method, and what it
+// measured. The task refers to what is declared before it, so it goes first.
 struct Run {
   OpenedScan scan;
-  std::unique_ptr<FdkViewTask> task;
+  Image projections;                       // an iterative method's: the scan read whole
+  std::unique_ptr<ConeBeamOperator> op;    // an iterative method's operator, in the window's context
+  std::unique_ptr<ViewTask> task;
+  FdkViewTask* fdk = nullptr;              // the task as what it is (one of the two)
+  IterativeViewTask* iterative = nullptr;
   bool paused = false, done = false;
   Clock::time_point started = Clock::now();
+  Clock::time_point stepping{};                             // the first step (an iterative method's rate counts from it)
   Clock::time_point firstProjection{}, lastProjection{};  // when the first and the last projection were in
   std::vector<Clock::time_point> frameTimes;               // when each frame while reconstructing began
   std::size_t renders3d = 0, timed3d = 0;
@@ -198,6 +224,13 @@ class App {
         if (backendNamed(kBackendNames[i]) == setup.options.backend) backend_ = i;
     }
     windowText_ = setup.options.window ? std::to_string(setup.options.window) : "auto";
+    if (setup.method)
+      for (int i = 0; i < static_cast<int>(std::size(kIterativeMethods)); ++i)
+        if (kIterativeMethods[i] == *setup.method) method_ = i + 1;
+    iterations_ = setup.iterative.iterations;
+    subsetsText_ = setup.iterative.subsets ? std::to_string(setup.iterative.subsets) : "auto";
+    matched_ = setup.pair == ProjectorPair::Matched;
+    roi_ = setup.roi;
     style_.mode = setup.mip ? VolumeMode::Mip : VolumeMode::Dvr;
     autoResolution_ = setup.autoResolution;
     if (setup.range) {
@@ -234,6 +267,15 @@ class App {
   }
 
   void run() {
+    if (setup_.offscreen && !setup_.start) {
+      // A script's look at the set-up panel (the preview of the grid over the first projection): one frame, saved. A scan
+      // that cannot be opened fails the command (naming the file), as a start would; nothing is written.
+      openPreview(previewChoice());
+      if (preview_->failure) std::rethrow_exception(preview_->failure);
+      pendingShot_ = setup_.screenshot;
+      frame();
+      return;
+    }
     if (setup_.measure > 0) measureReference();
     if (setup_.start && !failure_) start();
     // Frames are paced as a display paces them: each is due one period after the one before was due, so a frame
@@ -264,22 +306,36 @@ class App {
     if (run_ && !run_->done) {
       const std::size_t done = run_->task->done(), total = run_->task->total();
       run_->task->cancel();
-      std::fprintf(stderr, "app: %s closed after %zu of %zu projections: reconstruction cancelled, nothing written\n",
-                   setup_.offscreen ? "offscreen frames" : "window", done, total);
+      std::fprintf(stderr, "app: %s closed after %zu of %zu %s: reconstruction cancelled, nothing written\n",
+                   setup_.offscreen ? "offscreen frames" : "window", done, total, units(*run_));
     }
   }
 
  private:
   // ---- the reconstruction ----
-  // The reconstruction's options as the panel sets them (throws UsageError naming the field).
-  FdkOptions chosenOptions() const {
+  // The iterative method chosen (empty: FDK).
+  std::optional<IterativeMethod> chosenMethod() const {
+    if (method_ < 1) return std::nullopt;
+    return kIterativeMethods[method_ - 1];
+  }
+
+  // The fields every method shares, checked before the scan is opened (throws UsageError naming the field).
+  void checkSharedFields() const {
     if (backend_ > 0 && backendNamed(kBackendNames[backend_]) == Backend::Cuda)
       throw UsageError("backend: expected one that draws in the window (graphics, graphics-mp, compute, cpu), found cuda");
+    if (size_ < 1 || size_ > 2048) throw UsageError("size: expected 1 to 2048 voxels per axis, found " + std::to_string(size_));
+    if (!(spacing_ > 0)) throw UsageError("spacing: expected mm > 0, found " + std::to_string(spacing_));
+  }
+
+  // FDK's options as the panel sets them (throws UsageError naming the field).
+  FdkOptions chosenOptions() const {
+    checkSharedFields();
     FdkOptions options = setup_.options;
     options.backend = backend_ ? backendNamed(kBackendNames[backend_]) : std::nullopt;
     options.autoGlOnly = true;
     options.progress = false;
     options.streaming = true;
+    options.roi = roi_;
     if (windowText_ == "auto" || windowText_.empty()) {
       options.window = 0;
     } else {
@@ -288,9 +344,31 @@ class App {
       if (*end || w < 1) throw UsageError("window: expected auto or a whole number of projections per pass >= 1, found '" + windowText_ + "'");
       options.window = static_cast<int>(w);
     }
-    if (size_ < 1 || size_ > 2048) throw UsageError("size: expected 1 to 2048 voxels per axis, found " + std::to_string(size_));
-    if (!(spacing_ > 0)) throw UsageError("spacing: expected mm > 0, found " + std::to_string(spacing_));
     return options;
+  }
+
+  // An iterative method's options as the panel sets them (the region's mask is added once the scan is open).
+  IterativeOptions chosenIterativeOptions() const {
+    checkSharedFields();
+    IterativeOptions o = setup_.iterative;
+    o.method = *chosenMethod();
+    o.iterations = iterations_;
+    if (iterations_ < 1) throw UsageError("iterations: expected a whole number >= 1, found " + std::to_string(iterations_));
+    o.subsets = 0;
+    if (takesSubsets(o.method) && !(subsetsText_ == "auto" || subsetsText_.empty())) {
+      char* end = nullptr;
+      const long n = std::strtol(subsetsText_.c_str(), &end, 10);
+      if (*end || n < 1) throw UsageError("subsets: expected auto or a whole number of subsets >= 1, found '" + subsetsText_ + "'");
+      o.subsets = static_cast<int>(n);
+    }
+    return o;
+  }
+
+  // Auto's backend for the iterative methods: compute on a GPU (the iterate stays in its volume, drawn from there), cpu
+  // on a software renderer (as FDK's auto takes it there).
+  Backend iterativeBackend() {
+    if (backend_ > 0) return *backendNamed(kBackendNames[backend_]);
+    return window_.context().info().software ? Backend::Cpu : Backend::Compute;
   }
 
   // The plan of a reconstruction of `scan` with the panel's choices, on the window's context.
@@ -302,18 +380,55 @@ class App {
     return planFdk(*scan.geometry, grid, options, *scan.source, session);
   }
 
+  // An iterative method's task for `r` (its scan open): every projection read, the region's mask, the operator made in
+  // the window's context (GL operators compute where the window draws), the normalisations computed.
+  void prepareIterative(Run& r, const VolumeGrid& grid) {
+    IterativeOptions o = chosenIterativeOptions();
+    const Geometry& geometry = *r.scan.geometry;
+    checkVolumeInBeam(geometry, grid, "app");
+    if (!roi_.empty()) o.mask = makeRegionOfInterest(roi_, geometry, grid).mask;
+    r.projections = readWhole(*r.scan.source);
+    OperatorOptions po;
+    po.pair = matched_ ? ProjectorPair::Matched : ProjectorPair::Interpolating;
+    po.device = setup_.options.gpu;
+    po.threads = setup_.options.threads;
+    po.context = &window_.context();
+    r.op = makeOperator(iterativeBackend(), geometry, grid, po);
+    auto task = std::make_unique<IterativeViewTask>(*r.op, geometry, r.projections, grid, o, "app", setup_.quiet);
+    r.iterative = task.get();
+    r.task = std::move(task);
+  }
+
+  // What a run's steps count: projections (FDK), subsets, or iterations (the methods that move every view at once).
+  static const char* units(const Run& r) {
+    if (!r.iterative) return "projections";
+    return r.task->total() > static_cast<std::size_t>(r.iterative->options().iterations) ? "subsets" : "iterations";
+  }
+
   void start() {
     error_.clear();
     failure_ = nullptr;
     try {
-      chosenOptions();  // a bad field is named before the scan is opened
+      // A bad field is named before the scan is opened.
+      const std::optional<IterativeMethod> method = chosenMethod();
+      if (method) chosenIterativeOptions();
+      else chosenOptions();
       auto next = std::make_unique<Run>();
-      next->scan = setup_.open(scan_);
-      grid_ = VolumeGrid::centred({size_, size_, size_}, glm::dvec3(spacing_));
-      const FdkPlan plan = planFor(next->scan, grid_);
-      next->task = std::make_unique<FdkViewTask>(plan, window_.context(), *next->scan.source);
+      ScanChoice choice = scan_;
+      choice.iterative = method.has_value();
+      next->scan = setup_.open(choice);
+      const VolumeGrid grid = VolumeGrid::centred({size_, size_, size_}, glm::dvec3(spacing_));
+      if (method) {
+        prepareIterative(*next, grid);
+      } else {
+        const FdkPlan plan = planFor(next->scan, grid);
+        auto task = std::make_unique<FdkViewTask>(plan, window_.context(), *next->scan.source);
+        next->fdk = task.get();
+        next->task = std::move(task);
+      }
       if (run_ && !run_->done) run_->task->cancel();
       run_ = std::move(next);
+      grid_ = grid;  // only now: until here the slices draw the last run's volume on its grid
       if (!scan_.simulate) {
         rememberScan(scan_.geometry, scan_.projections);
         recent_ = recentScans();
@@ -323,7 +438,8 @@ class App {
       histogramGpu_.reset();  // passes in flight sampled the last run's volume
       lastHistogram_ = Clock::now() - std::chrono::seconds(10);
       dirty3d_ = true;
-      status_ = "reconstructing";
+      collapsePreview_ = true;
+      status_ = method ? std::string(methodName(*method)) + ": iterating" : "reconstructing";
     } catch (const std::exception& e) {
       error_ = e.what();
       failure_ = std::current_exception();
@@ -333,6 +449,7 @@ class App {
 
   void step(std::chrono::milliseconds budget) {
     Run& r = *run_;
+    if (r.stepping == Clock::time_point{}) r.stepping = Clock::now();
     try {
       const std::size_t until = setup_.closeAfter;
       const std::size_t before = r.task->done();
@@ -347,19 +464,7 @@ class App {
         r.done = true;
         volumeChanged_ = true;
         dirty3d_ = true;  // the finished volume at once
-        const Measured m = measured(r);
-        const std::size_t total = r.task->total();
-        if (!setup_.quiet) {
-          const FdkReport& report = r.task->report();
-          if (!report.autoNote.empty()) std::fprintf(stderr, "%s\n", report.autoNote.c_str());
-          std::fprintf(stderr,
-                       "app: %s: %zu projections in %.2f s end to end (%.1f projections/s); %zu frames while projections arrived (%.1f "
-                       "frames/s; intervals median %.1f ms, 95%% %.1f ms, max %.1f ms); the 3D view drawn %zu times at %d x %d pixels "
-                       "(%.2f ms GPU each) in a %d x %d panel\n",
-                       report.backend.c_str(), total, m.seconds, m.rate, m.frames, m.framesPerSecond, 1e3 * m.intervalMedian, 1e3 * m.intervalP95,
-                       1e3 * m.intervalMax, r.renders3d, last3d_[0], last3d_[1], r.timed3d ? 1e3 * r.gpu3d / static_cast<double>(r.timed3d) : 0.0,
-                       panel3d_[0], panel3d_[1]);
-        }
+        if (!setup_.quiet) printSummary(r);
         status_ = "done";
         lastHistogram_ = Clock::now() - std::chrono::seconds(10);  // the final volume's window at once
       }
@@ -372,13 +477,39 @@ class App {
     }
   }
 
-  // A finished run's figures: the scheduler's own end-to-end time (as `fdk --stream` reports it), and the frames begun
-  // between the first projection in and the last.
+  // The summary line of a finished run: the reconstruction's time and rate, the frames while it ran and the 3D view's.
+  void printSummary(const Run& r) const {
+    const Measured m = measured(r);
+    char frames[320];
+    std::snprintf(frames, sizeof frames,
+                  "%zu frames while %s arrived (%.1f frames/s; intervals median %.1f ms, 95%% %.1f ms, max %.1f ms); the 3D view drawn %zu times "
+                  "at %d x %d pixels (%.2f ms GPU each) in a %d x %d panel",
+                  m.frames, units(r), m.framesPerSecond, 1e3 * m.intervalMedian, 1e3 * m.intervalP95, 1e3 * m.intervalMax, r.renders3d, last3d_[0],
+                  last3d_[1], r.timed3d ? 1e3 * r.gpu3d / static_cast<double>(r.timed3d) : 0.0, panel3d_[0], panel3d_[1]);
+    if (r.fdk) {
+      const FdkReport& report = r.fdk->report();
+      if (!report.autoNote.empty()) std::fprintf(stderr, "%s\n", report.autoNote.c_str());
+      std::fprintf(stderr, "app: %s: %zu projections in %.2f s end to end (%.1f projections/s); %s\n", report.backend.c_str(), r.task->total(),
+                   m.seconds, m.rate, frames);
+      return;
+    }
+    const IterativeViewTask& t = *r.iterative;
+    const IterativeReport& report = t.report();
+    const std::string steps = std::string(units(r)) == "subsets" ? " (" + std::to_string(r.task->done()) + " subsets)" : "";
+    std::fprintf(stderr, "app: %s on %s: %zu iterations%s in %.2f s (%.2f %s/s), final residual %.6g (%.4g of ||b||); %s\n",
+                 methodName(t.options().method), r.op->description().c_str(), report.iterations.size(), steps.c_str(), m.seconds, m.rate, units(r),
+                 report.finalResidual, t.relative(report.finalResidual), frames);
+    if (!report.stopReason.empty()) std::fprintf(stderr, "app: %s: %s\n", methodName(t.options().method), report.stopReason.c_str());
+    if (!report.warning.empty()) std::fprintf(stderr, "warning: %s\n", report.warning.c_str());
+  }
+
+  // A finished run's figures: the scheduler's own end-to-end time (as `fdk --stream` reports it; an iterative method's
+  // report: its iterations, normalisation included), and the frames begun between the first step's result in and the last.
   static Measured measured(const Run& r) {
     Measured m;
-    const FdkReport& report = r.task->report();
-    m.seconds = report.totalSeconds > 0 ? report.totalSeconds : secondsSince(r.started);
-    m.rate = static_cast<double>(r.task->total()) / m.seconds;
+    const double reported = r.fdk ? r.fdk->report().totalSeconds : r.iterative->report().seconds;
+    m.seconds = reported > 0 ? reported : secondsSince(r.started);
+    m.rate = static_cast<double>(r.task->done()) / m.seconds;
     std::vector<double> intervals;
     Clock::time_point previous{};
     for (const Clock::time_point t : r.frameTimes) {
@@ -452,7 +583,7 @@ class App {
   void stop() {
     if (!run_ || run_->done) return;
     run_->task->cancel();
-    std::fprintf(stderr, "app: stopped after %zu of %zu projections: nothing written\n", run_->task->done(), run_->task->total());
+    std::fprintf(stderr, "app: stopped after %zu of %zu %s: nothing written\n", run_->task->done(), run_->task->total(), units(*run_));
     run_.reset();
     status_ = "stopped";
   }
@@ -547,6 +678,14 @@ class App {
     widgets_ += line;
   }
 
+  // A rectangle that is not the last item's (drawn on the draw list), to 1e-4 pixel: tests project onto it.
+  void markRect(const char* name, ImVec2 a, ImVec2 b) {
+    if (setup_.widgetMap.empty()) return;
+    char line[192];
+    std::snprintf(line, sizeof line, "widget %s|%.4f %.4f %.4f %.4f\n", name, a.x, a.y, b.x, b.y);
+    widgets_ += line;
+  }
+
   void writeWidgetMap() {
     if (setup_.widgetMap.empty()) return;
     std::ostringstream out;
@@ -554,8 +693,12 @@ class App {
     out << "run " << (run_ ? (run_->done ? "done" : run_->paused ? "paused" : "running") : "none") << " " << (run_ ? run_->task->done() : 0) << " "
         << (run_ ? run_->task->total() : 0) << "\n";
     out << "cursor " << cursor_[0] << " " << cursor_[1] << " " << cursor_[2] << "\n";
+    out << "display " << ImGui::GetIO().DisplaySize.x << " " << ImGui::GetIO().DisplaySize.y << "\n";
     char window[96];
     std::snprintf(window, sizeof window, "window %.9g %.9g\n", static_cast<double>(low_), static_cast<double>(high_));
+    out << "method " << kMethodNames[method_] << " " << iterations_ << " " << (subsetsText_.empty() ? "auto" : subsetsText_) << " "
+        << (matched_ ? "matched" : "interpolating") << "\n";
+    if (run_ && run_->iterative) out << "iteration " << run_->iterative->last().iteration << " " << run_->iterative->last().subset << "\n";
     out << window << "status " << status_ << "\nerror " << error_ << "\n" << widgets_;
     widgets_.clear();
     const std::string temporary = setup_.widgetMap + ".part";
@@ -608,14 +751,30 @@ class App {
     }
     if (ImGui::CollapsingHeader("Reconstruction", ImGuiTreeNodeFlags_DefaultOpen)) {
       ImGui::BeginDisabled(running);
-      const char* methods[] = {"FDK"};
-      int method = 0;
-      ImGui::Combo("method", &method, methods, 1);
+      methodCombo();
       backendCombo();
-      ImGui::InputText("window W", &windowText_);
+      if (!chosenMethod()) {
+        ImGui::InputText("window W", &windowText_);
+      } else {
+        ImGui::InputInt("iterations", &iterations_);
+        if (takesSubsets(*chosenMethod())) ImGui::InputText("subsets", &subsetsText_);
+        int pair = matched_ ? 1 : 0;
+        ImGui::RadioButton("interpolating", &pair, 0);
+        ImGui::SameLine();
+        ImGui::RadioButton("matched", &pair, 1);
+        ImGui::SameLine();
+        ImGui::TextUnformatted("projector");
+        matched_ = pair == 1;
+      }
       ImGui::InputInt("size (voxels)", &size_);
       ImGui::InputFloat("spacing (mm)", &spacing_, 0.1f, 1.0f, "%.3f");
+      ImGui::InputText("ROI", &roi_);
+      mark("roi");
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("empty: the whole volume; fov, fov-cylinder, cylinder:X,Z,R,Y0,Y1, box:X0,Y0,Z0,X1,Y1,Z1, sphere:X,Y,Z,R (mm, "
+                          "rotation axis y), or a mask .mha");
       ImGui::EndDisabled();
+      previewPanel();
       if (!running) {
         if (ImGui::Button(run_ ? "Start again" : "Start")) start();
         mark("start");
@@ -626,18 +785,14 @@ class App {
         if (ImGui::Button("Stop")) stop();
         mark("stop");
       }
-      if (run_) {
-        const std::size_t n = run_->task->done(), total = run_->task->total();
-        const double rate = run_->task->rate();
-        char overlay[128];
-        if (run_->done) std::snprintf(overlay, sizeof overlay, "%zu/%zu done", n, total);
-        else std::snprintf(overlay, sizeof overlay, "%zu/%zu  %.1f/s  %s", n, total, rate,
-                           rate > 0 ? (std::to_string(static_cast<int>(static_cast<double>(total - n) / rate + 0.5)) + " s left").c_str() : "starting");
-        ImGui::ProgressBar(total ? static_cast<float>(n) / static_cast<float>(total) : 0.0f, ImVec2(-1, 0), overlay);
-        if (run_->paused) ImGui::TextUnformatted("paused");
-      }
+      if (run_) progressBar(*run_);
       if (!status_.empty()) ImGui::TextWrapped("%s", status_.c_str());
-      if (!error_.empty()) ImGui::TextColored(ImVec4(1.0f, 0.4f, 0.3f, 1.0f), "%s", error_.c_str());
+      if (!error_.empty()) {
+        ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.4f, 0.3f, 1.0f));
+        ImGui::TextWrapped("%s", error_.c_str());
+        ImGui::PopStyleColor();
+        mark("error");
+      }
     }
     if (ImGui::CollapsingHeader("Grey window", ImGuiTreeNodeFlags_DefaultOpen)) {
       if (histogram_) {
@@ -760,6 +915,194 @@ class App {
     ImGui::End();
   }
 
+  // The method list: FDK, then the iterative methods. Choosing one takes its defaults, as its command's: PDHG-TV 300
+  // iterations over the matched pair (its convergence asks for it), the others 10 over the interpolating pair.
+  void methodCombo() {
+    if (ImGui::BeginCombo("method", kMethodNames[method_])) {
+      for (int i = 0; i < static_cast<int>(std::size(kMethodNames)); ++i) {
+        if (ImGui::Selectable(kMethodNames[i], i == method_) && i != method_) {
+          method_ = i;
+          const bool pdhg = chosenMethod() == IterativeMethod::PdhgTv;
+          iterations_ = pdhg ? 300 : 10;
+          matched_ = pdhg;
+        }
+        mark((std::string("method ") + kMethodNames[i]).c_str());
+      }
+      ImGui::EndCombo();
+    }
+    mark("method");
+  }
+
+  // Progress: FDK's projections, projections/s and time left; an iterative method's iteration, its residual (and the
+  // curve of them) and time left, at the rate of its steps so far.
+  void progressBar(const Run& r) {
+    const std::size_t n = r.task->done(), total = r.task->total();
+    const double elapsed = r.stepping == Clock::time_point{} ? 0.0 : secondsSince(r.stepping);
+    const double rate = r.fdk ? r.fdk->rate() : (elapsed > 0 ? static_cast<double>(n) / elapsed : 0.0);
+    const std::string left =
+        rate > 0 && n < total ? std::to_string(static_cast<int>(static_cast<double>(total - n) / rate + 0.5)) + " s left" : "starting";
+    char overlay[192];
+    if (r.fdk) {
+      if (r.done) std::snprintf(overlay, sizeof overlay, "%zu/%zu done", n, total);
+      else std::snprintf(overlay, sizeof overlay, "%zu/%zu  %.1f/s  %s", n, total, rate, left.c_str());
+    } else {
+      const IterativeViewTask& t = *r.iterative;
+      const IterationRecord& it = t.last();
+      const int iterations = t.options().iterations;
+      if (r.done)
+        std::snprintf(overlay, sizeof overlay, "%zu iterations done, residual %.3g of ||b||", t.report().iterations.size(),
+                      t.relative(t.report().finalResidual));
+      else if (t.curve().empty())
+        std::snprintf(overlay, sizeof overlay, "iteration %d/%d (%d/%d)  %s", std::max(1, it.iteration), iterations, it.subset, it.subsets, left.c_str());
+      else
+        std::snprintf(overlay, sizeof overlay, "iteration %d/%d (%d/%d)  residual %.3g  %s", it.iteration, iterations, it.subset, it.subsets,
+                      t.relative(t.curve().back()), left.c_str());
+    }
+    ImGui::ProgressBar(total ? static_cast<float>(n) / static_cast<float>(total) : 0.0f, ImVec2(-1, 0), overlay);
+    mark("progress");
+    if (r.iterative && r.iterative->curve().size() >= 2) {
+      // The residual after each iteration, as a fraction of ||b||, on a log scale (it falls by orders of magnitude).
+      std::vector<float> logs;
+      for (const double residual : r.iterative->curve()) logs.push_back(static_cast<float>(std::log10(std::max(1e-12, r.iterative->relative(residual)))));
+      ImGui::PlotLines("##residuals", logs.data(), static_cast<int>(logs.size()), 0, "log10 residual / ||b||", FLT_MAX, FLT_MAX,
+                       ImVec2(ImGui::GetContentRegionAvail().x, 40.0f * scale_));
+    }
+    if (r.paused) ImGui::TextUnformatted("paused");
+  }
+
+  // ---- the set-up preview: the grid (and the region) over the first projection ----
+  // The first projection of a scan choice, opened again only when the choice changes (a file typed letter by letter is
+  // tried once per name; the simulated scanner's rate changes nothing it shows).
+  struct Preview {
+    ScanChoice choice;
+    std::shared_ptr<const Geometry> geometry;
+    gl::Texture texture;  // the projection as grey bytes, its lowest value black, its highest white
+    std::string error;
+    std::exception_ptr failure;
+  };
+
+  ScanChoice previewChoice() const {
+    ScanChoice choice = scan_;
+    choice.rate = 0;
+    choice.iterative = chosenMethod().has_value();
+    return choice;
+  }
+
+  void openPreview(const ScanChoice& choice) {
+    Preview p;
+    p.choice = choice;
+    try {
+      OpenedScan scan = setup_.open(choice);
+      const DetectorLayout d = scan.source->detector();
+      std::vector<float> first(static_cast<std::size_t>(d.nu) * d.nv);
+      scan.source->read(0, 1, first.data());
+      const auto [lo, hi] = std::minmax_element(first.begin(), first.end());
+      const float low = *lo, range = std::max(*hi - *lo, 1e-20f);
+      std::vector<unsigned char> rgba(first.size() * 4, 255);
+      for (std::size_t i = 0; i < first.size(); ++i) {
+        const auto grey = static_cast<unsigned char>(std::lround(std::clamp((first[i] - low) / range, 0.0f, 1.0f) * 255.0f));
+        rgba[4 * i] = rgba[4 * i + 1] = rgba[4 * i + 2] = grey;
+      }
+      p.texture = gl::createTexture(GL_TEXTURE_2D);
+      glTextureStorage2D(p.texture.id(), 1, GL_RGBA8, d.nu, d.nv);
+      glTextureSubImage2D(p.texture.id(), 0, 0, 0, d.nu, d.nv, GL_RGBA, GL_UNSIGNED_BYTE, rgba.data());
+      // Pixels as blocks, as the slices show voxels: what was measured (and a test can read each pixel back).
+      glTextureParameteri(p.texture.id(), GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+      glTextureParameteri(p.texture.id(), GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+      p.geometry = scan.geometry;
+    } catch (const std::exception& e) {
+      p.error = e.what();
+      p.failure = std::current_exception();
+    }
+    preview_ = std::move(p);
+  }
+
+  // The first projection with, over it, the grid's box (green) and the region's outline (magenta) projected through the
+  // first view's matrix (grid_preview.h), v upwards (the world's y, as in the coronal and sagittal slices). The canvas
+  // reaches up to a detector's width and height beyond it where the box does, so a grid too large shows how far.
+  void previewPanel() {
+    if (collapsePreview_) {
+      ImGui::SetNextItemOpen(false, ImGuiCond_Always);  // the run's progress and the panels below move up
+      collapsePreview_ = false;
+    }
+    if (!ImGui::TreeNodeEx("preview: the grid over the first projection", ImGuiTreeNodeFlags_DefaultOpen)) return;
+    const ScanChoice choice = previewChoice();
+    if (!preview_ || !(preview_->choice == choice)) openPreview(choice);
+    if (!preview_->error.empty()) {
+      ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.4f, 0.3f, 1.0f));
+      ImGui::TextWrapped("no preview: %s", preview_->error.c_str());
+      ImGui::PopStyleColor();
+      ImGui::TreePop();
+      return;
+    }
+    const Geometry& geometry = *preview_->geometry;
+    const DetectorLayout& d = geometry.detector;
+    const int n = std::clamp(size_, 1, 2048);
+    const VolumeGrid grid = VolumeGrid::centred({n, n, n}, glm::dvec3(spacing_ > 0 ? spacing_ : 1.0f));
+    const std::vector<DetectorPolyline> box = gridOutline(geometry, 0, grid), region = regionOutline(roi_, geometry, 0);
+    // The extent shown, in detector pixels: the detector, and the outlines up to a detector's size beyond it.
+    double u0 = -0.5, u1 = d.nu - 0.5, v0 = -0.5, v1 = d.nv - 0.5;
+    bool beyond = false, behind = false;
+    for (const auto* lines : {&box, &region})
+      for (const DetectorPolyline& line : *lines)
+        for (const glm::dvec2& p : line) {
+          if (!std::isfinite(p.x) || !std::isfinite(p.y)) {
+            behind |= lines == &box;  // a corner at or behind the source: no place on the detector
+            continue;
+          }
+          beyond |= lines == &box && (p.x < -0.5 || p.x > d.nu - 0.5 || p.y < -0.5 || p.y > d.nv - 0.5);
+          u0 = std::min(u0, std::max(p.x, -0.5 - d.nu));
+          u1 = std::max(u1, std::min(p.x, 2.0 * d.nu - 0.5));
+          v0 = std::min(v0, std::max(p.y, -0.5 - d.nv));
+          v1 = std::max(v1, std::min(p.y, 2.0 * d.nv - 0.5));
+        }
+    // Pixels on screen per detector pixel along u and v, in the detector's physical aspect, fitted to the panel's width
+    // and a third of the window's height.
+    const ImVec2 room = ImGui::GetContentRegionAvail();
+    const double wide = (u1 - u0) * d.spacingU, high = (v1 - v0) * d.spacingV;
+    const double zoom = std::min(room.x / wide, std::min(200.0 * scale_, ImGui::GetIO().DisplaySize.y / 3.0) / high);
+    const double su = zoom * d.spacingU, sv = zoom * d.spacingV;
+    const ImVec2 at = ImGui::GetCursorScreenPos();
+    const ImVec2 canvas(static_cast<float>(wide * zoom), static_cast<float>(high * zoom));
+    const double left = std::floor(at.x + 0.5 * (room.x - canvas.x)), top = at.y;
+    // Where detector point (u, v) is on the screen (pixel edges at integers): v upwards.
+    const auto screen = [&](const glm::dvec2& p) { return ImVec2(static_cast<float>(left + (p.x - u0) * su), static_cast<float>(top + (v1 - p.y) * sv)); };
+    const ImVec2 detectorMin = screen({-0.5, d.nv - 0.5}), detectorMax = screen({d.nu - 0.5, -0.5});
+    const ImVec2 canvasMin(static_cast<float>(left), static_cast<float>(top)), canvasMax(canvasMin.x + canvas.x, canvasMin.y + canvas.y);
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    draw->PushClipRect(canvasMin, canvasMax, true);
+    draw->AddRectFilled(canvasMin, canvasMax, IM_COL32(30, 30, 30, 255));
+    // Texture row 0 is v = 0: at the bottom.
+    draw->AddImage(textureId(preview_->texture.id()), detectorMin, detectorMax, ImVec2(0, 1), ImVec2(1, 0));
+    // Dear ImGui draws a line from a + (0.5, 0.5) to b + (0.5, 0.5) (through pixel centres for integer ends): taken
+    // back here, so each line lies where its points project.
+    const auto stroke = [&](const std::vector<DetectorPolyline>& lines, ImU32 colour) {
+      for (const DetectorPolyline& line : lines)
+        for (std::size_t i = 1; i < line.size(); ++i) {
+          if (!std::isfinite(line[i - 1].x + line[i - 1].y + line[i].x + line[i].y)) continue;
+          const ImVec2 a = screen(line[i - 1]), b = screen(line[i]);
+          draw->AddLine(ImVec2(a.x - 0.5f, a.y - 0.5f), ImVec2(b.x - 0.5f, b.y - 0.5f), colour, 1.0f);
+        }
+    };
+    stroke(box, kPreviewGridColour);
+    stroke(region, kPreviewRegionColour);
+    draw->PopClipRect();
+    ImGui::Dummy(ImVec2(room.x, canvas.y));
+    markRect("preview", detectorMin, detectorMax);
+    markRect("preview canvas", canvasMin, canvasMax);
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+    const std::string what = roi_.empty()          ? ""
+                             : !region.empty()     ? ", the ROI magenta"
+                             : roi_ == "fov"       ? ", the ROI (fov: what every view sees) not drawn"
+                                                   : ", the ROI not drawn (a mask file, or checked at Start)";
+    ImGui::TextWrapped("%d x %d pixels; the grid's box green%s%s", d.nu, d.nv, what.c_str(),
+                       behind ? "; the box reaches the source (too large for this scan)"
+                       : beyond ? "; the box reaches beyond the detector in this view"
+                                : "");
+    ImGui::PopStyleColor();
+    ImGui::TreePop();
+  }
+
   // The backend list, each with the speed --backend auto measured on this GPU for this size of volume (the user cache),
   // and what auto would weigh; read again when the size class changes or a run ends (auto may have measured).
   void backendCombo() {
@@ -787,7 +1130,10 @@ class App {
       ImGui::EndCombo();
     }
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
-    if (speeds_)
+    if (chosenMethod())
+      ImGui::TextWrapped("%s", window_.context().info().software ? "iterative methods: auto takes cpu on a software renderer"
+                                                                 : "iterative methods: auto takes compute (the iterate drawn from its volume)");
+    else if (speeds_)
       ImGui::TextWrapped("speeds measured on this GPU by auto, %s, on a %d^3 stand-in", speeds_->date.c_str(), speeds_->side);
     else
       ImGui::TextWrapped("%s", window_.context().info().software ? "a software renderer: auto takes cpu without measuring"
@@ -992,6 +1338,11 @@ class App {
   int backend_ = 0, size_ = 128;
   float spacing_ = 2.0f;
   std::string windowText_ = "auto";
+  int method_ = 0, iterations_ = 10;  // method_: kMethodNames' index (0 FDK)
+  std::string subsetsText_ = "auto", roi_;
+  bool matched_ = false;
+  std::optional<Preview> preview_;
+  bool collapsePreview_ = false;  // a run has started: the preview closes once (the user may open it again)
   VolumeGrid grid_;
   std::unique_ptr<Run> run_;
   std::string status_, error_, error3d_;

@@ -36,12 +36,12 @@ class FdkViewTask final : public ViewTask {
   std::size_t total() const override { return total_; }
 
   /// What multiplies the texture's voxels: the projections in the scan over those so far (0 before the first).
-  float scale() const {
+  float scale() const override {
     const std::size_t n = done();
     return n ? static_cast<float>(static_cast<double>(total_) / static_cast<double>(n)) : 0.0f;
   }
   /// The volume as a texture: the operator's, or the host copy uploaded through `renderer` (the cpu backend).
-  GLuint texture(SliceRenderer& renderer) {
+  GLuint texture(SliceRenderer& renderer) override {
     if (liveTexture_) return liveTexture_;
     if (!finished_) {
       hostCopy_.resize(grid_.voxelCount());

@@ -37,6 +37,10 @@ class ViewTask {
   /// The volume to draw (the operator's texture where it has one, else a host copy the renderer uploads), its scale,
   /// the text lines and curve; called when a frame is due.
   virtual void frame(FrameContent& content, SliceRenderer& renderer) = 0;
+  /// The volume so far as a texture (the operator's where it is drawable, else the host's uploaded through `renderer`),
+  /// and what multiplies its voxels (FDK: the projections in the scan over those so far; 1 for the iterative methods).
+  virtual GLuint texture(SliceRenderer& renderer) = 0;
+  virtual float scale() const { return 1.0f; }
   /// A grey range once enough is in to choose one (the object's window of the volume so far, volume_histogram.h);
   /// nothing before. Asked again twice a second until the user sets one.
   virtual std::optional<std::pair<double, double>> suggestRange() = 0;

@@ -49,8 +49,11 @@ struct State {
   std::string run = "none";
   std::size_t done = 0, total = 0;
   std::array<int, 3> cursor{};
+  double width = 0, height = 0;  // the window's
   double low = 0, high = 0;
   std::string status, error;
+  std::string method = "fdk";  // the panel's method (kMethodNames), and an iterative run's iteration
+  int iteration = 0;
   std::map<std::string, Rect> widgets;
 };
 
@@ -65,7 +68,10 @@ State parseState(const std::string& text) {
     if (key == "frame") l >> s.frame;
     else if (key == "run") l >> s.run >> s.done >> s.total;
     else if (key == "cursor") l >> s.cursor[0] >> s.cursor[1] >> s.cursor[2];
+    else if (key == "display") l >> s.width >> s.height;
     else if (key == "window") l >> s.low >> s.high;
+    else if (key == "method") l >> s.method;
+    else if (key == "iteration") l >> s.iteration;
     else if (key == "status") s.status = line.size() > 7 ? line.substr(7) : "";
     else if (key == "error") s.error = line.size() > 6 ? line.substr(6) : "";
     else if (key == "widget") {
@@ -153,14 +159,28 @@ class DrivenApp {
     std::this_thread::sleep_for(150ms);
     return moved | shell("xdotool click 1");
   }
+  // A click on `widget`; where the side panel has scrolled it out of the window, the wheel over the panel first brings
+  // it in, as a user scrolls to it.
   int click(const std::string& widget) {
-    const State s = state();
-    const auto w = s.widgets.find(widget);
-    if (w == s.widgets.end()) return -1;
-    return click(w->second.cx(), w->second.cy());
+    for (int scrolls = 0; scrolls < 40; ++scrolls) {
+      const State s = state();
+      const auto w = s.widgets.find(widget);
+      if (w == s.widgets.end()) return -1;
+      if (w->second.y0 >= 0 && w->second.y1 <= s.height - 2) return click(w->second.cx(), w->second.cy());
+      const std::string wheel = w->second.y0 < 0 ? "4" : "5";  // up, down
+      if (shell("xdotool mousemove --sync --window " + window() + " 40 " + std::to_string(static_cast<int>(s.height / 2)) + " click " + wheel) != 0)
+        return -1;
+      waitFor([](const State&) { return true; });  // a frame drawn after the scroll
+    }
+    return -1;
   }
   // A key held down as long as a hand holds it (Dear ImGui 1.86 reads keys as held or not at each frame: a press and
   // release between two frames, which only a program can do, would go unseen).
+  // Text typed into the field with the keyboard focus, a character at a time as a hand types.
+  int type(const std::string& text) {
+    shell("xdotool windowfocus --sync " + window() + " 2>/dev/null");
+    return shell("xdotool type --delay 60 '" + text + "'");
+  }
   int key(const std::string& name) {
     shell("xdotool windowfocus --sync " + window() + " 2>/dev/null");
     const int down = shell("xdotool keydown " + name);
@@ -317,6 +337,82 @@ TEST_F(AppInput, MouseAndKeysStartPauseMoveTheCrosshairWidenTheWindowAndSave) {
   }
   EXPECT_EQ(blue, rows) << "the crosshair's vertical line at x " << lineX;
   (void)lineY;
+}
+
+// An iterative method set up and run with the mouse and keyboard: SART chosen from the method list; a malformed ROI
+// typed into its field refused at Start, named in red, nothing started; the field cleared, SART runs (its iterate
+// drawn after every subset), space pauses it (the subsets stop), space resumes it, Stop stops it with nothing written.
+TEST_F(AppInput, IterativeMethodChosenAndRunWithPauseResumeAndStop) {
+  if (const std::string reason = inputUnavailableReason(); !reason.empty()) GTEST_SKIP() << reason;
+  const fs::path dir = freshDir("app-input-iterative");
+  // 32^3 on cpu from the simulated scanner's 90 views: SART's 900 subsets (10 iterations of one view) take seconds.
+  DrivenApp app(dir, "--simulate 0 --size 32 --spacing 8 --backend cpu --resolution 1200x1000");
+  ASSERT_TRUE(app.waitFor([](const State& s) { return s.widgets.count("method") > 0; })) << app.log();
+  ASSERT_FALSE(app.window().empty()) << "no window of the app's process found by xdotool";
+
+  // The method list opens, SART is chosen.
+  ASSERT_EQ(app.click("method"), 0);
+  ASSERT_TRUE(app.waitFor([](const State& s) { return s.widgets.count("method sart") > 0; })) << "the method list did not open";
+  // A popup is laid out over its first frames (Dear ImGui sizes it to its items, then places it): its items are clicked
+  // where two frames in a row put them.
+  Rect last = app.state().widgets.at("method sart");
+  ASSERT_TRUE(app.waitFor([&](const State& s) {
+    const auto w = s.widgets.find("method sart");
+    if (w == s.widgets.end()) return false;
+    const bool settled = w->second.x0 == last.x0 && w->second.y0 == last.y0 && w->second.x1 == last.x1 && w->second.y1 == last.y1;
+    last = w->second;
+    return settled;
+  })) << "the method list did not settle";
+  ASSERT_EQ(app.click("method sart"), 0);
+  ASSERT_TRUE(app.waitFor([](const State& s) { return s.method == "sart"; })) << app.state().method;
+
+  // A malformed ROI: Start names the field and what it expected, in red (the panel's error colour, 255 102 77 on the
+  // dark panel), and nothing starts.
+  ASSERT_EQ(app.click("roi"), 0);
+  ASSERT_EQ(app.type("sphere:1,2"), 0);
+  ASSERT_EQ(app.click("start"), 0);
+  ASSERT_TRUE(app.waitFor([](const State& s) { return test::contains(s.error, "roi: expected 4 numbers after the shape name, found 'sphere:1,2'"); }))
+      << app.state().error;
+  EXPECT_EQ(app.state().run, "none");
+  ASSERT_TRUE(app.state().widgets.count("error"));
+  const Rect errorText = app.state().widgets.at("error");
+  ASSERT_EQ(app.click("screenshot"), 0);
+  ASSERT_TRUE(app.waitFor([&](const State&) { return fs::exists(dir / "glrecon-app-0000.png"); })) << app.log();
+  const Png shot = readPng(dir / "glrecon-app-0000.png");
+  ASSERT_GT(shot.width, 0);
+  int red = 0;
+  for (int y = static_cast<int>(errorText.y0); y < errorText.y1; ++y)
+    for (int x = static_cast<int>(errorText.x0); x < errorText.x1; ++x) red += shot.at(x, y)[0] - shot.at(x, y)[1] > 80;
+  EXPECT_GT(red, 50) << "the error is not shown in red";
+
+  // The field cleared (select all, delete): SART runs, subset by subset.
+  ASSERT_EQ(app.click("roi"), 0);
+  ASSERT_EQ(app.key("ctrl+a"), 0);
+  ASSERT_EQ(app.key("BackSpace"), 0);
+  ASSERT_EQ(app.click("start"), 0);
+  ASSERT_TRUE(app.waitFor([](const State& s) { return s.run == "running" && s.done > 0; })) << app.log() << app.state().error;
+  EXPECT_EQ(app.state().total, 900u);  // 10 iterations of 90 subsets
+
+  // Pause (space): no subset more.
+  ASSERT_EQ(app.key("space"), 0);
+  ASSERT_TRUE(app.waitFor([](const State& s) { return s.run == "paused"; })) << app.log();
+  const std::size_t pausedAt = app.state().done;
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(app.state().done, pausedAt) << "subsets were done while paused";
+  EXPECT_LT(pausedAt, 900u);
+
+  // Resume (space): more subsets, into the second iteration; then Stop (the button): nothing written.
+  ASSERT_EQ(app.key("space"), 0);
+  ASSERT_TRUE(app.waitFor([&](const State& s) { return s.run == "running" && s.done >= pausedAt + 20 && s.iteration >= 2; })) << app.log();
+  ASSERT_EQ(app.click("stop"), 0);
+  ASSERT_TRUE(app.waitFor([](const State& s) { return s.run == "none" && s.status == "stopped"; })) << app.log();
+  EXPECT_TRUE(test::contains(app.log(), "app: stopped after ")) << app.log();
+  EXPECT_TRUE(test::contains(app.log(), " of 900 subsets: nothing written")) << app.log();
+  EXPECT_TRUE(test::contains(app.log(), "app: sart iteration 1/10: residual")) << app.log();
+
+  ASSERT_TRUE(app.closeAsAWindowManagerWould());
+  EXPECT_EQ(app.exitCode(), 0) << app.log();
+  EXPECT_FALSE(fs::exists(dir / "glrecon-app.mha"));
 }
 
 // Closing the window (its close button, as a window manager sends it) mid-scan: the reconstruction is cancelled, the

@@ -8,6 +8,7 @@
 #include "app/scan_options.h"
 #include "glrecon/errors.h"
 #include "glrecon/io.h"
+#include "glrecon/iterative.h"
 #include "glrecon/phantom.h"
 #include "viewer/app.h"
 
@@ -25,12 +26,26 @@ class AppCommand final : public Command {
     c->add_option("--simulate", simulate, "The simulated scanner at this many projections per second (0: as fast as it can)");
     c->add_option("--size", setup.size, "Voxels per axis of the (cubic, centred) volume")->capture_default_str();
     c->add_option("--spacing", setup.spacing, "Voxel spacing in mm")->capture_default_str();
-    backend.add(c, "graphics, graphics-mp, compute, cpu or auto (the backends that draw in the window)");
+    c->add_option("--method", method,
+                  "fdk (as projections arrive), or an iterative method drawn after every subset: sart, sirt, cgls, osem, asd-pocs, pdhg-tv (the "
+                  "simulated scanner then scans 90 projections of 128^2)")
+        ->capture_default_str();
+    iterationsOption = c->add_option("--iterations,-n", parameters.iterations, "Iterative methods: iterations (default 10; pdhg-tv 300)");
+    c->add_option("--subsets", parameters.subsets, "sart, osem, asd-pocs: ordered subsets (default: sart one projection each, osem 8)");
+    c->add_option("--projector", pair, "Iterative methods: interpolating or matched (default: matched for pdhg-tv, else interpolating)")
+        ->check(CLI::IsMember({"interpolating", "matched"}));
+    c->add_option("--roi", setup.roi,
+                  "Reconstruct only a region (outside: 0): fov, fov-cylinder, cylinder:X,Z,R,Y0,Y1, box:X0,Y0,Z0,X1,Y1,Z1, sphere:X,Y,Z,R "
+                  "(mm; rotation axis y) or a binary mask .mha on the output grid");
+    backend.add(c, "graphics, graphics-mp, compute, cpu or auto (the backends that draw in the window; iterative methods: auto is compute on a "
+                   "GPU, cpu on a software renderer)");
     window.add(c, "GPU backends: projections per pass, a number or auto");
     c->add_option("--gpu", setup.options.gpu, "EGL device")->capture_default_str();
     c->add_option("--threads", setup.options.threads, "CPU threads (0: all)")->capture_default_str();
     c->add_option("--resolution", resolution, "The window's (or offscreen frame's) size in pixels, WIDTHxHEIGHT")->capture_default_str();
-    c->add_flag("--offscreen", setup.offscreen, "Draw the frames offscreen on a headless context (no display; scripts, frames/s)");
+    c->add_flag("--offscreen", setup.offscreen,
+                "Draw the frames offscreen on a headless context (no display; scripts, frames/s); without --start, the set-up panel "
+                "(the grid's preview over the first projection) once into --screenshot");
     c->add_flag("--start", setup.start, "Start reconstructing at once");
     c->add_flag("--full-resolution", fullResolution, "The 3D view at every pixel of its panel (default: scaled to about 100 ms a drawing)");
     c->add_flag("--mip", setup.mip, "The 3D view by maximum intensity projection (default: direct volume rendering)");
@@ -45,7 +60,8 @@ class AppCommand final : public Command {
     c->add_option("--measure", setup.measure,
                   "Measurement: this many rounds of the same reconstruction without frames (as fdk --stream runs it) then the app's, "
                   "each compared; needs --start");
-    c->add_option("--close-after", setup.closeAfter, "Close after this many projections, as a user closing the window would (scripts)");
+    c->add_option("--close-after", setup.closeAfter,
+                  "Close after this many projections (iterative methods: subsets), as a user closing the window would (scripts)");
     c->add_flag("--overwrite", setup.overwrite, "Replace existing outputs");
     c->add_option("--widget-map", setup.widgetMap, "Tests: each frame, the app's state and its widgets' rectangles, into this file")->group("");
     c->add_flag("--quiet,-q", setup.quiet, "No summary line");
@@ -59,6 +75,9 @@ class AppCommand final : public Command {
   RangeOption range;
   double simulate = -1;
   bool fullResolution = false;
+  std::string method = "fdk", pair;
+  CLI::Option* iterationsOption = nullptr;
+  IterativeParameters parameters;
   std::string resolution = "1600x960";
   Phantom phantom = Phantom::sheppLogan();
 
@@ -86,7 +105,31 @@ class AppCommand final : public Command {
     setup.scan.rate = simulate >= 0 ? simulate : 0.0;
     if (!setup.offscreen && !hasDisplay())
       throw UsageError("app: no display (DISPLAY and WAYLAND_DISPLAY are unset): expected a desktop session, xvfb-run, or --offscreen");
-    if (setup.offscreen && !setup.start) throw UsageError("--offscreen: expected with --start (nothing can press Start offscreen)");
+    if (setup.offscreen && !setup.start && (setup.screenshot.empty() || !setup.saveVolume.empty() || !setup.series.empty() || setup.closeAfter))
+      throw UsageError("--offscreen: expected with --start (nothing can press Start offscreen), or without it with --screenshot alone (the "
+                       "set-up panel's frame)");
+    if (method != "fdk") {
+      try {
+        setup.method = parseIterativeMethod(method);
+      } catch (const UsageError&) {
+        throw UsageError("--method: expected fdk, sart, sirt, cgls, osem, asd-pocs or pdhg-tv, found '" + method + "'");
+      }
+    }
+    const bool pdhg = setup.method == IterativeMethod::PdhgTv;
+    const bool iterationsGiven = iterationsOption->count() > 0;
+    if (!setup.method && (iterationsGiven || parameters.subsets || !pair.empty()))
+      throw UsageError(std::string(iterationsGiven ? "--iterations" : parameters.subsets ? "--subsets" : "--projector") +
+                       ": expected with an iterative --method (sart, sirt, cgls, osem, asd-pocs, pdhg-tv), found --method fdk");
+    if (!iterationsGiven) parameters.iterations = pdhg ? 300 : 10;
+    if (setup.method) {
+      if (parameters.subsets && *setup.method != IterativeMethod::Sart && *setup.method != IterativeMethod::Osem &&
+          *setup.method != IterativeMethod::AsdPocs)
+        throw UsageError("--subsets: expected with sart, osem or asd-pocs (the methods of ordered subsets), found --method " + method);
+      if (parameters.subsets < 0) throw UsageError("--subsets: expected a whole number >= 1, found " + std::to_string(parameters.subsets));
+      setup.iterative = parameters.options(*setup.method);
+      setup.pair = (pair.empty() ? pdhg : pair == "matched") ? ProjectorPair::Matched : ProjectorPair::Interpolating;
+      if (setup.measure > 0) throw UsageError("--measure: expected with --method fdk (it compares the app with fdk --stream), found " + method);
+    }
     if (!(setup.fps >= 1 && setup.fps <= 1000)) throw UsageError("--fps: expected 1 to 1000 frames per second, found " + std::to_string(setup.fps));
     if (!(setup.redraw3dMs >= 0 && setup.redraw3dMs <= 60000))
       throw UsageError("--redraw-3d: expected 0 to 60000 ms, found " + std::to_string(setup.redraw3dMs));
@@ -99,8 +142,10 @@ class AppCommand final : public Command {
     setup.open = [this](const viewer::ScanChoice& choice) {
       viewer::OpenedScan scan;
       if (choice.simulate) {
-        scan.geometry = std::make_shared<const Geometry>(sampleScan(360, 256));
-        scan.source = simulatedScanner(phantom, *scan.geometry, choice.rate);
+        // An iterative method reads the whole scan before its first step, and steps through it many times: a smaller
+        // one (as view --method scans), as fast as it simulates.
+        scan.geometry = std::make_shared<const Geometry>(choice.iterative ? sampleScan(90, 128) : sampleScan(360, 256));
+        scan.source = simulatedScanner(phantom, *scan.geometry, choice.iterative ? 0.0 : choice.rate);
         return scan;
       }
       if (choice.geometry.empty()) throw InputError("geometry: expected an RTK XML file, found an empty name");
