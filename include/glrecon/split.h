@@ -15,6 +15,7 @@
 /// corrections of the subset methods are formed on the host (the sums cross the devices); a process's parts are called
 /// one after another.
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "glrecon/operator.h"
@@ -33,6 +34,9 @@ struct SplitOptions {
 /// first[p + 1]), each a multiple of kSlabGranule rows but the last, as even as that allows. UsageError naming
 /// `--slabs` when parts is below 1 or above the granules the grid has.
 std::vector<int> splitRows(int rows, int parts);
+
+/// The slabs rank `rank` of `ranks` holds, [first, last): consecutive, as even as `parts` allows.
+std::pair<int, int> slabsOfRank(int parts, int ranks, int rank);
 
 /// The split operator (see the top of this file). Throws UsageError for a backend that cannot hold part of the grid in
 /// its iterative passes, for fewer parts than ranks, and as makeOperator does.

@@ -1,10 +1,13 @@
 // The split operator (glrecon/split.h): parts of y rows on this process's devices and on other MPI ranks, summed in a
-// fixed order. The parts are called one after another from the calling thread (cpu parts use every core each).
+// fixed order. A process's GPU parts are called at once, a thread each (each call sets its device); cpu parts one
+// after another (each takes every core).
 #include "glrecon/split.h"
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <map>
+#include <thread>
 #include <string>
 
 #include "glrecon/cluster.h"
@@ -23,6 +26,10 @@ std::vector<int> splitRows(int rows, int parts) {
   for (int p = 0; p < parts; ++p) first[static_cast<std::size_t>(p)] = static_cast<int>(static_cast<long long>(p) * granules / parts) * kSlabGranule;
   first[static_cast<std::size_t>(parts)] = rows;
   return first;
+}
+
+std::pair<int, int> slabsOfRank(int parts, int ranks, int rank) {
+  return {static_cast<int>(static_cast<long long>(rank) * parts / ranks), static_cast<int>(static_cast<long long>(rank + 1) * parts / ranks)};
 }
 
 namespace {
@@ -60,16 +67,47 @@ class SplitOperator final : public ConeBeamOperator {
                        std::to_string(parts));
     first_ = splitRows(grid.size[1], parts);
     // Rank r holds parts [r P / R, (r + 1) P / R): consecutive rows, so its rows are one range.
-    for (int r = 0; r <= ranks; ++r) rankPart_.push_back(static_cast<int>(static_cast<long long>(r) * parts / ranks));
+    for (int r = 0; r < ranks; ++r) rankPart_.push_back(slabsOfRank(parts, ranks, r).first);
+    rankPart_.push_back(parts);
     for (int p = rankPart_[static_cast<std::size_t>(rank)], i = 0; p < rankPart_[static_cast<std::size_t>(rank) + 1]; ++p, ++i) {
       OperatorOptions partOptions = options;
       partOptions.blockRows = rowsOf(p);
       if (!split.devices.empty()) partOptions.device = split.devices[static_cast<std::size_t>(i) % split.devices.size()];
+      partDevice_.push_back(partOptions.device);
+      if (std::find(devices_.begin(), devices_.end(), partOptions.device) == devices_.end()) devices_.push_back(partOptions.device);
       std::unique_ptr<ConeBeamOperator> part = makeOperator(backend, geometry, grid, partOptions);
       part->moveBlock(first_[static_cast<std::size_t>(p)], rowsOf(p));
       parts_.push_back(std::move(part));
     }
     step_ = parts_.front()->step();
+    partScratch_.resize(parts_.size());
+    partials_.resize(parts_.size());
+  }
+
+  // `call(i)` for each of this process's parts: a thread per GPU, so that the devices work side by side, each device's
+  // parts in turn on its thread (the cuda kernels' per-view constants are one per device); cpu parts in turn (each takes
+  // every core). The first error is rethrown.
+  template <class Call>
+  void forEachPart(const Call& call) {
+    if (devices_.size() <= 1 || backend() == Backend::Cpu) {
+      for (std::size_t i = 0; i < parts_.size(); ++i) call(i);
+      return;
+    }
+    std::vector<std::exception_ptr> errors(devices_.size());
+    {
+      std::vector<std::jthread> threads;
+      for (std::size_t d = 0; d < devices_.size(); ++d)
+        threads.emplace_back([&, d] {
+          try {
+            for (std::size_t i = 0; i < parts_.size(); ++i)
+              if (partDevice_[i] == devices_[d]) call(i);
+          } catch (...) {
+            errors[d] = std::current_exception();
+          }
+        });
+    }
+    for (const std::exception_ptr& error : errors)
+      if (error) std::rethrow_exception(error);
   }
 
   std::string description() const override {
@@ -86,20 +124,22 @@ class SplitOperator final : public ConeBeamOperator {
     throw UsageError("moveBlock: a split operator holds every row of the grid (its slabs are its parts')");
   }
   void setVolume(const float* voxels) override {
-    for (std::size_t i = 0; i < parts_.size(); ++i) {
+    forEachPart([&](std::size_t i) {
       const int p = part(i);
-      scratch_.resize(voxelsOf(p));
-      copyRows(grid_, first_[static_cast<std::size_t>(p)], rowsOf(p), voxels, scratch_.data());
-      parts_[i]->setVolume(scratch_.data());
-    }
+      std::vector<float>& rows = partScratch_[i];
+      rows.resize(voxelsOf(p));
+      copyRows(grid_, first_[static_cast<std::size_t>(p)], rowsOf(p), voxels, rows.data());
+      parts_[i]->setVolume(rows.data());
+    });
   }
   void readVolume(float* destination) override {
-    for (std::size_t i = 0; i < parts_.size(); ++i) {
+    forEachPart([&](std::size_t i) {
       const int p = part(i);
-      scratch_.resize(voxelsOf(p));
-      parts_[i]->readVolume(scratch_.data());
-      placeRows(grid_, first_[static_cast<std::size_t>(p)], rowsOf(p), scratch_.data(), destination);
-    }
+      std::vector<float>& rows = partScratch_[i];
+      rows.resize(voxelsOf(p));
+      parts_[i]->readVolume(rows.data());
+      placeRows(grid_, first_[static_cast<std::size_t>(p)], rowsOf(p), rows.data(), destination);
+    });
     // Every rank's rows to every rank, one rank's range at a time.
     for (int r = 0; r < cluster_->size() && cluster_->size() > 1; ++r) {
       const int first = first_[static_cast<std::size_t>(rankPart_[static_cast<std::size_t>(r)])];
@@ -112,17 +152,16 @@ class SplitOperator final : public ConeBeamOperator {
   }
 
   void back(const float* projections, const std::size_t* views, std::size_t count, Weighting weighting) override {
-    for (auto& part : parts_) part->back(projections, views, count, weighting);
+    forEachPart([&](std::size_t i) { parts_[i]->back(projections, views, count, weighting); });
   }
   void forward(const std::size_t* views, std::size_t count, float* projections) override {
     const std::size_t values = count * static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv;
-    partials_.resize(parts_.size());
-    std::vector<const float*> terms;
-    for (std::size_t i = 0; i < parts_.size(); ++i) {
+    std::vector<const float*> terms(parts_.size());
+    forEachPart([&](std::size_t i) {
       partials_[i].resize(values);
       parts_[i]->forward(views, count, partials_[i].data());
-      terms.push_back(partials_[i].data());
-    }
+      terms[i] = partials_[i].data();
+    });
     cluster_->sumInOrder(terms, values, projections);
   }
 
@@ -149,18 +188,18 @@ class SplitOperator final : public ConeBeamOperator {
     // once per subset (from the caller's weights, or from each part's computed for it) and kept.
     SubsetRule whole = rule;
     if (whole.largestWeight <= 0.0f) whole.largestWeight = largestWeight(views, count, cachedWeights);
-    for (std::size_t i = 0; i < parts_.size(); ++i) {
+    forEachPart([&](std::size_t i) {
       // A part that computes B_S(1) next to its volume (cuda, which keeps them per subset) takes none; the others get
       // their rows of the caller's weights, or compute them themselves.
       const float* weights = nullptr;
       if (cachedWeights && !parts_[i]->computesSubsetWeights()) {
         const int p = part(i);
-        scratch_.resize(voxelsOf(p));
-        copyRows(grid_, first_[static_cast<std::size_t>(p)], rowsOf(p), cachedWeights, scratch_.data());
-        weights = scratch_.data();
+        partScratch_[i].resize(voxelsOf(p));
+        copyRows(grid_, first_[static_cast<std::size_t>(p)], rowsOf(p), cachedWeights, partScratch_[i].data());
+        weights = partScratch_[i].data();
       }
       parts_[i]->updateSubset(correction, views, count, whole, weights);
-    }
+    });
   }
 
   void setRegion(const RegionOfInterest&) override {
@@ -170,7 +209,7 @@ class SplitOperator final : public ConeBeamOperator {
   double culledFraction() const override { return 0.0; }
   bool softwareDevice() const override { return parts_.front()->softwareDevice(); }
   void synchronize() override {
-    for (auto& part : parts_) part->synchronize();
+    forEachPart([&](std::size_t i) { parts_[i]->synchronize(); });
   }
   OperatorTimings timings() const override {
     OperatorTimings sum = timings_;
@@ -216,9 +255,11 @@ class SplitOperator final : public ConeBeamOperator {
   std::vector<int> first_;     // the slabs' first rows, and the grid's rows last
   std::vector<int> rankPart_;  // rank r's parts: [rankPart_[r], rankPart_[r + 1])
   std::vector<std::unique_ptr<ConeBeamOperator>> parts_;
+  std::vector<int> partDevice_, devices_;  // each part's device; the devices this process's parts are on
   std::vector<std::vector<float>> partials_;
   std::vector<std::vector<std::uint8_t>> masks_;
-  std::vector<float> scratch_;
+  std::vector<float> scratch_;                   // readVolume's rank-to-rank rows
+  std::vector<std::vector<float>> partScratch_;  // each part's rows on their way to or from it
   std::map<std::vector<std::size_t>, float> largest_;  // per subset: the largest B_S(1) over every part
 };
 

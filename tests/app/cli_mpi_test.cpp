@@ -152,6 +152,9 @@ TEST(ClusterCli, IterativeOverRanksEqualsOneProcessWithTheSameSlabs) {
       // Rank 0 alone speaks and writes.
       EXPECT_EQ(r.output.find("wrote "), r.output.rfind("wrote ")) << r.output;
       EXPECT_EQ(r.output.find("iteration 3/3"), r.output.rfind("iteration 3/3")) << r.output;
+      // Each rank's slabs, once, from rank 0.
+      EXPECT_TRUE(contains(r.output, "rank " + std::to_string(ranks - 1) + " (")) << r.output;
+      EXPECT_TRUE(contains(r.output, ranks == 3 ? "slabs 2-2 of 3 (y rows 48-71)" : "slabs 1-2 of 3 (y rows 16-71)")) << r.output;
     }
   }
   // Without --slabs, one slab a rank: 3 ranks equal one process's 3 slabs.

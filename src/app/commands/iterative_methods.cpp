@@ -2,6 +2,7 @@
 // with the iterative methods over one projector pair, with the residual curve as CSV and PNG.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "app/command.h"
@@ -132,8 +133,23 @@ class IterativeMethodCommand final : public Command {
                                               });
     if (speaker) writeOutputs(result, report, backendInfo(op->backend()).name);
     if (!quiet) printSummary(report, op->timings(), norm);
+    if (ranks) reportRanks(*cluster, *op, grid, devices.size(), !quiet);
     // Said even with --quiet: the file holds a result past its best.
     if (speaker && !report.warning.empty()) std::fprintf(stderr, "warning: %s\n", renderFields(report.warning, optionName).c_str());
+  }
+
+  // Each rank's slabs and the time in its operator, printed by rank 0 (a collective: every rank calls it).
+  void reportRanks(Cluster& cluster, const ConeBeamOperator& op, const VolumeGrid& grid, std::size_t devices, bool print) const {
+    const int parts = slabs > 0 ? slabs : cluster.size() * static_cast<int>(std::max<std::size_t>(1, devices));
+    const auto [first, last] = slabsOfRank(parts, cluster.size(), cluster.rank());
+    const std::vector<int> rows = splitRows(grid.size[1], parts);
+    const OperatorTimings t = op.timings();
+    char line[256];
+    std::snprintf(line, sizeof line, "  rank %d (%s): slabs %d-%d of %d (y rows %d-%d), forward %.2f s, back and updates %.2f s", cluster.rank(),
+                  cluster.host().c_str(), first, last - 1, parts, rows[static_cast<std::size_t>(first)], rows[static_cast<std::size_t>(last)] - 1, t.forward, t.back);
+    const std::vector<std::string> lines = cluster.gather(line);
+    if (print)
+      for (const std::string& l : lines) std::fprintf(stderr, "%s\n", l.c_str());
   }
 
   // " (ordered)", " (random, seed N)": the subset order where it is not the default interleaved one.
