@@ -511,14 +511,17 @@ class App {
     m.seconds = reported > 0 ? reported : secondsSince(r.started);
     m.rate = static_cast<double>(r.task->done()) / m.seconds;
     std::vector<double> intervals;
-    Clock::time_point previous{};
+    Clock::time_point previous{}, first{};
     for (const Clock::time_point t : r.frameTimes) {
       if (t < r.firstProjection || t > r.lastProjection) continue;
       if (m.frames++) intervals.push_back(secondsBetween(previous, t));
+      else first = t;
       previous = t;
     }
-    const double arriving = secondsBetween(r.firstProjection, r.lastProjection);
-    m.framesPerSecond = arriving > 0 ? static_cast<double>(m.frames) / arriving : 0.0;
+    // The frames' rate: frames after the first over the time from the first to the last (1 / the mean interval), as a
+    // frame rate is measured. Frames counted over the whole time the projections arrived would lose up to a frame at
+    // each end to where the frames fall (a scan of 0.32 s holds 19 frames at 60 frames/s: 5% a frame).
+    m.framesPerSecond = m.frames >= 2 ? static_cast<double>(m.frames - 1) / secondsBetween(first, previous) : 0.0;
     m.intervalMedian = quantile(intervals, 0.5);
     m.intervalP95 = quantile(intervals, 0.95);
     m.intervalMax = quantile(intervals, 1.0);
