@@ -271,12 +271,13 @@ TEST_F(AppInput, MouseAndKeysStartPauseMoveTheCrosshairWidenTheWindowAndSave) {
 
   // The grey window: "Wider" doubles it about its centre. The automatic window settles on the paused volume first: its
   // histogram's passes are issued a frame apart, so the last one can land after the pause (under load it did, between
-  // this read and the click); it is read once unchanged for half a second.
+  // this read and the click); it is read once unchanged for a second and a half (three reads: under the sanitizers with
+  // ctest -j2 beside a build, one unchanged half second still let a late pass through).
   State unwidened = app.state();
-  for (int tries = 0; tries < 60; ++tries) {
+  for (int tries = 0, unchanged = 0; tries < 90 && unchanged < 3; ++tries) {
     std::this_thread::sleep_for(500ms);
     const State now = app.state();
-    if (now.low == unwidened.low && now.high == unwidened.high) break;
+    unchanged = (now.low == unwidened.low && now.high == unwidened.high) ? unchanged + 1 : 0;
     unwidened = now;
   }
   ASSERT_EQ(app.click("wider"), 0);
