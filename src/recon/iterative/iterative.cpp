@@ -17,10 +17,13 @@
 #include "glrecon/limits.h"
 #include "glrecon/parallel.h"
 #include "glrecon/validate.h"
+#include "recon/iterative/host_vectors.h"
 
 namespace glrecon {
 namespace {
 
+using detail::blockedSum;
+using detail::forEachIndex;
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -33,35 +36,6 @@ int bitReverse(int value, int bits) {
   int r = 0;
   for (int b = 0; b < bits; ++b) r |= ((value >> b) & 1) << (bits - 1 - b);
   return r;
-}
-
-// The host's vector operations (CGLS, PDHG-TV, ASD-POCS's TV phase) on every core: single-threaded they took half of
-// a CGLS or PDHG-TV iteration at 256^3 on a 16-core host beside the GPU's projections. Sums are taken per block of
-// kVectorBlock items in parallel and the blocks' sums added in order, so a result does not depend on the number of
-// threads (the same bits on every machine).
-constexpr std::size_t kVectorBlock = std::size_t{1} << 16;
-
-template <class Term>
-double blockedSum(std::size_t n, const Term& term) {
-  const std::size_t blocks = (n + kVectorBlock - 1) / kVectorBlock;
-  std::vector<double> partial(blocks, 0.0);
-  parallelFor(blocks, 1, 0, [&](std::size_t b0, std::size_t b1) {
-    for (std::size_t b = b0; b < b1; ++b) {
-      double sum = 0;
-      for (std::size_t i = b * kVectorBlock, end = std::min(n, i + kVectorBlock); i < end; ++i) sum += term(i);
-      partial[b] = sum;
-    }
-  });
-  double sum = 0;
-  for (double p : partial) sum += p;
-  return sum;
-}
-
-template <class Body>
-void forEachIndex(std::size_t n, const Body& body) {
-  parallelFor(n, kVectorBlock, 0, [&](std::size_t i0, std::size_t i1) {
-    for (std::size_t i = i0; i < i1; ++i) body(i);
-  });
 }
 
 double sumSquares(const std::vector<float>& v) {
@@ -246,69 +220,6 @@ std::vector<std::vector<std::size_t>> subsetsInOrder(std::size_t views, int subs
   return out;
 }
 
-// B (Adjoint) of host projections into a host volume: the operator's volume set to `zeros`, back-projected into, read.
-void backProjectInto(ConeBeamOperator& op, const std::vector<float>& zeros, const float* values, const std::vector<std::size_t>& views,
-                     float* out) {
-  op.setVolume(zeros.data());
-  op.back(values, views.data(), views.size(), Weighting::Adjoint);
-  op.readVolume(out);
-}
-
-// OperatorVectors over host vectors, for operators that keep none on their device: the operator's forward and back of
-// host memory, the algebra on every core in the operations CudaVectors' kernels use (sums in fixed blocks).
-class HostVectors final : public OperatorVectors {
- public:
-  /// `all`: every view; `zeros`: a volume of zeros (the reconstructor's), both outliving the vectors.
-  HostVectors(ConeBeamOperator& op, const std::vector<float>& zeros, const std::vector<std::size_t>& all, std::size_t values)
-      : op_(op), voxels_(zeros.size()), values_(values), all_(all), zeros_(zeros) {}
-  Id volume() override { return make(voxels_); }
-  Id projections() override { return make(values_); }
-  void upload(Id to, const float* values) override { std::copy_n(values, at(to).size(), at(to).begin()); }
-  void download(Id from, float* values) override { std::copy(at(from).begin(), at(from).end(), values); }
-  void setMask(const std::uint8_t* mask) override { mask_ = mask; }
-  void forward(Id volume, Id projections) override {
-    op_.setVolume(at(volume).data());
-    op_.forward(all_.data(), all_.size(), at(projections).data());
-  }
-  void back(Id projections, Id volume) override {
-    std::vector<float>& out = at(volume);
-    backProjectInto(op_, zeros_, at(projections).data(), all_, out.data());
-    if (mask_)
-      forEachIndex(out.size(), [&](std::size_t i) {
-        if (!mask_[i]) out[i] = 0.0f;
-      });
-  }
-  void axpy(double a, Id x, Id y) override {
-    const std::vector<float>& from = at(x);
-    std::vector<float>& to = at(y);
-    forEachIndex(to.size(), [&](std::size_t i) { to[i] += static_cast<float>(a * from[i]); });
-  }
-  void xpay(Id x, double b, Id y) override {
-    const std::vector<float>& from = at(x);
-    std::vector<float>& to = at(y);
-    forEachIndex(to.size(), [&](std::size_t i) { to[i] = static_cast<float>(from[i] + b * to[i]); });
-  }
-  void copy(Id from, Id to) override { at(to) = at(from); }
-  double dot(Id a, Id b) override {
-    const std::vector<float>& u = at(a);
-    const std::vector<float>& v = at(b);
-    return blockedSum(u.size(), [&](std::size_t i) { return static_cast<double>(u[i]) * v[i]; });
-  }
-
- private:
-  Id make(std::size_t n) {
-    vectors_.emplace_back(n, 0.0f);
-    return static_cast<Id>(vectors_.size() - 1);
-  }
-  std::vector<float>& at(Id id) { return vectors_.at(static_cast<std::size_t>(id)); }
-  ConeBeamOperator& op_;
-  std::size_t voxels_, values_;
-  const std::vector<std::size_t>& all_;
-  const std::vector<float>& zeros_;
-  const std::uint8_t* mask_ = nullptr;
-  std::vector<std::vector<float>> vectors_;
-};
-
 struct IterativeReconstructor::State {
   ConeBeamOperator& op;
   const Geometry& geometry;
@@ -373,7 +284,7 @@ struct IterativeReconstructor::State {
         options(opts),
         method(opts.method) {}
   bool inside(std::size_t i) const { return options.mask.empty() || options.mask[i]; }
-  void backInto(const float* values, const std::vector<std::size_t>& subset, float* out) { backProjectInto(op, zeros, values, subset, out); }
+  void backInto(const float* values, const std::vector<std::size_t>& subset, float* out) { detail::backProjectInto(op, zeros, values, subset, out); }
   // The subset's data, one projection after another: the projections themselves where the subset is every view in
   // order (SIRT: no 94 MB copy per iteration at 256^2 x 360), else gathered into `b`.
   const float* gather(const std::vector<std::size_t>& subset) {
@@ -559,7 +470,7 @@ void IterativeReconstructor::State::setUp() {
 
 void IterativeReconstructor::State::startCgls() {
   vectors = op.makeVectors(3, 2);
-  if (!vectors) vectors = std::make_unique<HostVectors>(op, zeros, all, views * pixels);
+  if (!vectors) vectors = detail::makeHostVectors(op, zeros, all);
   OperatorVectors& v = *vectors;
   vx = v.volume();
   vs = v.volume();
