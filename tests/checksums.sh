@@ -8,8 +8,9 @@
 # The set: phantom (a full and a short scan, the ground truth); fdk on every backend at fixed windows (auto
 # windows are measured, so they may differ from run to run), with the filter on the CPU and on the device, in one
 # block, in slabs (forced with --gpu-memory, and two workers on one device), --stream, --roi (fov, a sphere, the
-# graphics sub-stack stencil), the density kill, a short scan, PNG slices and TIFF output; sart/sirt/cgls/osem on
-# cpu, graphics and compute; project on those; view --headless snapshots; scan-sim; demo. The cuda backend joins
+# graphics sub-stack stencil), the density kill, a short scan, PNG slices and TIFF output; sart/sirt/cgls/osem and
+# the TV methods (asd-pocs, pdhg-tv) on cpu, graphics and compute; project on those; view --headless snapshots;
+# scan-sim; demo. The cuda backend joins
 # where `glrecon devices`-style probing finds a CUDA device (GLRECON_CHECKSUM_CUDA=0/1 forces it off/on).
 # Small sizes: the whole set runs in a few minutes on Mesa's llvmpipe.
 set -uo pipefail
@@ -124,7 +125,18 @@ for b in cpu graphics compute $([ "$cuda" = 1 ] && echo cuda); do
   n="sart-roi-$b"
   run "$n" sart "${scan[@]}" -o "$n.mha" "${grid[@]}" --iterations 2 --subsets 4 --positivity --roi fov --backend "$b" -q &&
     sums "$n" "$n.mha"
+  # The TV methods (their vectors on the host, or on the device with cuda): the interpolating pair, whose B adds in a
+  # fixed order (the matched pair's GL transpose adds atomically, in no fixed order); the matched pair on cpu.
+  for m in asd-pocs pdhg-tv; do
+    n="$m-$b"
+    run "$n" "$m" "${scan[@]}" -o "$n.mha" "${grid[@]}" --iterations 3 --projector interpolating --backend "$b" -q && sums "$n" "$n.mha"
+    n="$m-roi-$b"
+    run "$n" "$m" "${scan[@]}" -o "$n.mha" "${grid[@]}" --iterations 2 --projector interpolating --roi fov --backend "$b" -q &&
+      sums "$n" "$n.mha"
+  done
 done
+run pdhg-tv-matched-cpu pdhg-tv "${scan[@]}" -o pdhg-tv-matched-cpu.mha "${grid[@]}" --iterations 3 --backend cpu -q &&
+  sums pdhg-tv-matched-cpu pdhg-tv-matched-cpu.mha
 
 run view view "${scan[@]}" --headless --snapshots snaps --every 16 --backend cpu "${grid[@]}" -o view.mha -q &&
   sums view view.mha snaps/snapshot_00016_axial.png snaps/snapshot_00048_sagittal.png

@@ -132,9 +132,12 @@ void applySubsetRule(float* x, const float* update, const float* weights, const 
                      std::size_t views, const SubsetRule& rule);
 
 /// Whole-volume and whole-scan vectors kept where an operator computes, for the methods that move every view at once
-/// (CGLS): per iteration nothing crosses to the host but a few sums, as ASTRA's CUDA algorithms keep theirs on the
-/// device. Made by ConeBeamOperator::makeVectors; iterative.cpp keeps an implementation over host vectors for the
-/// operators that have none, in the same float operations, so the methods are written once over this.
+/// (CGLS, PDHG-TV) and for ASD-POCS's TV phase: per iteration nothing crosses to the host but a few sums, as ASTRA's
+/// CUDA algorithms keep theirs on the device. Made by ConeBeamOperator::makeVectors; src/recon/iterative/host_vectors.h
+/// keeps an implementation over host vectors for the operators that have none, in the same float operations, so the
+/// methods are written once over this. Every element-wise operation below is written as a sequence of float (or, where
+/// said, double) operations, each rounded once: implementations compute exactly those (no fused multiply-adds), so
+/// that their results are equal bit for bit; only the sums (dot, distanceSquared) may differ in their order.
 class OperatorVectors {
  public:
   using Id = int;
@@ -158,6 +161,41 @@ class OperatorVectors {
   virtual void copy(Id from, Id to) = 0;
   /// sum a[i] b[i] in double (in a fixed order: the same bits every run).
   virtual double dot(Id a, Id b) = 0;
+
+  // ---- the total-variation methods (PDHG-TV, ASD-POCS's TV phase) ----
+  /// A new vector of three volumes, zeros: a vector field over the grid, its x, y and z components one after another.
+  virtual Id field() = 0;
+  /// sum (double(a[i]) - double(b[i]))^2 in double (in a fixed order: the same bits every run).
+  virtual double distanceSquared(Id a, Id b) = 0;
+  /// The largest |x[i]| (exact in any order; NaN ignored).
+  virtual double largestMagnitude(Id x) = 0;
+  /// x[i] = x[i] < 0 ? 0 : x[i].
+  virtual void clampNegative(Id x) = 0;
+  /// out[i] = 2 x[i] - previous[i] (PDHG's extrapolation x + (x - previous), as 2 x - previous).
+  virtual void extrapolate(Id x, Id previous, Id out) = 0;
+  /// field = scale D volume, D the forward differences along x, y and z (x[p + e] - x[p], then times scale; 0 where
+  /// p + e is past the grid's last voxel).
+  virtual void forwardDifferences(Id volume, float scale, Id field) = 0;
+  /// volume[p] += scale g(p), g(p) = D^T field at p summed as 0 + fx(p - e_x) - fx(p) + fy(p - e_y) - fy(p) +
+  /// fz(p - e_z) - fz(p), each term present where its difference is.
+  virtual void addTransposedDifferences(Id field, float scale, Id volume) = 0;
+  /// Per voxel, z = w * s with w = z + d (three sums) and s = |w| > bound ? bound / |w| : 1, |w| = sqrt((wx^2 + wy^2)
+  /// + wz^2): z + d projected onto the ball of radius `bound` (PDHG-TV's dual of the TV term).
+  virtual void clipToBall(Id z, Id d, float bound) = 0;
+  /// Per ray, y = (y + sigma ((2 ax - axPrevious) - b)) / (1 + sigma): PDHG-TV's data dual, the proximal step of
+  /// 1/2 |. - b|^2 at the extrapolated projection.
+  virtual void dataDualStep(Id y, Id ax, Id axPrevious, Id b, Id sigma) = 0;
+  /// out[i] = max(0, x[i] - tau[i] g[i]) as (0 < t ? t : 0): PDHG-TV's primal step onto x >= 0.
+  virtual void projectedStep(Id x, Id tau, Id g, Id out) = 0;
+  /// The gradient of the smoothed isotropic TV, sum_p sqrt(eps^2 + |D x(p)|^2): with d = D x (unscaled) and
+  /// u = d / sqrt(((eps^2 + dx^2) + dy^2) + dz^2) per voxel (into `field`), gradient(p) = -((ux + uy) + uz)(p) +
+  /// ux(p - e_x) + uy(p - e_y) + uz(p - e_z) (added in that order, where present); 0 outside the mask (setMask).
+  virtual void totalVariationGradient(Id x, float eps, Id field, Id gradient) = 0;
+  /// The operator's held volume into the volume vector `to`, and the vector `from` into the held volume (the subset
+  /// methods keep their iterate there): a copy on the device where the vectors are (cuda), readVolume and setVolume
+  /// on the host.
+  virtual void fromOperatorVolume(Id to) = 0;
+  virtual void toOperatorVolume(Id from) = 0;
 };
 
 class ConeBeamOperator {

@@ -33,6 +33,22 @@ TEST_F(CudaIterative, VectorsOnTheDeviceEqualTheHostCalls) {
   vectorsOnDeviceMatchHost("cuda");
 }
 
+// PDHG-TV and ASD-POCS with their vectors on the device (and ASD-POCS's TV phase copying the operator's volume on the
+// device), against cpu's on the host: the GPU-against-cpu bound of iterativeBackendMatchesCpu.
+TEST_F(CudaIterative, TotalVariationMethodsMatchCpu) {
+  for (IterativeMethod m : {IterativeMethod::PdhgTv, IterativeMethod::AsdPocs}) iterativeBackendMatchesCpu("cuda", m);
+}
+
+// Each of OperatorVectors' TV operations in device memory against the host's vectors over the same operator.
+TEST_F(CudaIterative, TotalVariationVectorsEqualTheHostVectors) {
+  totalVariationVectorsMatchHost("cuda");
+}
+
+// Whole runs: the vectors on the device against host vectors over the same cuda operator.
+TEST_F(CudaIterative, TotalVariationMethodsOnDeviceVectorsEqualTheHostVectorsPath) {
+  totalVariationMethodsOnDeviceVectorsMatchHostVectors("cuda");
+}
+
 TEST_F(CudaIterative, IterateOnTheDeviceEqualsTheHostPath) {
   iterateOnDeviceMatchesHostPath("cuda", 0);
 }

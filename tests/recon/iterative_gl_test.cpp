@@ -28,6 +28,12 @@ TEST_F(GraphicsIterative, GraphicsAndComputeMatchCpu) {
     for (IterativeMethod m : {IterativeMethod::Sart, IterativeMethod::Osem, IterativeMethod::Cgls}) iterativeBackendMatchesCpu(backend, m);
 }
 
+// The TV methods on the GL backends' operators with host vectors (they keep none on their device), against cpu.
+TEST_F(GraphicsIterative, TotalVariationMethodsMatchCpu) {
+  for (const char* backend : {"graphics", "compute"})
+    for (IterativeMethod m : {IterativeMethod::PdhgTv, IterativeMethod::AsdPocs}) iterativeBackendMatchesCpu(backend, m);
+}
+
 TEST_F(GraphicsIterative, IterateOnTheDeviceMatchesTheHostPath) {
   for (const char* backend : {"graphics", "compute"}) iterateOnDeviceMatchesHostPath(backend, 64);
 }

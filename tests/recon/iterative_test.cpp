@@ -326,6 +326,136 @@ TEST(Iterative, PdhgTvBeatsFdkAndSartOnFewViews) {
   test::expectError<UsageError>([&] { run(c, o, &x, op.get()); }, {"subsets", "expected 1, found 3"});
 }
 
+// The host's vectors (what the TV methods run on where the operator keeps none, and what cuda's are compared with bit
+// for bit) against the mathematics they stand for, on a grid of unequal sides (an axis or stride mixed up shows):
+// forwardDifferences and addTransposedDifferences are D and D^T (<D x, z> = <x, D^T z>), scaling by 1/2 is exact,
+// the TV gradient is the derivative of the smoothed TV, clipToBall lands on the ball or leaves z + d alone, and the
+// operator's volume moves to a vector and back unchanged.
+TEST(Iterative, HostVectorsComputeWhatTheTotalVariationMethodsNeed) {
+  const Geometry g = test::circularScan(4, 8);
+  const VolumeGrid grid = VolumeGrid::centred({7, 6, 5}, glm::dvec3(10.0));
+  auto cpu = makeOperator(Backend::Cpu, g, grid);
+  const std::size_t n = grid.voxelCount();
+  const std::vector<float> zeros(n, 0.0f);
+  std::vector<std::size_t> all(g.size());
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  std::unique_ptr<OperatorVectors> v = detail::makeHostVectors(*cpu, zeros, all);
+  std::mt19937 random(7);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> x(n), z(3 * n);
+  for (float& e : x) e = uniform(random);
+  for (float& e : z) e = uniform(random);
+  const auto vx = v->volume(), vt = v->volume(), vg = v->volume(), vz = v->field(), vd = v->field(), vh = v->field();
+  v->upload(vx, x.data());
+  v->upload(vz, z.data());
+  const auto fetch = [&](OperatorVectors::Id id, std::size_t count) {
+    std::vector<float> out(count);
+    v->download(id, out.data());
+    return out;
+  };
+
+  // D and D^T. In the reals <D x, z> = <x, D^T z>. Each float difference is rounded once (relative u = 2^-24), so the
+  // left side is off by at most u sum |d_i z_i|; each D^T z(p) adds at most 6 terms of |z| <= 1 in 5 roundings, off by
+  // at most 5 u 6 (Higham's gamma_5), times |x_p| on the right side; the double sums add ~1e-16 relative (the 1.01).
+  v->forwardDifferences(vx, 1.0f, vd);
+  v->forwardDifferences(vx, 0.5f, vh);
+  v->addTransposedDifferences(vz, 1.0f, vt);
+  const std::vector<float> d = fetch(vd, 3 * n), half = fetch(vh, 3 * n);
+  for (std::size_t i = 0; i < 3 * n; ++i) ASSERT_EQ(half[i], 0.5f * d[i]) << i;  // a difference rounded, then halved exactly
+  const int nx = grid.size[0], ny = grid.size[1], nz = grid.size[2];
+  const std::size_t plane = static_cast<std::size_t>(nx) * ny;
+  for (int k = 0; k < nz; ++k)
+    for (int j = 0; j < ny; ++j) {
+      const std::size_t p = static_cast<std::size_t>(k) * plane + static_cast<std::size_t>(j) * nx;
+      EXPECT_EQ(d[p + nx - 1], 0.0f) << "past the last x";
+      EXPECT_EQ(d[p + 1], x[p + 2] - x[p + 1]) << "x[p + 1] - x[p] along x";
+      EXPECT_EQ(d[n + p], j + 1 < ny ? x[p + nx] - x[p] : 0.0f) << "along y";
+      EXPECT_EQ(d[2 * n + p], k + 1 < nz ? x[p + plane] - x[p] : 0.0f) << "along z";
+    }
+  double dz = 0, dzAbs = 0, xAbs = 0;
+  for (std::size_t i = 0; i < 3 * n; ++i) {
+    dz += static_cast<double>(d[i]) * z[i];
+    dzAbs += std::abs(static_cast<double>(d[i]) * z[i]);
+  }
+  for (float e : x) xAbs += std::abs(e);
+  const double xt = v->dot(vx, vt);
+  const double u = test::kFloatRoundoff;
+  EXPECT_NEAR(dz, xt, 1.01 * u * (dzAbs + 30.0 * xAbs));
+  EXPECT_GT(std::abs(dz), 100 * 1.01 * u * (dzAbs + 30.0 * xAbs)) << "a test that can tell";
+
+  // The smoothed TV's gradient against central differences of TV(x) = sum_p sqrt(eps^2 + |D x(p)|^2) in double, x in
+  // [0, 1), eps = 0.05. Truncation: h^2 / 6 |f'''|; x_p enters its own term, sqrt(rho^2 + 3 s^2) along it, and three
+  // neighbours' terms, sqrt(rho^2 + s^2), rho >= eps; |d^3/ds^3 sqrt(rho^2 + s^2)| <= 0.86 / rho^2 (at s = rho / 2),
+  // so |f'''| <= (3^1.5 + 3) 0.86 / eps^2 = 7.05 / eps^2, and the truncation at most 1.175 h^2 / eps^2 (4.7e-4 at
+  // h = 1e-3). Float: each u component off by ~6 u (a difference, the squares' sum, the root, the quotient), six of
+  // them summed in 5 more roundings: 66 u. The double TV's rounding over 2h: ~1e-9.
+  for (float& e : x) e = 0.5f * (e + 1.0f);
+  v->upload(vx, x.data());
+  const float eps = 0.05f;
+  v->totalVariationGradient(vx, eps, vd, vg);
+  const std::vector<float> gradient = fetch(vg, n);
+  const auto tv = [&](const std::vector<double>& w) {
+    double sum = 0;
+    for (int k = 0; k < nz; ++k)
+      for (int j = 0; j < ny; ++j)
+        for (int i = 0; i < nx; ++i) {
+          const std::size_t p = static_cast<std::size_t>(k) * plane + static_cast<std::size_t>(j) * nx + i;
+          const double ex = i + 1 < nx ? w[p + 1] - w[p] : 0.0, ey = j + 1 < ny ? w[p + nx] - w[p] : 0.0,
+                       ez = k + 1 < nz ? w[p + plane] - w[p] : 0.0;
+          sum += std::sqrt(static_cast<double>(eps) * eps + ex * ex + ey * ey + ez * ez);
+        }
+    return sum;
+  };
+  const double h = 1e-3, bound = 1.175 * h * h / (static_cast<double>(eps) * eps) + 66 * u + 1e-8;
+  std::vector<double> w(x.begin(), x.end());
+  double largest = 0;
+  for (std::size_t p = 0; p < n; ++p) {
+    w[p] = x[p] + h;
+    const double up = tv(w);
+    w[p] = x[p] - h;
+    const double down = tv(w);
+    w[p] = x[p];
+    EXPECT_NEAR(gradient[p], (up - down) / (2 * h), bound) << "voxel " << p;
+    largest = std::max(largest, static_cast<double>(std::abs(gradient[p])));
+  }
+  EXPECT_GT(largest, 100 * bound) << "a test that can tell";
+
+  // clipToBall: where |z + d| exceeds the bound, onto the ball (the length, rounded in the shrink and each product, at
+  // most (1 + 4 u) bound); elsewhere z + d itself.
+  const float ball = 0.9f;
+  std::vector<float> shift(3 * n);
+  for (float& e : shift) e = 0.3f * uniform(random);
+  v->upload(vd, shift.data());
+  v->clipToBall(vz, vd, ball);
+  const std::vector<float> clipped = fetch(vz, 3 * n);
+  std::size_t onBall = 0;
+  for (std::size_t p = 0; p < n; ++p) {
+    const float a = z[p] + shift[p], b = z[n + p] + shift[n + p], c = z[2 * n + p] + shift[2 * n + p];
+    const double before = std::sqrt(static_cast<double>(a) * a + static_cast<double>(b) * b + static_cast<double>(c) * c);
+    const double after = std::sqrt(static_cast<double>(clipped[p]) * clipped[p] + static_cast<double>(clipped[n + p]) * clipped[n + p] +
+                                   static_cast<double>(clipped[2 * n + p]) * clipped[2 * n + p]);
+    if (before > ball * (1 + 4 * u)) {
+      EXPECT_NEAR(after, ball, 4 * u * ball) << "voxel " << p;
+      ++onBall;
+    } else if (before < ball * (1 - 4 * u)) {
+      EXPECT_EQ(clipped[p], a) << "voxel " << p;
+      EXPECT_EQ(clipped[n + p], b) << "voxel " << p;
+      EXPECT_EQ(clipped[2 * n + p], c) << "voxel " << p;
+    }
+  }
+  EXPECT_GT(onBall, n / 10);
+  EXPECT_LT(onBall, n - n / 10);
+
+  // The operator's volume to a vector and back.
+  cpu->setVolume(x.data());
+  v->fromOperatorVolume(vt);
+  EXPECT_EQ(fetch(vt, n), x);
+  v->toOperatorVolume(vg);
+  std::vector<float> held(n);
+  cpu->readVolume(held.data());
+  EXPECT_EQ(held, gradient);
+}
+
 // --stop-residual and --stop-change end the run at the first iteration that meets them, and only there.
 TEST(Iterative, StoppingRulesEndTheRunWhereTheyHold) {
   const Case c = makeCase(45);

@@ -679,17 +679,20 @@ void CudaOperator::updateSubset(const float* correction, const std::size_t* view
   timings_.back += since(start);
 }
 
-// OperatorVectors in device memory: CGLS's iterate, directions and residuals stay on the GPU; per call only a dot
-// product's per-block sums come back.
+// OperatorVectors in device memory: CGLS's and PDHG-TV's iterates, directions, residuals and duals, and ASD-POCS's TV
+// phase, stay on the GPU; per call only a sum's per-block partials (or the largest magnitude) come back. The kernels
+// compute the float operations operator.h writes (ray_kernels.cu, vector_kernels.cu), as the host's vectors do.
 class CudaVectors final : public OperatorVectors {
  public:
   explicit CudaVectors(CudaOperator& op) : op_(op), voxels_(op.grid_.voxelCount()),
         values_(op.geometry_.size() * static_cast<std::size_t>(op.geometry_.detector.nu) * op.geometry_.detector.nv),
-        partials_(cuda::kCorrectionBlocks), all_(op.geometry_.size()) {
+        size_(make_int3(op.grid_.size[0], op.grid_.size[1], op.grid_.size[2])),
+        partials_(cuda::kCorrectionBlocks), largest_(1), all_(op.geometry_.size()) {
     for (std::size_t i = 0; i < all_.size(); ++i) all_[i] = i;
   }
   Id volume() override { return make(voxels_); }
   Id projections() override { return make(values_); }
+  Id field() override { return make(3 * voxels_); }
   void upload(Id to, const float* values) override {
     GLRECON_CUDA(cudaSetDevice(op_.device_));
     GLRECON_CUDA(cudaMemcpy(at(to), values, sizes_[to] * sizeof(float), cudaMemcpyHostToDevice));
@@ -726,14 +729,100 @@ class CudaVectors final : public OperatorVectors {
   double dot(Id a, Id b) override {
     GLRECON_CUDA(cudaSetDevice(op_.device_));
     cuda::launchDot(at(a), at(b), sizes_[a], partials_.get());
+    return sumOfPartials();
+  }
+
+  double distanceSquared(Id a, Id b) override {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    same(a, b, "distanceSquared");
+    cuda::launchDistanceSquared(at(a), at(b), sizes_[a], partials_.get());
+    return sumOfPartials();
+  }
+  double largestMagnitude(Id x) override {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    GLRECON_CUDA(cudaMemset(largest_.get(), 0, sizeof(int)));
+    cuda::launchLargestMagnitude(at(x), sizes_[x], largest_.get());
+    int bits = 0;
+    GLRECON_CUDA(cudaMemcpy(&bits, largest_.get(), sizeof(int), cudaMemcpyDeviceToHost));
+    float largest = 0.0f;
+    std::memcpy(&largest, &bits, sizeof largest);
+    return largest;
+  }
+  void clampNegative(Id x) override {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    cuda::launchClampNegative(at(x), sizes_[x]);
+  }
+  void extrapolate(Id x, Id previous, Id out) override {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    same(x, previous, "extrapolate");
+    same(x, out, "extrapolate");
+    cuda::launchExtrapolate(at(x), at(previous), at(out), sizes_[out]);
+  }
+  void forwardDifferences(Id volume, float scale, Id field) override {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    volumeAndField(volume, field, "forwardDifferences");
+    cuda::launchForwardDifferences(at(volume), size_, scale, at(field));
+  }
+  void addTransposedDifferences(Id field, float scale, Id volume) override {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    volumeAndField(volume, field, "addTransposedDifferences");
+    cuda::launchAddTransposedDifferences(at(field), size_, scale, at(volume));
+  }
+  void clipToBall(Id z, Id d, float bound) override {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    if (sizes_.at(z) != 3 * voxels_ || sizes_.at(d) != 3 * voxels_) throw std::logic_error("OperatorVectors::clipToBall: expected two fields");
+    cuda::launchClipToBall(at(z), at(d), voxels_, bound);
+  }
+  void dataDualStep(Id y, Id ax, Id axPrevious, Id b, Id sigma) override {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    for (Id other : {ax, axPrevious, b, sigma}) same(y, other, "dataDualStep");
+    cuda::launchDataDualStep(at(y), at(ax), at(axPrevious), at(b), at(sigma), sizes_[y]);
+  }
+  void projectedStep(Id x, Id tau, Id g, Id out) override {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    for (Id other : {tau, g, out}) same(x, other, "projectedStep");
+    cuda::launchProjectedStep(at(x), at(tau), at(g), at(out), sizes_[out]);
+  }
+  void totalVariationGradient(Id x, float eps, Id field, Id gradient) override {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    volumeAndField(x, field, "totalVariationGradient");
+    same(x, gradient, "totalVariationGradient");
+    cuda::launchTotalVariationGradient(at(x), size_, eps, masked_ ? mask_.get() : nullptr, at(field), at(gradient));
+  }
+  // The operator's volume (the subset methods' iterate): its pending Fdk projections drawn first, as readVolume does.
+  void fromOperatorVolume(Id to) override {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    volumeAndField(to, -1, "fromOperatorVolume");
+    op_.launch();
+    GLRECON_CUDA(cudaDeviceSynchronize());
+    GLRECON_CUDA(cudaMemcpy(at(to), op_.volume_.get(), voxels_ * sizeof(float), cudaMemcpyDeviceToDevice));
+  }
+  void toOperatorVolume(Id from) override {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    volumeAndField(from, -1, "toOperatorVolume");
+    op_.launch();
+    GLRECON_CUDA(cudaDeviceSynchronize());
+    GLRECON_CUDA(cudaMemcpy(op_.volume_.get(), at(from), voxels_ * sizeof(float), cudaMemcpyDeviceToDevice));
+  }
+
+ private:
+  double sumOfPartials() {
     std::vector<double> partials(cuda::kCorrectionBlocks);
     GLRECON_CUDA(cudaMemcpy(partials.data(), partials_.get(), partials.size() * sizeof(double), cudaMemcpyDeviceToHost));
     double sum = 0.0;
     for (double p : partials) sum += p;  // in order: the same bits every run
     return sum;
   }
+  // A kernel reads as many items of each vector as of the first: vectors of other lengths are a caller's mix-up.
+  void same(Id a, Id b, const char* what) const {
+    if (sizes_.at(a) != sizes_.at(b)) throw std::logic_error(std::string("OperatorVectors::") + what + ": vectors of different lengths");
+  }
+  // A volume and (unless `field` is -1) a field of the whole grid.
+  void volumeAndField(Id volume, Id field, const char* what) const {
+    if (sizes_.at(volume) != voxels_ || (field >= 0 && sizes_.at(field) != 3 * voxels_))
+      throw std::logic_error(std::string("OperatorVectors::") + what + ": expected a volume" + (field >= 0 ? " and a field" : ""));
+  }
 
- private:
   Id make(std::size_t n) {
     GLRECON_CUDA(cudaSetDevice(op_.device_));
     buffers_.emplace_back(n);
@@ -747,11 +836,13 @@ class CudaVectors final : public OperatorVectors {
   }
   CudaOperator& op_;
   std::size_t voxels_, values_;
+  int3 size_;
   std::vector<cuda::DeviceBuffer<float>> buffers_;
   std::vector<std::size_t> sizes_;
   cuda::DeviceBuffer<unsigned char> mask_;
   bool masked_ = false;
   cuda::DeviceBuffer<double> partials_;
+  cuda::DeviceBuffer<int> largest_;
   std::vector<std::size_t> all_;
 };
 

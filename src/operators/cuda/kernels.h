@@ -1,7 +1,8 @@
 #pragma once
-// Launchers of the cuda operator's kernels (fdk_kernels.cu: Fdk back; ray_kernels.cu: forward,
-// Adjoint back and the subset update). Two files because each keeps its per-view constants in constant memory, and
-// one module's constant memory (64 KiB) does not hold both. For .cu files.
+// Launchers of the cuda operator's kernels (fdk_kernels.cu: Fdk back; ray_kernels.cu: forward, Adjoint back, the
+// subset update and OperatorVectors' algebra; vector_kernels.cu: OperatorVectors' TV operations). The first two are
+// apart because each keeps its per-view constants in constant memory, and one module's constant memory (64 KiB) does
+// not hold both. For .cu files.
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -63,5 +64,23 @@ void launchAxpy(double a, const float* x, float* y, std::size_t n);
 void launchXpay(const float* x, double b, float* y, std::size_t n);
 void launchMask(float* x, const unsigned char* mask, std::size_t n);
 void launchDot(const float* a, const float* b, std::size_t n, double* partials);
+
+// ---- vector_kernels.cu: OperatorVectors' total-variation operations (include/glrecon/operator.h writes each one's
+// float operations; these compute exactly those, no fused multiply-adds) ----
+/// The sum of (a - b)^2 in double per block of a fixed grid of kCorrectionBlocks blocks into partials (added in order
+/// by the caller).
+void launchDistanceSquared(const float* a, const float* b, std::size_t n, double* partials);
+/// The largest |x| (NaN left out) as float bits into *result (which must start at 0).
+void launchLargestMagnitude(const float* x, std::size_t n, int* result);
+void launchClampNegative(float* x, std::size_t n);
+void launchExtrapolate(const float* x, const float* previous, float* out, std::size_t n);
+/// Stencils over a grid of `size` (x fastest); a field is three volumes, x's, y's and z's components one after another.
+void launchForwardDifferences(const float* x, int3 size, float scale, float* field);
+void launchAddTransposedDifferences(const float* field, int3 size, float scale, float* volume);
+void launchClipToBall(float* z, const float* d, std::size_t voxels, float bound);
+void launchDataDualStep(float* y, const float* ax, const float* axPrevious, const float* data, const float* sigma, std::size_t n);
+void launchProjectedStep(const float* x, const float* tau, const float* g, float* out, std::size_t n);
+/// u = D x / sqrt(eps^2 + |D x|^2) into `field`, then the gradient from it (0 where mask, if given, is 0).
+void launchTotalVariationGradient(const float* x, int3 size, float eps, const unsigned char* mask, float* field, float* gradient);
 
 }  // namespace glrecon::cuda

@@ -4,6 +4,7 @@
 // NVIDIA texture units interpolate with 8-bit fractional weights (1/256 steps), so samples differ from the CPU's float
 // interpolation by up to 1/512 of the neighbouring voxels' difference (see tests/operators/operator_support.h).
 #include "device/cuda/cuda.h"
+#include "operators/cuda/block_sum.cuh"
 #include "operators/cuda/kernels.h"
 #include "operators/ray_march.h"
 
@@ -199,19 +200,6 @@ __global__ void __launch_bounds__(128) backRunsKernel(cudaTextureObject_t projec
     const size_t index = (static_cast<size_t>(k) * size.y + j) * size.x + i;
     volume[index] = accumulate ? volume[index] + sum[r] : sum[r];
   }
-}
-
-// A block's sum of every thread's `sum` into partials[blockIdx.x], by halving in shared memory (blocks of 256 threads):
-// the same additions in the same order every run.
-__device__ void storeBlockSum(double sum, double* partials) {
-  __shared__ double sums[256];
-  sums[threadIdx.x] = sum;
-  __syncthreads();
-  for (int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) sums[threadIdx.x] += sums[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) partials[blockIdx.x] = sums[0];
 }
 
 __global__ void __launch_bounds__(256) correctionKernel(const float* projected, const float* data, const float* lengths,

@@ -1,7 +1,8 @@
-// SART / OS-SART, SIRT, CGLS and OS-EM over ConeBeamOperator. The subset methods (SART, OS-SART, OS-EM, and SIRT as
-// their one-subset case) keep the iterate where the operator computes (its volume): on the device for the GPU backends
-// (cuda, graphics, compute), so a subset moves only its projections and corrections; on the host for cpu. CGLS works
-// on the host with forward() and back() over all views (one round trip per iteration).
+// SART / OS-SART, SIRT, CGLS, OS-EM, ASD-POCS and PDHG-TV over ConeBeamOperator. The subset methods (SART, OS-SART,
+// OS-EM, ASD-POCS, and SIRT as their one-subset case) keep the iterate where the operator computes (its volume): on the
+// device for the GPU backends (cuda, graphics, compute), so a subset moves only its projections and corrections; on the
+// host for cpu. CGLS, PDHG-TV and ASD-POCS's TV phase work on OperatorVectors: on the device where the operator keeps
+// vectors there (cuda), else on the host (host_vectors.h) in the same float operations.
 #include "glrecon/iterative.h"
 
 #include <algorithm>
@@ -17,10 +18,13 @@
 #include "glrecon/limits.h"
 #include "glrecon/parallel.h"
 #include "glrecon/validate.h"
+#include "recon/iterative/host_vectors.h"
 
 namespace glrecon {
 namespace {
 
+using detail::blockedSum;
+using detail::forEachIndex;
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -35,117 +39,9 @@ int bitReverse(int value, int bits) {
   return r;
 }
 
-// The host's vector operations (CGLS, PDHG-TV, ASD-POCS's TV phase) on every core: single-threaded they took half of
-// a CGLS or PDHG-TV iteration at 256^3 on a 16-core host beside the GPU's projections. Sums are taken per block of
-// kVectorBlock items in parallel and the blocks' sums added in order, so a result does not depend on the number of
-// threads (the same bits on every machine).
-constexpr std::size_t kVectorBlock = std::size_t{1} << 16;
-
-template <class Term>
-double blockedSum(std::size_t n, const Term& term) {
-  const std::size_t blocks = (n + kVectorBlock - 1) / kVectorBlock;
-  std::vector<double> partial(blocks, 0.0);
-  parallelFor(blocks, 1, 0, [&](std::size_t b0, std::size_t b1) {
-    for (std::size_t b = b0; b < b1; ++b) {
-      double sum = 0;
-      for (std::size_t i = b * kVectorBlock, end = std::min(n, i + kVectorBlock); i < end; ++i) sum += term(i);
-      partial[b] = sum;
-    }
-  });
-  double sum = 0;
-  for (double p : partial) sum += p;
-  return sum;
-}
-
-template <class Body>
-void forEachIndex(std::size_t n, const Body& body) {
-  parallelFor(n, kVectorBlock, 0, [&](std::size_t i0, std::size_t i1) {
-    for (std::size_t i = i0; i < i1; ++i) body(i);
-  });
-}
-
 double sumSquares(const std::vector<float>& v) {
   return blockedSum(v.size(), [&](std::size_t i) { return static_cast<double>(v[i]) * v[i]; });
 }
-
-// The gradient of the smoothed isotropic total variation TV(x) = sum_p sqrt(eps^2 + |D x(p)|^2), D the forward
-// differences along x, y, z (0 past the last voxel), in voxel units as TIGRE's: with u = D x / sqrt(eps^2 + |D x|^2),
-// dTV/dx(p) = u_x(p - e_x) + u_y(p - e_y) + u_z(p - e_z) - (u_x + u_y + u_z)(p). Voxels outside `mask` get 0.
-void totalVariationGradient(const std::vector<float>& x, const std::array<int, 3>& n, float eps, const std::vector<std::uint8_t>& mask,
-                            std::vector<float>& ux, std::vector<float>& uy, std::vector<float>& uz, std::vector<float>& gradient) {
-  const std::size_t nx = n[0], ny = n[1], nz = n[2], plane = nx * ny;
-  ux.resize(x.size());
-  uy.resize(x.size());
-  uz.resize(x.size());
-  gradient.resize(x.size());
-  parallelFor(nz, 1, 0, [&](std::size_t k0, std::size_t k1) {
-    for (std::size_t k = k0; k < k1; ++k)
-      for (std::size_t j = 0; j < ny; ++j)
-        for (std::size_t i = 0; i < nx; ++i) {
-          const std::size_t p = k * plane + j * nx + i;
-          const float dx = i + 1 < nx ? x[p + 1] - x[p] : 0.0f, dy = j + 1 < ny ? x[p + nx] - x[p] : 0.0f,
-                      dz = k + 1 < nz ? x[p + plane] - x[p] : 0.0f;
-          const float norm = std::sqrt(eps * eps + dx * dx + dy * dy + dz * dz);
-          ux[p] = dx / norm;
-          uy[p] = dy / norm;
-          uz[p] = dz / norm;
-        }
-  });
-  parallelFor(nz, 1, 0, [&](std::size_t k0, std::size_t k1) {
-    for (std::size_t k = k0; k < k1; ++k)
-      for (std::size_t j = 0; j < ny; ++j)
-        for (std::size_t i = 0; i < nx; ++i) {
-          const std::size_t p = k * plane + j * nx + i;
-          float g = -(ux[p] + uy[p] + uz[p]);
-          if (i > 0) g += ux[p - 1];
-          if (j > 0) g += uy[p - nx];
-          if (k > 0) g += uz[p - plane];
-          gradient[p] = (mask.empty() || mask[p]) ? g : 0.0f;
-        }
-  });
-}
-
-
-// PDHG-TV's gradient pair: D x, the forward differences along x, y, z (0 past the last voxel, as the TV above), and
-// its transpose D^T z (z's three components laid one after another): D^T z(p) = sum over axes of z(p - e) - z(p),
-// each term present where its difference is.
-void forwardDifferences(const std::vector<float>& x, const std::array<int, 3>& n, float scale, std::vector<float>& out) {
-  const std::size_t nx = n[0], ny = n[1], nz = n[2], plane = nx * ny, voxels = x.size();
-  out.resize(3 * voxels);
-  parallelFor(nz, 1, 0, [&](std::size_t k0, std::size_t k1) {
-    for (std::size_t k = k0; k < k1; ++k)
-      for (std::size_t j = 0; j < ny; ++j)
-        for (std::size_t i = 0; i < nx; ++i) {
-          const std::size_t p = k * plane + j * nx + i;
-          out[p] = i + 1 < nx ? scale * (x[p + 1] - x[p]) : 0.0f;
-          out[voxels + p] = j + 1 < ny ? scale * (x[p + nx] - x[p]) : 0.0f;
-          out[2 * voxels + p] = k + 1 < nz ? scale * (x[p + plane] - x[p]) : 0.0f;
-        }
-  });
-}
-
-void addTransposedDifferences(const std::vector<float>& z, const std::array<int, 3>& n, float scale, std::vector<float>& out) {
-  const std::size_t nx = n[0], ny = n[1], nz = n[2], plane = nx * ny, voxels = out.size();
-  const float* zx = z.data();
-  const float* zy = zx + voxels;
-  const float* zz = zy + voxels;
-  parallelFor(nz, 1, 0, [&](std::size_t k0, std::size_t k1) {
-    for (std::size_t k = k0; k < k1; ++k)
-      for (std::size_t j = 0; j < ny; ++j)
-        for (std::size_t i = 0; i < nx; ++i) {
-          const std::size_t p = k * plane + j * nx + i;
-          float g = 0.0f;
-          if (i > 0) g += zx[p - 1];
-          if (i + 1 < nx) g -= zx[p];
-          if (j > 0) g += zy[p - nx];
-          if (j + 1 < ny) g -= zy[p];
-          if (k > 0) g += zz[p - plane];
-          if (k + 1 < nz) g -= zz[p];
-          out[p] += scale * g;
-        }
-  });
-}
-
 
 // A copy of `projections` with negative line integrals taken as 0, or an empty image where none is negative. NaN and
 // infinities stay (the data's check refuses them by name).
@@ -159,7 +55,7 @@ Image withoutNegatives(const Image& projections) {
 }
 
 // The methods that update the operator's volume subset by subset (SART, SIRT, OS-EM, ASD-POCS); CGLS and PDHG-TV work
-// on host vectors over every view.
+// on OperatorVectors over every view.
 bool updatesBySubsets(IterativeMethod method) { return method != IterativeMethod::Cgls && method != IterativeMethod::PdhgTv; }
 
 }  // namespace
@@ -246,69 +142,6 @@ std::vector<std::vector<std::size_t>> subsetsInOrder(std::size_t views, int subs
   return out;
 }
 
-// B (Adjoint) of host projections into a host volume: the operator's volume set to `zeros`, back-projected into, read.
-void backProjectInto(ConeBeamOperator& op, const std::vector<float>& zeros, const float* values, const std::vector<std::size_t>& views,
-                     float* out) {
-  op.setVolume(zeros.data());
-  op.back(values, views.data(), views.size(), Weighting::Adjoint);
-  op.readVolume(out);
-}
-
-// OperatorVectors over host vectors, for operators that keep none on their device: the operator's forward and back of
-// host memory, the algebra on every core in the operations CudaVectors' kernels use (sums in fixed blocks).
-class HostVectors final : public OperatorVectors {
- public:
-  /// `all`: every view; `zeros`: a volume of zeros (the reconstructor's), both outliving the vectors.
-  HostVectors(ConeBeamOperator& op, const std::vector<float>& zeros, const std::vector<std::size_t>& all, std::size_t values)
-      : op_(op), voxels_(zeros.size()), values_(values), all_(all), zeros_(zeros) {}
-  Id volume() override { return make(voxels_); }
-  Id projections() override { return make(values_); }
-  void upload(Id to, const float* values) override { std::copy_n(values, at(to).size(), at(to).begin()); }
-  void download(Id from, float* values) override { std::copy(at(from).begin(), at(from).end(), values); }
-  void setMask(const std::uint8_t* mask) override { mask_ = mask; }
-  void forward(Id volume, Id projections) override {
-    op_.setVolume(at(volume).data());
-    op_.forward(all_.data(), all_.size(), at(projections).data());
-  }
-  void back(Id projections, Id volume) override {
-    std::vector<float>& out = at(volume);
-    backProjectInto(op_, zeros_, at(projections).data(), all_, out.data());
-    if (mask_)
-      forEachIndex(out.size(), [&](std::size_t i) {
-        if (!mask_[i]) out[i] = 0.0f;
-      });
-  }
-  void axpy(double a, Id x, Id y) override {
-    const std::vector<float>& from = at(x);
-    std::vector<float>& to = at(y);
-    forEachIndex(to.size(), [&](std::size_t i) { to[i] += static_cast<float>(a * from[i]); });
-  }
-  void xpay(Id x, double b, Id y) override {
-    const std::vector<float>& from = at(x);
-    std::vector<float>& to = at(y);
-    forEachIndex(to.size(), [&](std::size_t i) { to[i] = static_cast<float>(from[i] + b * to[i]); });
-  }
-  void copy(Id from, Id to) override { at(to) = at(from); }
-  double dot(Id a, Id b) override {
-    const std::vector<float>& u = at(a);
-    const std::vector<float>& v = at(b);
-    return blockedSum(u.size(), [&](std::size_t i) { return static_cast<double>(u[i]) * v[i]; });
-  }
-
- private:
-  Id make(std::size_t n) {
-    vectors_.emplace_back(n, 0.0f);
-    return static_cast<Id>(vectors_.size() - 1);
-  }
-  std::vector<float>& at(Id id) { return vectors_.at(static_cast<std::size_t>(id)); }
-  ConeBeamOperator& op_;
-  std::size_t voxels_, values_;
-  const std::vector<std::size_t>& all_;
-  const std::vector<float>& zeros_;
-  const std::uint8_t* mask_ = nullptr;
-  std::vector<std::vector<float>> vectors_;
-};
-
 struct IterativeReconstructor::State {
   ConeBeamOperator& op;
   const Geometry& geometry;
@@ -340,10 +173,10 @@ struct IterativeReconstructor::State {
   IterationRecord last;
   bool finished = false;
   bool hostCurrent = true;  // x holds the iterate (the subset methods once read back; CGLS where it downloaded it)
-  bool iterateInVectors = false;  // CGLS: the iterate is the vector `vx` of `vectors`
+  bool iterateInVectors = false;  // CGLS, PDHG-TV: the iterate is the vector `vx` of `vectors`
   bool correctionsOnDevice = false;  // the operator forms each subset's correction on its device (setSubsetData)
-  // CGLS: its vectors where the operator computes (cuda: on the device) or on the host; the iterate vx, r = b - A x,
-  // s = B r, p, q = A p; gamma = |s|^2.
+  // CGLS, PDHG-TV and ASD-POCS's TV phase: their vectors where the operator computes (cuda: on the device) or on the
+  // host. CGLS: the iterate vx, r = b - A x, s = B r, p, q = A p; gamma = |s|^2.
   std::unique_ptr<OperatorVectors> vectors;
   OperatorVectors::Id vx = 0, vr = 0, vs = 0, vp = 0, vq = 0;
   double gamma = 0;
@@ -352,13 +185,16 @@ struct IterativeReconstructor::State {
   // Iterations in a row whose residual rose (any method's warning).
   int risingIterations = 0;
   bool risingWarned = false;
-  // ASD-POCS: the volume the iteration started from, the TV step length (0 until the first iteration sets it), the
-  // TV gradient and its field.
-  std::vector<float> previous, afterData, tvField[3], tvGradient;
+  // ASD-POCS's TV phase (vectors; the iterate itself stays in the operator's volume between phases): the iterate vx,
+  // the volume the iteration started from, the volume after the data step, the TV gradient and its field (scratch);
+  // the TV step length (0 until the first iteration sets it).
+  OperatorVectors::Id vPrevious = 0, vAfterData = 0, vTvGradient = 0, vTvField = 0;
   double tvStep = 0.0;
-  // PDHG-TV: the iterate before x and both forward projections, the dual variables (data: y; gradient: z, three
-  // components) and the differences it moves by, the per-ray and per-voxel steps, the TV bound lambda; scratch.
-  std::vector<float> xPrevious, axNow, axPrevious, dualData, dualGradient, differences, scratch, rayStep, voxelStep;
+  // PDHG-TV (vectors): the iterate vx and the one before, both forward projections, the dual variables (data: y;
+  // gradient: z, three components) and the differences z moves by, the per-ray and per-voxel steps, the data, scratch;
+  // the TV bound lambda / nu and nu.
+  OperatorVectors::Id vxPrevious = 0, vAxNow = 0, vAxPrevious = 0, vDualData = 0, vDualGradient = 0, vDifferences = 0, vScratch = 0,
+                      vRayStep = 0, vVoxelStep = 0, vData = 0;
   double dualBound = 0.0, nu = 1.0;
   // A subset's data, forward projection and correction.
   std::vector<float> ax, b, correction;
@@ -373,7 +209,12 @@ struct IterativeReconstructor::State {
         options(opts),
         method(opts.method) {}
   bool inside(std::size_t i) const { return options.mask.empty() || options.mask[i]; }
-  void backInto(const float* values, const std::vector<std::size_t>& subset, float* out) { backProjectInto(op, zeros, values, subset, out); }
+  void backInto(const float* values, const std::vector<std::size_t>& subset, float* out) { detail::backProjectInto(op, zeros, values, subset, out); }
+  // The method's vectors where the operator keeps them (for `volumes` volumes and `scans` projection vectors), else on the host.
+  void makeVectors(int volumes, int scans) {
+    vectors = op.makeVectors(volumes, scans);
+    if (!vectors) vectors = detail::makeHostVectors(op, zeros, all);
+  }
   // The subset's data, one projection after another: the projections themselves where the subset is every view in
   // order (SIRT: no 94 MB copy per iteration at 256^2 x 360), else gathered into `b`.
   const float* gather(const std::vector<std::size_t>& subset) {
@@ -390,6 +231,7 @@ struct IterativeReconstructor::State {
   void cglsIteration();
   void subsetUpdate();
   void applyStoppingRules();
+  void startTotalVariation();
   void totalVariationSteps();
   void startPdhg();
   void pdhgIteration();
@@ -483,11 +325,12 @@ std::uint64_t IterativeReconstructor::State::hostBytes(int subsetCount) const {
   // subset's data and CGLS's r and q; B_S 1 per subset where it is cached (up to 512 MiB). Four bytes each.
   const std::uint64_t volume = std::uint64_t{4} * voxels, data = std::uint64_t{4} * views * pixels;
   const std::uint64_t cache = std::min<std::uint64_t>(volume * static_cast<std::uint64_t>(subsetCount), std::uint64_t{512} << 20);
-  // ASD-POCS: the previous iterate, the volume after the data step, the TV field's three components and its gradient.
-  // PDHG-TV: the previous iterate, the voxel steps, the gradient's dual (three volumes) and its differences (three),
-  // A x twice, y, the ray steps.
-  return 6 * volume + 5 * data + (updatesBySubsets(method) ? cache : 0) + (method == IterativeMethod::AsdPocs ? 6 * volume : 0) +
-         (method == IterativeMethod::PdhgTv ? 8 * volume + 4 * data : 0);
+  // Where the operator keeps no vectors on a device, the TV methods' vectors are on the host: ASD-POCS's iterate, the
+  // previous iterate, the volume after the data step, the TV field's three components and its gradient; PDHG-TV's
+  // iterate and the previous one, the voxel steps, scratch, the gradient's dual (three volumes) and its differences
+  // (three), A x twice, y, the ray steps and the data.
+  return 6 * volume + 5 * data + (updatesBySubsets(method) ? cache : 0) + (method == IterativeMethod::AsdPocs ? 7 * volume : 0) +
+         (method == IterativeMethod::PdhgTv ? 10 * volume + 5 * data : 0);
 }
 
 void IterativeReconstructor::State::setUp() {
@@ -546,20 +389,19 @@ void IterativeReconstructor::State::setUp() {
     rule.lambda = static_cast<float>(lambda);
     // ASD-POCS projects onto x >= 0 after every data step: part of the method.
     rule.positivity = options.positivity || method == IterativeMethod::AsdPocs;
-    if (method == IterativeMethod::AsdPocs) previous = x;
     op.setVolume(x.data());
     op.setUpdateMask(options.mask.empty() ? nullptr : options.mask.data());
     hostCurrent = false;
     // Where the operator keeps the data on its device (cuda), each subset's correction is formed there too: per
     // subset nothing crosses to the host (SIRT at 256^3 shipped all 360 projections each way every iteration).
     correctionsOnDevice = op.setSubsetData(projections.data.data(), rayLength.data(), rayFloor, method == IterativeMethod::Osem);
+    if (method == IterativeMethod::AsdPocs) startTotalVariation();
   }
   iterationStart = Clock::now();
 }
 
 void IterativeReconstructor::State::startCgls() {
-  vectors = op.makeVectors(3, 2);
-  if (!vectors) vectors = std::make_unique<HostVectors>(op, zeros, all, views * pixels);
+  makeVectors(3, 2);
   OperatorVectors& v = *vectors;
   vx = v.volume();
   vs = v.volume();
@@ -669,31 +511,49 @@ void IterativeReconstructor::State::subsetUpdate() {
 // densities doubles lambda, as the data term's pull doubles).
 void IterativeReconstructor::State::startPdhg() {
   const auto setUpStart = Clock::now();
-  const std::vector<float> onesProjections(views * pixels, 1.0f);
-  std::vector<float> columnSums(voxels);
-  backInto(onesProjections.data(), all, columnSums.data());
-  voxelStep.resize(voxels);
-  float largestColumn = 0.0f;
-  for (std::size_t i = 0; i < voxels; ++i) largestColumn = std::max(largestColumn, columnSums[i]);
-  rayStep.resize(views * pixels);
-  for (std::size_t i = 0; i < rayStep.size(); ++i) rayStep[i] = rayLength[i] > rayFloor ? 1.0f / rayLength[i] : 0.0f;
-  const double largestB = *std::max_element(projections.data.begin(), projections.data.end());
-  const double longest = *std::max_element(rayLength.begin(), rayLength.end());
-  const double density = longest > 0.0 ? std::max(largestB, 0.0) / longest : 0.0;
-  const double normASquared = static_cast<double>(largestColumn) * longest;
-  nu = std::sqrt(normASquared / 12.0);
-  if (!(nu > 0.0)) nu = 1.0;  // no ray crosses the volume: nothing to balance
-  for (std::size_t i = 0; i < voxels; ++i)
-    voxelStep[i] = inside(i) ? static_cast<float>(1.0 / (std::max(columnSums[i], 0.0f) + 6.0 * nu)) : 0.0f;
-  // The dual of lambda TV(x) = (lambda / nu) |nu D x|_1: the ball of radius lambda / nu.
-  dualBound = options.tvWeight * density * normASquared / nu;
-  dualData.assign(views * pixels, 0.0f);
-  dualGradient.assign(3 * voxels, 0.0f);
-  xPrevious = x;
-  axNow.resize(views * pixels);
-  op.setVolume(x.data());
-  op.forward(all.data(), views, axNow.data());
-  axPrevious = axNow;
+  std::vector<float> rayStep(views * pixels), voxelStep(voxels);
+  {
+    const std::vector<float> onesProjections(views * pixels, 1.0f);
+    std::vector<float> columnSums(voxels);
+    backInto(onesProjections.data(), all, columnSums.data());
+    float largestColumn = 0.0f;
+    for (std::size_t i = 0; i < voxels; ++i) largestColumn = std::max(largestColumn, columnSums[i]);
+    for (std::size_t i = 0; i < rayStep.size(); ++i) rayStep[i] = rayLength[i] > rayFloor ? 1.0f / rayLength[i] : 0.0f;
+    const double largestB = *std::max_element(projections.data.begin(), projections.data.end());
+    const double longest = *std::max_element(rayLength.begin(), rayLength.end());
+    const double density = longest > 0.0 ? std::max(largestB, 0.0) / longest : 0.0;
+    const double normASquared = static_cast<double>(largestColumn) * longest;
+    nu = std::sqrt(normASquared / 12.0);
+    if (!(nu > 0.0)) nu = 1.0;  // no ray crosses the volume: nothing to balance
+    for (std::size_t i = 0; i < voxels; ++i)
+      voxelStep[i] = inside(i) ? static_cast<float>(1.0 / (std::max(columnSums[i], 0.0f) + 6.0 * nu)) : 0.0f;
+    // The dual of lambda TV(x) = (lambda / nu) |nu D x|_1: the ball of radius lambda / nu.
+    dualBound = options.tvWeight * density * normASquared / nu;
+  }
+  // Ten volumes (x, x_previous, the voxel steps, scratch, z and D xbar of three each), five scans (A x twice, y, the ray
+  // steps, b). No mask on the vectors: the voxel steps are 0 outside the region, so x stays 0 there.
+  makeVectors(10, 5);
+  OperatorVectors& v = *vectors;
+  vx = v.volume();
+  vxPrevious = v.volume();
+  vVoxelStep = v.volume();
+  vScratch = v.volume();
+  vDualGradient = v.field();
+  vDifferences = v.field();
+  vAxNow = v.projections();
+  vAxPrevious = v.projections();
+  vDualData = v.projections();
+  vRayStep = v.projections();
+  vData = v.projections();
+  v.upload(vx, x.data());
+  v.upload(vxPrevious, x.data());
+  v.upload(vVoxelStep, voxelStep.data());
+  v.upload(vRayStep, rayStep.data());
+  v.upload(vData, projections.data.data());
+  v.forward(vx, vAxNow);
+  v.copy(vAxNow, vAxPrevious);
+  iterateInVectors = true;
+  hostCurrent = false;
   report.setupSeconds += since(setUpStart);
 }
 
@@ -702,81 +562,70 @@ void IterativeReconstructor::State::startPdhg() {
 //   y <- (y + sigma (A xbar - b)) / (1 + sigma)     per ray: the data term's proximal step (1/2 |. - b|^2)
 //   z <- clip(z + nu D xbar / (2 nu), lambda / nu)  per voxel onto the ball: the dual of lambda TV
 //   x <- max(0, x - tau (B y + nu D^T z)), 0 outside the region
-// then A x for the next iteration; the residual recorded is |b - A x| of the iterate the iteration started from.
+// then A x for the next iteration; the residual recorded is |b - A x| of the iterate the iteration started from. On the
+// vectors: per iteration one forward and one back projection, and only the residual's sum crosses to the host.
 void IterativeReconstructor::State::pdhgIteration() {
-  const double residual = std::sqrt(blockedSum(axNow.size(), [&](std::size_t i) {
-    const double difference = static_cast<double>(projections.data[i]) - axNow[i];
-    return difference * difference;
-  }));
-  forEachIndex(dualData.size(), [&](std::size_t i) {
-    const float axBar = 2.0f * axNow[i] - axPrevious[i];
-    dualData[i] = (dualData[i] + rayStep[i] * (axBar - projections.data[i])) / (1.0f + rayStep[i]);
-  });
-  scratch.resize(voxels);
-  forEachIndex(voxels, [&](std::size_t i) { scratch[i] = 2.0f * x[i] - xPrevious[i]; });
-  forwardDifferences(scratch, grid.size, 0.5f, differences);
-  const float bound = static_cast<float>(dualBound);
-  float* zx = dualGradient.data();
-  float* zy = zx + voxels;
-  float* zz = zy + voxels;
-  const float* d = differences.data();
-  parallelFor(voxels, 4096, 0, [&](std::size_t i0, std::size_t i1) {
-    for (std::size_t i = i0; i < i1; ++i) {
-      const float a = zx[i] + d[i], b = zy[i] + d[voxels + i], c = zz[i] + d[2 * voxels + i];
-      const float length = std::sqrt(a * a + b * b + c * c);
-      const float shrink = length > bound ? bound / length : 1.0f;
-      zx[i] = a * shrink;
-      zy[i] = b * shrink;
-      zz[i] = c * shrink;
-    }
-  });
-  backInto(dualData.data(), all, scratch.data());
-  addTransposedDifferences(dualGradient, grid.size, static_cast<float>(nu), scratch);
-  xPrevious.swap(x);
-  x.resize(voxels);
-  forEachIndex(voxels, [&](std::size_t i) { x[i] = std::max(0.0f, xPrevious[i] - voxelStep[i] * scratch[i]); });
-  axPrevious.swap(axNow);
-  op.setVolume(x.data());
-  op.forward(all.data(), views, axNow.data());
+  OperatorVectors& v = *vectors;
+  const double residual = std::sqrt(v.distanceSquared(vData, vAxNow));
+  v.dataDualStep(vDualData, vAxNow, vAxPrevious, vData, vRayStep);
+  v.extrapolate(vx, vxPrevious, vScratch);
+  v.forwardDifferences(vScratch, 0.5f, vDifferences);
+  v.clipToBall(vDualGradient, vDifferences, static_cast<float>(dualBound));
+  v.back(vDualData, vScratch);
+  v.addTransposedDifferences(vDualGradient, static_cast<float>(nu), vScratch);
+  std::swap(vx, vxPrevious);
+  v.projectedStep(vxPrevious, vVoxelStep, vScratch, vx);
+  std::swap(vAxNow, vAxPrevious);
+  v.forward(vx, vAxNow);
+  hostCurrent = false;
   last = {iteration, 1, 1, residual, since(iterationStart)};
+}
+
+// ASD-POCS's vectors: the iterate, the previous iterate (the start), the volume after the data step, the TV gradient
+// and its field (four volumes and a field of three; no scans), the mask on the TV gradient.
+void IterativeReconstructor::State::startTotalVariation() {
+  makeVectors(7, 0);
+  OperatorVectors& v = *vectors;
+  vx = v.volume();
+  vPrevious = v.volume();
+  vAfterData = v.volume();
+  vTvGradient = v.volume();
+  vTvField = v.field();
+  v.setMask(options.mask.empty() ? nullptr : options.mask.data());
+  v.upload(vPrevious, x.data());
 }
 
 // ASD-POCS's TV phase after a SART sweep (Sidky & Pan 2008, as TIGRE's ASD_POCS): tvSteps steps of length tvStep
 // along the normalised TV gradient. The first iteration sets tvStep = tvAlpha |dx|, dx the sweep's change; whenever
 // the TV steps move the volume more than tvRatio |dx| they would outweigh the data, and tvStep shrinks by tvReduction.
 // The relaxation shrinks by lambdaReduction per iteration so that the data steps settle too. x >= 0 after both phases.
+// On the vectors, from the operator's volume and back into it (a copy on the device on cuda): only the norms cross.
 void IterativeReconstructor::State::totalVariationSteps() {
-  if (!hostCurrent) {
-    op.readVolume(x.data());
-    hostCurrent = true;
-  }
-  double largest = 0;
-  for (float v : x) largest = std::max(largest, static_cast<double>(std::abs(v)));
-  const double change = std::sqrt(blockedSum(voxels, [&](std::size_t i) {
-    const double d = static_cast<double>(x[i]) - previous[i];
-    return d * d;
-  }));
+  OperatorVectors& v = *vectors;
+  v.fromOperatorVolume(vx);
+  const double largest = v.largestMagnitude(vx);
+  const double change = std::sqrt(v.distanceSquared(vx, vPrevious));
   if (tvStep == 0.0) tvStep = options.tvAlpha * change;
-  afterData = x;
+  v.copy(vx, vAfterData);
   // eps: the smoothing of |D x| at 0, far below any edge worth keeping (1e-6 of the largest density).
   const float eps = static_cast<float>(std::max(largest, 1e-30) * 1e-6);
   for (int step = 0; step < options.tvSteps && tvStep > 0.0; ++step) {
-    totalVariationGradient(x, grid.size, eps, options.mask, tvField[0], tvField[1], tvField[2], tvGradient);
-    const double norm = std::sqrt(sumSquares(tvGradient));
+    v.totalVariationGradient(vx, eps, vTvField, vTvGradient);
+    const double norm = std::sqrt(v.dot(vTvGradient, vTvGradient));
     if (!(norm > 0.0)) break;
+    // x -= scale g in float: axpy's product of the float scale and g in double is exact, so its rounding to float is
+    // the float product's.
     const float scale = static_cast<float>(tvStep / norm);
-    forEachIndex(voxels, [&](std::size_t i) { x[i] -= scale * tvGradient[i]; });
+    v.axpy(-static_cast<double>(scale), vTvGradient, vx);
   }
   // x >= 0 again: TV's steps may take a voxel at 0 below it, and the result is a density.
-  for (float& v : x) v = std::max(v, 0.0f);
-  const double moved = blockedSum(voxels, [&](std::size_t i) {
-    const double d = static_cast<double>(x[i]) - afterData[i];
-    return d * d;
-  });
+  v.clampNegative(vx);
+  const double moved = v.distanceSquared(vx, vAfterData);
   if (std::sqrt(moved) > options.tvRatio * change) tvStep *= options.tvReduction;
   rule.lambda = static_cast<float>(rule.lambda * options.lambdaReduction);
-  op.setVolume(x.data());
-  previous = x;
+  v.toOperatorVolume(vx);
+  v.copy(vx, vPrevious);
+  hostCurrent = false;
 }
 
 // --stop-residual and --stop-change on the iteration just recorded (its residual: of the iterate it started from).
