@@ -65,9 +65,10 @@ class BenchIterativeCommand final : public Command {
     }
     std::printf("Each method's second iteration (the first also computes B_S(1), which the GPU backends then keep per subset; CGLS's "
                 "computes r = b - A x). SART, OS-EM and ASD-POCS: 10 ordered subsets (per subset a forward projection and B(c); on "
-                "the GPU backends the iterate stays on the device, only projections and corrections cross; ASD-POCS adds 20 TV steps "
-                "on the host). SIRT: one subset. CGLS: its vectors on the device where the operator keeps them (cuda), else on the host. PDHG-TV: on "
-                "the host over the operator (a forward and a back projection of every view and its TV dual on the host). On-device A: "
+                "the GPU backends the iterate stays on the device, only projections and corrections cross; ASD-POCS adds 20 TV steps, "
+                "on the device's vectors where the operator keeps them). SIRT: one subset. CGLS and PDHG-TV (a forward and a back "
+                "projection of every view, its TV dual): their vectors on the device where the operator keeps them (cuda), else on the "
+                "host. On-device A: "
                 "the forward projection of every view with the data on the device (cuda), in G rays/s.\n");
   }
 
