@@ -5,9 +5,14 @@
 /// computes every voxel with the whole grid's matrices and global indices (so the result equals the one-block
 /// reconstruction bit for bit), and uploads of each projection only the detector rows its slab can reach.
 /// Tested in tests/recon/slab*_test.cpp.
+#include <algorithm>
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "glrecon/parallel.h"
 
 #include "glrecon/geometry.h"
 #include "glrecon/image.h"
@@ -40,6 +45,19 @@ void checkSlab(const VolumeGrid& grid, int capacity, int firstRow, int rows);
 
 /// The grid of rows [firstRow, firstRow + rows): same x, z, spacing; origin moved along y.
 VolumeGrid slabGrid(const VolumeGrid& grid, int firstRow, int rows);
+
+/// Rows [firstRow, firstRow + rows) of a whole x-fastest volume of `size` (nx x ny x nz) to a block of those rows
+/// (nx x rows x nz, `toBlock`), or from a block back to their place in the whole volume; a z slice per task.
+template <class T>
+void moveSlabRows(const std::array<int, 3>& size, int firstRow, int rows, const T* from, T* to, bool toBlock) {
+  const std::size_t nx = static_cast<std::size_t>(size[0]), ny = static_cast<std::size_t>(size[1]), run = nx * static_cast<std::size_t>(rows);
+  parallelFor(static_cast<std::size_t>(size[2]), 1, 0, [&](std::size_t k0, std::size_t k1) {
+    for (std::size_t k = k0; k < k1; ++k) {
+      const std::size_t whole = (k * ny + static_cast<std::size_t>(firstRow)) * nx, block = k * run;
+      std::copy_n(from + (toBlock ? whole : block), run, to + (toBlock ? block : whole));
+    }
+  });
+}
 
 /// The part of a region on the whole grid that lies in rows [firstRow, firstRow + rows), on the slab's grid.
 RegionOfInterest slabRegion(const RegionOfInterest& region, int firstRow, int rows);

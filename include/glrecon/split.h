@@ -35,6 +35,9 @@ struct SplitOptions {
 /// `--slabs` when parts is below 1 or above the granules the grid has.
 std::vector<int> splitRows(int rows, int parts);
 
+/// The slabs a split makes over `ranks` ranks: split.parts, or one per rank and device.
+int splitParts(const SplitOptions& split, int ranks);
+
 /// The slabs rank `rank` of `ranks` holds, [first, last): consecutive, as even as `parts` allows.
 std::pair<int, int> slabsOfRank(int parts, int ranks, int rank);
 

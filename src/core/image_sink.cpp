@@ -1,8 +1,8 @@
 #include <future>
 #include <mutex>
 
-#include "glrecon/parallel.h"
 #include "glrecon/sink.h"
+#include "glrecon/slab.h"
 
 namespace glrecon {
 
@@ -36,11 +36,8 @@ float* ImageSink::wholeVolume() { return prepared_->get().data.data(); }
 
 void ImageSink::writeRows(int firstRow, int rows, const float* data) {
   Image& image = prepared_->get();
-  const std::size_t nx = image.size[0], ny = image.size[1];
   // Each slab's slices to their places, on several threads.
-  parallelFor(static_cast<std::size_t>(image.size[2]), 1, 0, [&](std::size_t k0, std::size_t k1) {
-    for (std::size_t k = k0; k < k1; ++k) std::copy_n(data + k * nx * rows, nx * rows, image.data.data() + (k * ny + firstRow) * nx);
-  });
+  moveSlabRows(image.size, firstRow, rows, data, image.data.data(), /*toBlock=*/false);
 }
 
 Image ImageSink::take() { return std::move(prepared_->get()); }

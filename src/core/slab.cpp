@@ -51,11 +51,8 @@ RegionOfInterest slabRegion(const RegionOfInterest& region, int firstRow, int ro
   RegionOfInterest slab;
   slab.description = region.description;
   slab.size = {region.size[0], rows, region.size[2]};
-  const std::size_t nx = region.size[0];
-  slab.mask.resize(nx * rows * region.size[2]);
-  for (int k = 0; k < region.size[2]; ++k)
-    std::copy_n(region.mask.begin() + (static_cast<std::size_t>(k) * region.size[1] + firstRow) * nx, nx * rows,
-                slab.mask.begin() + static_cast<std::size_t>(k) * rows * nx);
+  slab.mask.resize(static_cast<std::size_t>(region.size[0]) * rows * region.size[2]);
+  moveSlabRows(region.size, firstRow, rows, region.mask.data(), slab.mask.data(), /*toBlock=*/true);
   slab.updateSpans();
   return slab;
 }

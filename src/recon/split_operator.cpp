@@ -4,7 +4,6 @@
 #include "glrecon/split.h"
 
 #include <algorithm>
-#include <cstring>
 #include <exception>
 #include <map>
 #include <thread>
@@ -28,27 +27,15 @@ std::vector<int> splitRows(int rows, int parts) {
   return first;
 }
 
+int splitParts(const SplitOptions& split, int ranks) {
+  return split.parts > 0 ? split.parts : ranks * std::max<int>(1, static_cast<int>(split.devices.size()));
+}
+
 std::pair<int, int> slabsOfRank(int parts, int ranks, int rank) {
   return {static_cast<int>(static_cast<long long>(rank) * parts / ranks), static_cast<int>(static_cast<long long>(rank + 1) * parts / ranks)};
 }
 
 namespace {
-
-// Rows [first, first + rows) of a whole x-fastest volume to or from a block of those rows.
-void copyRows(const VolumeGrid& grid, int first, int rows, const float* whole, float* block) {
-  const std::size_t nx = static_cast<std::size_t>(grid.size[0]), ny = static_cast<std::size_t>(grid.size[1]);
-  parallelFor(static_cast<std::size_t>(grid.size[2]), 16, 0, [&](std::size_t k0, std::size_t k1) {
-    for (std::size_t k = k0; k < k1; ++k)
-      std::memcpy(block + k * rows * nx, whole + (k * ny + first) * nx, sizeof(float) * nx * rows);
-  });
-}
-void placeRows(const VolumeGrid& grid, int first, int rows, const float* block, float* whole) {
-  const std::size_t nx = static_cast<std::size_t>(grid.size[0]), ny = static_cast<std::size_t>(grid.size[1]);
-  parallelFor(static_cast<std::size_t>(grid.size[2]), 16, 0, [&](std::size_t k0, std::size_t k1) {
-    for (std::size_t k = k0; k < k1; ++k)
-      std::memcpy(whole + (k * ny + first) * nx, block + k * rows * nx, sizeof(float) * nx * rows);
-  });
-}
 
 class SplitOperator final : public ConeBeamOperator {
  public:
@@ -61,7 +48,7 @@ class SplitOperator final : public ConeBeamOperator {
       cluster_ = own_.get();
     }
     const int ranks = cluster_->size(), rank = cluster_->rank();
-    const int parts = split.parts > 0 ? split.parts : ranks * std::max<int>(1, static_cast<int>(split.devices.size()));
+    const int parts = splitParts(split, ranks);
     if (parts < ranks)
       throw UsageError(field("slabs") + ": expected at least one slab per rank (" + std::to_string(ranks) + " ranks), found " +
                        std::to_string(parts));
@@ -128,7 +115,7 @@ class SplitOperator final : public ConeBeamOperator {
       const int p = part(i);
       std::vector<float>& rows = partScratch_[i];
       rows.resize(voxelsOf(p));
-      copyRows(grid_, first_[static_cast<std::size_t>(p)], rowsOf(p), voxels, rows.data());
+      moveSlabRows(grid_.size, first_[static_cast<std::size_t>(p)], rowsOf(p), voxels, rows.data(), /*toBlock=*/true);
       parts_[i]->setVolume(rows.data());
     });
   }
@@ -138,16 +125,16 @@ class SplitOperator final : public ConeBeamOperator {
       std::vector<float>& rows = partScratch_[i];
       rows.resize(voxelsOf(p));
       parts_[i]->readVolume(rows.data());
-      placeRows(grid_, first_[static_cast<std::size_t>(p)], rowsOf(p), rows.data(), destination);
+      moveSlabRows(grid_.size, first_[static_cast<std::size_t>(p)], rowsOf(p), rows.data(), destination, /*toBlock=*/false);
     });
     // Every rank's rows to every rank, one rank's range at a time.
     for (int r = 0; r < cluster_->size() && cluster_->size() > 1; ++r) {
       const int first = first_[static_cast<std::size_t>(rankPart_[static_cast<std::size_t>(r)])];
       const int rows = first_[static_cast<std::size_t>(rankPart_[static_cast<std::size_t>(r) + 1])] - first;
       scratch_.resize(static_cast<std::size_t>(grid_.size[0]) * rows * grid_.size[2]);
-      if (r == cluster_->rank()) copyRows(grid_, first, rows, destination, scratch_.data());
+      if (r == cluster_->rank()) moveSlabRows(grid_.size, first, rows, destination, scratch_.data(), /*toBlock=*/true);
       cluster_->broadcast(r, scratch_.data(), scratch_.size());
-      if (r != cluster_->rank()) placeRows(grid_, first, rows, scratch_.data(), destination);
+      if (r != cluster_->rank()) moveSlabRows(grid_.size, first, rows, scratch_.data(), destination, /*toBlock=*/false);
     }
   }
 
@@ -172,11 +159,9 @@ class SplitOperator final : public ConeBeamOperator {
         parts_[i]->setUpdateMask(nullptr);
         continue;
       }
-      const int p = part(i), rows = rowsOf(p), first = first_[static_cast<std::size_t>(p)];
-      const std::size_t nx = static_cast<std::size_t>(grid_.size[0]), ny = static_cast<std::size_t>(grid_.size[1]);
+      const int p = part(i);
       masks_[i].resize(voxelsOf(p));
-      for (std::size_t k = 0; k < static_cast<std::size_t>(grid_.size[2]); ++k)
-        std::memcpy(masks_[i].data() + k * rows * nx, mask + (k * ny + first) * nx, nx * rows);
+      moveSlabRows(grid_.size, first_[static_cast<std::size_t>(p)], rowsOf(p), mask, masks_[i].data(), /*toBlock=*/true);
       parts_[i]->setUpdateMask(masks_[i].data());
     }
   }
@@ -195,7 +180,7 @@ class SplitOperator final : public ConeBeamOperator {
       if (cachedWeights && !parts_[i]->computesSubsetWeights()) {
         const int p = part(i);
         partScratch_[i].resize(voxelsOf(p));
-        copyRows(grid_, first_[static_cast<std::size_t>(p)], rowsOf(p), cachedWeights, partScratch_[i].data());
+        moveSlabRows(grid_.size, first_[static_cast<std::size_t>(p)], rowsOf(p), cachedWeights, partScratch_[i].data(), /*toBlock=*/true);
         weights = partScratch_[i].data();
       }
       parts_[i]->updateSubset(correction, views, count, whole, weights);
@@ -238,9 +223,13 @@ class SplitOperator final : public ConeBeamOperator {
     for (std::size_t i = 0; i < parts_.size(); ++i) {
       const int p = part(i);
       if (cachedWeights) {
-        std::vector<float> weights(voxelsOf(p));
-        copyRows(grid_, first_[static_cast<std::size_t>(p)], rowsOf(p), cachedWeights, weights.data());
-        if (!weights.empty()) largest = std::max(largest, static_cast<double>(*std::max_element(weights.begin(), weights.end())));
+        // The part's rows of the caller's weights, read where they lie (a run of nx x rows per z slice).
+        const std::size_t nx = static_cast<std::size_t>(grid_.size[0]), ny = static_cast<std::size_t>(grid_.size[1]);
+        const std::size_t run = nx * static_cast<std::size_t>(rowsOf(p));
+        for (std::size_t k = 0; k < static_cast<std::size_t>(grid_.size[2]); ++k) {
+          const float* at = cachedWeights + (k * ny + static_cast<std::size_t>(first_[static_cast<std::size_t>(p)])) * nx;
+          if (run > 0) largest = std::max(largest, static_cast<double>(*std::max_element(at, at + run)));
+        }
       } else {
         largest = std::max(largest, static_cast<double>(parts_[i]->subsetLargestWeight(views, count)));
       }

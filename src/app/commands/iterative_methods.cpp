@@ -2,7 +2,6 @@
 // with the iterative methods over one projector pair, with the residual curve as CSV and PNG.
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
 #include <cstdio>
 
 #include "app/command.h"
@@ -109,11 +108,11 @@ class IterativeMethodCommand final : public Command {
     // Under mpirun one device per rank, the ranks of a host sharing its devices out by their place on it (as fdk's).
     if (ranks) devices = {devices[static_cast<std::size_t>(cluster->localRank()) % devices.size()]};
     // One slab on one device of one process is the whole grid's operator itself (no sums to form across slabs).
+    SplitOptions split;
+    split.parts = slabs;
+    split.devices = devices;
+    split.cluster = ranks ? cluster : nullptr;
     if (ranks || slabs > 1 || devices.size() > 1) {
-      SplitOptions split;
-      split.parts = slabs;
-      split.devices = devices;
-      split.cluster = ranks ? cluster : nullptr;
       op = makeSplitOperator(chosen, geometry, grid, projector.operatorOptions(), split);
     } else {
       op = makeOperator(chosen, geometry, grid, projector.operatorOptions());
@@ -133,14 +132,13 @@ class IterativeMethodCommand final : public Command {
                                               });
     if (speaker) writeOutputs(result, report, backendInfo(op->backend()).name);
     if (!quiet) printSummary(report, op->timings(), norm);
-    if (ranks) reportRanks(*cluster, *op, grid, devices.size(), !quiet);
+    if (ranks) reportRanks(*cluster, *op, grid, splitParts(split, cluster->size()), !quiet);
     // Said even with --quiet: the file holds a result past its best.
     if (speaker && !report.warning.empty()) std::fprintf(stderr, "warning: %s\n", renderFields(report.warning, optionName).c_str());
   }
 
   // Each rank's slabs and the time in its operator, printed by rank 0 (a collective: every rank calls it).
-  void reportRanks(Cluster& cluster, const ConeBeamOperator& op, const VolumeGrid& grid, std::size_t devices, bool print) const {
-    const int parts = slabs > 0 ? slabs : cluster.size() * static_cast<int>(std::max<std::size_t>(1, devices));
+  void reportRanks(Cluster& cluster, const ConeBeamOperator& op, const VolumeGrid& grid, int parts, bool print) const {
     const auto [first, last] = slabsOfRank(parts, cluster.size(), cluster.rank());
     const std::vector<int> rows = splitRows(grid.size[1], parts);
     const OperatorTimings t = op.timings();
