@@ -146,6 +146,11 @@ TEST(CliIterative, BadInputFailsClearlyWithoutOutput) {
       {"sart" + kGrid + "-o out.mha --subsets 13", 2, {"--subsets", "1 to 12", "found 13"}},
       {"osem -g scan/geometry.xml -p scan/projections.mha --size 16,16,15 --spacing 15 -o out.mha --initial scan/phantom.mha", 1, {"--initial", "DimSize", "16,16,15"}},
       {"cgls" + kGrid + "-o out.mha --backend gpu", 2, {"--backend", "'gpu'"}},
+      // Slabs are multiples of 16 y rows: the grid's rows hold at most that many; the GL backends do not split; a command
+      // without slabs takes one device.
+      {"sirt" + kGrid + "-o out.mha --slabs 99", 2, {"--slabs", "expected 1 to", "found 99"}},
+      {"sirt" + kGrid + "-o out.mha --slabs 2 --backend graphics", 2, {"--backend", "run on cpu or cuda", "found graphics"}},
+      {"project -i scan/phantom.mha -g scan/geometry.xml -o out.mha --gpu 0,1", 2, {"--gpu", "one device index", "'0,1'"}},
       {"compare scan/phantom.mha scan/projections.mha", 1, {"scan/projections.mha", "DimSize"}},
       {"compare scan/phantom.mha scan/phantom.mha --roi fov --png out.png", 2, {"--roi", "no scan geometry", "'fov'"}},
   };
