@@ -70,16 +70,19 @@ struct SlabCost {
 
 struct SlabPlan {
   int rowsPerSlab = 0;                       ///< capacity of every device's slab (a multiple of kSlabGranule, or ny)
-  std::vector<std::pair<int, int>> slabs;    ///< (first row, rows), in order; the last may be shorter
+  std::vector<std::pair<int, int>> slabs;    ///< (first row, rows), in order; the last may be shorter (several
+                                             ///< devices: any may be a granule shorter)
   std::uint64_t budgetBytes = 0;             ///< the memory the plan had per device
 };
 
 /// Splits the grid's rows into the fewest slabs, at least `minimumSlabs` (one per device, so all of them work)
 /// where the rows allow, whose cost fits `budgetBytes` (one slab when the whole volume fits and one is asked
 /// for). Throws InputError naming `what` (e.g. "--gpu-memory 64M") when even kSlabGranule rows (or the whole
-/// grid, if smaller) do not fit, with the figure needed and the budget.
+/// grid, if smaller) do not fit, with the figure needed and the budget. With several `devices` (one counter hands the
+/// slabs out to them) the count is a multiple of `devices` where the granules allow, and the slabs' heights differ by
+/// at most a granule, so the devices finish together.
 SlabPlan planSlabs(const VolumeGrid& grid, const SlabCost& cost, std::uint64_t budgetBytes, const std::string& what,
-                   int minimumSlabs = 1);
+                   int minimumSlabs = 1, int devices = 1);
 
 /// "2G", "512M", "1.5G", "800000000" (bytes; K, M, G, T powers of 1024, optional trailing B or iB) to bytes.
 /// Throws UsageError naming `option` for anything else or a value under 4 KiB.

@@ -58,7 +58,7 @@ RegionOfInterest slabRegion(const RegionOfInterest& region, int firstRow, int ro
 }
 
 SlabPlan planSlabs(const VolumeGrid& grid, const SlabCost& cost, std::uint64_t budgetBytes, const std::string& what,
-                   int minimumSlabs) {
+                   int minimumSlabs, int devices) {
   const int ny = grid.size[1];
   SlabPlan plan;
   plan.budgetBytes = budgetBytes;
@@ -77,7 +77,23 @@ SlabPlan planSlabs(const VolumeGrid& grid, const SlabCost& cost, std::uint64_t b
   }
   // Even slabs: the fewest that fit (and at least minimumSlabs), their height rounded up to the granule (the
   // last one shorter); a volume that fits whole in one slab keeps its exact height.
-  const int count = std::max((ny + rows - 1) / rows, minimumSlabs);
+  int count = std::max((ny + rows - 1) / rows, minimumSlabs);
+  const int granules = (ny + kSlabGranule - 1) / kSlabGranule;
+  if (devices > 1 && count > 1) count = std::min((count + devices - 1) / devices * devices, granules);
+  if (devices > 1 && count > 1) {
+    // Several devices take slabs from one counter: a count they share evenly, of heights within a granule of each
+    // other, so that they finish together (5 slabs on 2 devices left one idle for a fifth of the run). No slab is
+    // taller than the budget allows: count >= ny / rows, so granules / count <= rows / kSlabGranule.
+    // The last `taller` slabs get one granule more: the grid's partial last granule then falls on a taller slab.
+    const int base = granules / count, taller = granules % count;
+    plan.rowsPerSlab = std::min(ny, (base + (taller > 0 ? 1 : 0)) * kSlabGranule);
+    for (int i = 0, first = 0; i < count; ++i) {
+      const int height = std::min(ny - first, (base + (i >= count - taller ? 1 : 0)) * kSlabGranule);
+      plan.slabs.push_back({first, height});
+      first += height;
+    }
+    return plan;
+  }
   if (count == 1) {
     plan.rowsPerSlab = ny;
   } else {

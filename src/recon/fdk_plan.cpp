@@ -61,7 +61,8 @@ SlabPlan planSlabsFor(const FdkPlan& plan, DeviceSession& session) {
            formatBytes(budget) + " usable)";
     if (plan.devices.size() == 1 && whole <= budget) return {};
   }
-  return planSlabs(plan.grid, cost, budget, what, static_cast<int>(plan.devices.size()));
+  const int devices = static_cast<int>(plan.devices.size());
+  return planSlabs(plan.grid, cost, budget, what, devices, devices);
 }
 
 // Where the filter runs (glrecon/fdk.h, FilterPlace). The device's twin may still decline when it is made (too little

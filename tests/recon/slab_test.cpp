@@ -91,6 +91,50 @@ TEST(Slab, PlanSplitsIntoGranulesWithinTheBudget) {
     test::expectError<UsageError>([&] { parseByteSize("--gpu-memory", bad); }, {"--gpu-memory", "expected a memory size"});
 }
 
+// Several devices take slabs from one counter: a count they share evenly (where the granules allow) and heights within
+// a granule of each other, or one device idles while another takes the odd slab.
+TEST(Slab, PlanSharesSlabsEvenlyAmongDevices) {
+  for (int ny : {16, 40, 100, 128, 2048}) {
+    const VolumeGrid grid = smallGrid(ny);
+    const SlabCost cost{1000, rowBytes(grid)};
+    const int granules = (ny + kSlabGranule - 1) / kSlabGranule;
+    for (int devices : {2, 3, 4})
+      for (int budgetRows : {16, 48, 400, 4096}) {
+        const SlabPlan plan = planSlabs(grid, cost, cost.fixedBytes + std::uint64_t(budgetRows) * cost.bytesPerRow, "cap", devices, devices);
+        const int count = static_cast<int>(plan.slabs.size());
+        SCOPED_TRACE("ny " + std::to_string(ny) + ", devices " + std::to_string(devices) + ", budget rows " + std::to_string(budgetRows));
+        // The fewest that fit the budget, at least one per device, rounded up to a multiple of the devices, but no more
+        // than the granules (a slab holds at least one).
+        const int fitting = budgetRows >= ny ? ny : budgetRows / kSlabGranule * kSlabGranule;
+        const int fewest = std::max((ny + fitting - 1) / fitting, devices);
+        EXPECT_EQ(count, std::min(granules, (fewest + devices - 1) / devices * devices));
+        int covered = 0, lowest = ny, highest = 0;
+        for (const auto& [first, rows] : plan.slabs) {
+          EXPECT_EQ(first, covered);
+          EXPECT_EQ(first % kSlabGranule, 0);
+          EXPECT_GT(rows, 0);
+          EXPECT_LE(rows, plan.rowsPerSlab);
+          EXPECT_LE(rows, budgetRows >= ny ? ny : budgetRows / kSlabGranule * kSlabGranule);  // within the budget
+          covered += rows;
+          lowest = std::min(lowest, rows);
+          highest = std::max(highest, rows);
+        }
+        EXPECT_EQ(covered, ny);
+        // Within a granule, but for a last slab holding the grid's partial granule.
+        EXPECT_LE(highest - lowest, kSlabGranule + (ny % kSlabGranule ? kSlabGranule : 0));
+      }
+  }
+  // One device keeps the plan it had: the fewest slabs of granule-rounded height (32 rows fit a budget of 40), the last
+  // one shorter; two devices get 16, 32, 32 and 20 rows, so that taking them in turn gives each about half (48 and 52).
+  const VolumeGrid grid = smallGrid(100);
+  const SlabCost cost{1000, rowBytes(grid)};
+  const SlabPlan one = planSlabs(grid, cost, 1000 + 40 * rowBytes(grid), "cap");
+  ASSERT_EQ(one.slabs.size(), 4u);
+  EXPECT_EQ(one.slabs.back(), (std::pair<int, int>{96, 4}));
+  const SlabPlan two = planSlabs(grid, cost, 1000 + 40 * rowBytes(grid), "cap", 2, 2);
+  EXPECT_EQ(two.slabs, (std::vector<std::pair<int, int>>{{0, 16}, {16, 32}, {48, 32}, {80, 20}}));
+}
+
 TEST(Slab, CpuSlabsEqualOneBlockBitForBit) { slabsEqualOneBlock("cpu", 0); }
 
 TEST(Slab, CpuClusterBandsEqualOneBlockBitForBit) { bandsEqualOneBlock("cpu", 0); }
