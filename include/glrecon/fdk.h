@@ -116,11 +116,23 @@ FdkPlan planFdk(const Geometry& geometry, const VolumeGrid& grid, const FdkOptio
                 std::shared_ptr<DeviceSession> session = nullptr);
 
 /// What one device did in a slab reconstruction.
+/// One stretch of a device's work in a run, in seconds from the run's start: what bounds several devices shows here.
+struct DeviceSpan {
+  std::string what;  ///< "setup", "filter", "slab K" (its projections handed over), "readback", "write" (beside the next slab)
+  double start = 0.0, end = 0.0;
+  double waited = 0.0;  ///< within a slab: waiting for projections read and filtered
+};
+
 struct DeviceShare {
   int gpu = 0;
   int slabs = 0;
   double seconds = 0.0;  ///< from its first slab's start to its last slab's readback
   std::string description;
+  std::vector<DeviceSpan> timeline;  ///< in order of start
+  /// Its slabs' time handing projections over, waits left out: the backprojection's share of the device.
+  double backprojectSeconds() const;
+  /// Its own thread's time: setup, filter, slabs less their waits, readbacks (writes run beside them).
+  double busySeconds() const;
 };
 
 /// What one rank of a cluster did (gathered on rank 0).
@@ -159,7 +171,8 @@ struct FdkReport {
   int slabs = 1;                 ///< slabs of y rows (1: the whole volume at once)
   int rowsPerSlab = 0;
   std::uint64_t slabBudget = 0;  ///< bytes per device the slabs were planned for
-  std::vector<DeviceShare> devices;
+  std::vector<DeviceShare> devices;  ///< slabs: each device's share and timeline
+  std::vector<DeviceSpan> blockTimeline;  ///< one block: the device's timeline
   double uploadedBytes = 0.0;       ///< projection bytes sent to the devices (slabs: row bands)
   double wholeUploadBytes = 0.0;    ///< what every slab uploading whole projections would have sent
   bool scratchFile = false;         ///< the filtered projections lived in a mapped scratch file

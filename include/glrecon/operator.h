@@ -20,6 +20,7 @@
 /// Fdk back projections are batched into windows of W projections per pass on the GPU backends (Xu & Mueller's
 /// projection buffer): a window is drawn when full, and the last partial one by readVolume() or any other call.
 /// Tested against the CPU operator in tests/operators/, against the analytic phantom in tests/recon/fdk*_test.cpp.
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -233,6 +234,13 @@ class ConeBeamOperator {
   /// backends read back in chunks, overlapped with the host's copies; `destination` may be untouched memory (a
   /// mapped output file): its pages are faulted in on several threads.
   virtual void readVolume(float* destination) = 0;
+  /// The block's voxels straight into their places in a whole volume of `volumeSize` (x fastest, then y, then z): rows
+  /// [volumeFirstRow, volumeFirstRow + rows()) of y (volumeFirstRow is firstRow()). False where the backend reads only
+  /// whole blocks (then readVolume).
+  virtual bool readBlockInto(float* volume, const std::array<int, 3>& volumeSize, int volumeFirstRow) {
+    (void)volume, (void)volumeSize, (void)volumeFirstRow;
+    return false;
+  }
 
   // ---- the operator pair ----
   /// volume += sum_i B_w(views[i]) projections[i]: `projections` holds `count` projections one after another (nv rows

@@ -25,6 +25,9 @@ class VolumeSink {
   /// Rows [firstRow, firstRow + rows) of y: nx x rows x nz floats, x fastest, then y, then z. Each row once, in any
   /// order, from several threads at once for different rows.
   virtual void writeRows(int firstRow, int rows, const float* data) = 0;
+  /// A slab run may read its rows straight into this memory of the whole grid (x fastest, then y, then z) instead of
+  /// handing them to writeRows, where the operator can (ConeBeamOperator::readBlockInto); nullptr: by writeRows only.
+  virtual float* rowsInPlace() { return nullptr; }
 };
 
 /// The volume into memory: an Image of the grid, whose pages another thread faults in while the run works (at 512^3
@@ -36,6 +39,7 @@ class ImageSink final : public VolumeSink {
   std::string name() const override { return "the volume in memory"; }
   float* wholeVolume() override;
   void writeRows(int firstRow, int rows, const float* data) override;
+  float* rowsInPlace() override { return wholeVolume(); }
   /// The volume (once the run has finished).
   Image take();
 

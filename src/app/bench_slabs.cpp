@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "bench_report.h"
+#include "fdk_report.h"
 #include "device/gl/context.h"
 #include "glrecon/errors.h"
 #include "glrecon/limits.h"
@@ -87,15 +88,21 @@ void printRow(const SlabBenchRequest& q, const std::string& backend, const Timed
               projections / slabSeconds,
               block.times.empty() ? "-" : (std::to_string(static_cast<int>(std::lround(100.0 * (slabSeconds / blockSeconds - 1)))) + "%").c_str(),
               report.wholeUploadBytes > 0 ? 100.0 * report.uploadedBytes / report.wholeUploadBytes : 0.0, bits.c_str());
-  for (const DeviceShare& d : report.devices)
-    std::printf("    device %d: %d %s, %.3f s (%s)\n", d.gpu, d.slabs, d.slabs == 1 ? "slab" : "slabs", d.seconds, d.description.c_str());
+  for (const DeviceShare& d : report.devices) {
+    const double busy = d.busySeconds();
+    std::printf("    device %d: %d %s, %.3f s (%s); busy %.3f s, backprojection %.3f s (%.0f%% of busy)\n", d.gpu, d.slabs,
+                d.slabs == 1 ? "slab" : "slabs", d.seconds, d.description.c_str(), busy, d.backprojectSeconds(),
+                busy > 0 ? 100.0 * d.backprojectSeconds() / busy : 0.0);
+    printDeviceTimeline(stdout, d.timeline);
+  }
 }
 
 // One backend: one block, then slabs, compared.
 void measure(const SlabBenchRequest& q, const std::string& backend, const FdkOptions& options, const Geometry& geometry, const Image& raw) {
   const VolumeGrid grid = q.scan.grid();
   std::string blockNote;
-  const Timed block = timeRuns("one block", q.repeat, geometry, raw, grid, options, nullptr, &blockNote);
+  FdkReport blockReport;
+  const Timed block = timeRuns("one block", q.repeat, geometry, raw, grid, options, &blockReport, &blockNote);
   FdkOptions slabbed = options;
   if (!q.gpuMemory.empty()) slabbed.gpuMemory = parseByteSize("--gpu-memory", q.gpuMemory);
   if (q.gpus.size() > 1) slabbed.gpus = q.gpus;
@@ -110,6 +117,10 @@ void measure(const SlabBenchRequest& q, const std::string& backend, const FdkOpt
     if (bits == "DIFFER") differences = describeDifferences(block.volume, slabs.volume, grid);
   }
   printRow(q, backend, block, slabs, report, bits);
+  if (!block.times.empty()) {
+    std::printf("    one block (last run): %.3f s\n", blockReport.totalSeconds);
+    printDeviceTimeline(stdout, blockReport.blockTimeline);
+  }
   if (!blockNote.empty()) std::printf("    one block: %s\n", blockNote.c_str());
   std::printf("%s", differences.c_str());
   std::printf("    slab plan: %d rows per slab, %s per device; filter %.3f s (busy), readback %.3f s, setup %.3f s\n", report.rowsPerSlab,

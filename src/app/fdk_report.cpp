@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <iterator>
 #include <utility>
 
@@ -104,6 +105,21 @@ std::string sideNote(const FdkReport& report, const VolumeGrid& grid, std::size_
             std::to_string(report.killedAfter) + " of " + std::to_string(projections) +
             " projections, their partial sums scaled to the whole scan (a heuristic: see docs/algorithms.md, Early fragment kill).\n";
   return text;
+}
+
+void printDeviceTimeline(std::FILE* to, const std::vector<DeviceSpan>& timeline) {
+  std::string line = "     ";
+  for (const DeviceSpan& span : timeline) {
+    char text[96];
+    std::snprintf(text, sizeof text, "%s %.2f-%.2f %s%s", line.size() > 5 ? " |" : "", span.start, span.end, span.what.c_str(),
+                  span.waited >= 0.005 ? (" (waited " + std::to_string(span.waited).substr(0, 4) + ")").c_str() : "");
+    if (line.size() + std::strlen(text) > 118) {
+      std::fprintf(to, "%s\n", line.c_str());
+      line = "     ";
+    }
+    line += text;
+  }
+  if (line.size() > 5) std::fprintf(to, "%s\n", line.c_str());
 }
 
 }  // namespace glrecon::app

@@ -2,6 +2,7 @@
 // What fdk, scan-sim, view and demo print about an FDK run (times, rates, the bound, the slab plan), and the side note
 // beside a volume with a region or density kill: the report's wording in one place.
 #include <cstddef>
+#include <cstdio>
 #include <string>
 
 #include "glrecon/fdk.h"
@@ -23,6 +24,10 @@ void printStreamReport(const FdkReport& report, std::size_t projections);
 std::string describePlan(const SlabPlan& plan, std::size_t devices, int ranks = 0);
 /// A cluster's ranks (FdkReport::ranks): slabs, time, bytes read each, and the speed-up their operator time implies.
 void printRanks(const FdkReport& report, double wallSeconds);
+
+/// A device's timeline (FdkReport::devices, blockTimeline), wrapped lines of "start-end what": what bounds a run of
+/// several devices can be read off it (setup, each slab, its readback, its write beside the next slab, idle ends).
+void printDeviceTimeline(std::FILE* to, const std::vector<DeviceSpan>& timeline);
 
 /// A region leaves zeros outside it (said when `regionAsked`), the density kill scales partial sums: the note beside the
 /// volume says so (viewers ignore it). "" when there is nothing to say.

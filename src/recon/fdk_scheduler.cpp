@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <condition_variable>
@@ -103,6 +104,32 @@ void checkVolume(const float* data, const std::array<int, 3>& size, const std::s
   }
 }
 
+// Rows [first, first + rows) of y read back in place into a whole volume of `size`: the region's zeros (`mask` in the
+// slab's layout; empty: the whole slab) and the finite check of checkVolume, a z slice per task.
+void finishRowsInPlace(float* volume, const std::array<int, 3>& size, int first, int rows, const std::vector<std::uint8_t>& mask,
+                       const std::string& output) {
+  const std::size_t nx = static_cast<std::size_t>(size[0]), ny = static_cast<std::size_t>(size[1]), run = nx * static_cast<std::size_t>(rows);
+  std::atomic<std::size_t> firstBad{SIZE_MAX};
+  parallelFor(static_cast<std::size_t>(size[2]), 1, 0, [&](std::size_t k0, std::size_t k1) {
+    for (std::size_t k = k0; k < k1; ++k) {
+      float* slice = volume + (k * ny + static_cast<std::size_t>(first)) * nx;
+      if (!mask.empty()) {
+        const std::uint8_t* inside = mask.data() + k * run;
+        for (std::size_t i = 0; i < run; ++i)
+          if (!inside[i]) slice[i] = 0.0f;
+      }
+      for (std::size_t i = 0; i < run; ++i)
+        if (!(std::abs(slice[i]) <= 3.0e38f)) {  // NaN fails the comparison too
+          lowerAtomically(firstBad, k);
+          break;
+        }
+    }
+  });
+  if (const std::size_t k = firstBad.load(); k != SIZE_MAX)
+    checkVolume(volume + (k * ny + static_cast<std::size_t>(first)) * nx, {size[0], rows, 1}, output,
+                " (rows " + std::to_string(first) + " to " + std::to_string(first + rows - 1) + " of y, z slice " + std::to_string(k) + ")");
+}
+
 }  // namespace
 
 struct FdkReconstructor::Run {
@@ -120,8 +147,10 @@ struct FdkReconstructor::Run {
   const Clock::time_point started = Clock::now();
   const float* direct = nullptr;  // the source's memory, read where it is
   std::unique_ptr<ProjectionStore> store;
-  bool cpuFilter = true;          // the pool filters; else the device twin (as the workers hand projections over, or ahead)
-  bool waitForFiltered = true;    // the workers take projections once filtered (pool, or a slab run's device twin ahead)
+  bool cpuFilter = true;          // the pool filters; else each device's twin, as its worker hands projections over
+  bool waitForFiltered = true;    // the workers take projections once filtered by the pool (else once read)
+  bool filterDecided = false;     // cpuFilter is known (under `mutex`): the other devices' workers wait for it
+  std::size_t slabCapacity = 0;   // voxels of the tallest slab
 
   // What is done, under `mutex`: projections [0, read) are read, filtered[p] once projection p is filtered, [0, filtered
   // prefix) all of them; a one-block ring reuses the slots below `consumed`.
@@ -203,11 +232,13 @@ struct FdkReconstructor::Run::Worker {
   const std::size_t index;
   ConeBeamOperator* op = nullptr;
   std::unique_ptr<ConeBeamOperator> owned;
-  DeviceFdkFilter* twin = nullptr;  // hands projections over through the device filter (one block)
+  DeviceFdkFilter* twin = nullptr;  // hands projections over through its device's filter (cpuFilter false)
   std::unique_ptr<DeviceFdkFilter> ownedTwin;
   DeviceShare share;
+  std::mutex spansMutex;  // the write of a slab records its span from its own thread
+  Clock::time_point blockStart;
+  double blockWaitBefore = 0;
   double setupSeconds = 0, backSeconds = 0, readbackSeconds = 0, waitSeconds = 0, pageInWaitSeconds = 0, uploaded = 0;
-  double deviceFilterSeconds = 0;
   Clock::time_point firstSlabStart;
   // The block being reconstructed: its slab (index into the plan's), the next projection to hand over.
   bool inBlock = false;
@@ -224,6 +255,13 @@ struct FdkReconstructor::Run::Worker {
   int which = 0;
 
   Worker(Run& r, std::size_t i) : run(r), index(i) {}
+
+  // A stretch of this device's work on the run's clock (DeviceShare::timeline).
+  void record(std::string what, Clock::time_point from, Clock::time_point to, double waited = 0) {
+    const auto at = [&](Clock::time_point t) { return std::chrono::duration<double>(t - run.started).count(); };
+    std::lock_guard lock(spansMutex);
+    share.timeline.push_back({std::move(what), at(from), at(to), waited});
+  }
 
   // Takes the next block: the whole volume, or the next slab from the shared counter. False when none is left.
   bool takeBlock() {
@@ -257,6 +295,8 @@ struct FdkReconstructor::Run::Worker {
     }
     inBlock = true;
     next = 0;
+    blockStart = Clock::now();
+    blockWaitBefore = waitSeconds;
     return true;
   }
 
@@ -355,6 +395,7 @@ struct FdkReconstructor::Run::Worker {
     trace("worker: every projection handed over");
     const FdkPlan& plan = run.plan;
     const auto t = Clock::now();
+    record(run.slabs ? "slab " + std::to_string(slab) : "backproject", blockStart, t, waitSeconds - blockWaitBefore);
     const double readbackBefore = op->timings().readback;
     if (!run.slabs) {
       const auto tp = Clock::now();
@@ -381,21 +422,45 @@ struct FdkReconstructor::Run::Worker {
       if (!plan.region.mask.empty()) applyRegion(out, plan.region);
       readbackSeconds += op->timings().readback - readbackBefore;
       backSeconds += since(t);
+      record("readback", t, Clock::now());
       checkVolume(out, plan.grid.size, run.sink.name(), "");
       trace("worker: volume checked");
       if (!rowsBuffer.empty()) run.sink.writeRows(0, plan.grid.size[1], out);
       return;
     }
     if (writing[which].valid()) writing[which].get();  // this buffer's previous slab is out
+    if (float* volume = run.sink.rowsInPlace(); volume && op->readBlockInto(volume, plan.grid.size, firstRow)) {
+      // Straight into the sink's memory (the volume in memory): no slab buffer to fault in, fill and copy again; the
+      // region's zeros and the check follow beside the next slab.
+      readbackSeconds += op->timings().readback - readbackBefore;
+      backSeconds += since(t);
+      record("readback", t, Clock::now());
+      writing[which] = std::async(std::launch::async, [this, volume, first = firstRow, n = rows, mask = std::move(blockRegion.mask)] {
+        const auto tc = Clock::now();
+        finishRowsInPlace(volume, run.plan.grid.size, first, n, mask, run.sink.name());
+        record("check", tc, Clock::now());
+      });
+      which = 1 - which;
+      ++share.slabs;
+      return;
+    }
+    if (!buffers[which]) buffers[which].reset(new float[run.slabCapacity]);  // not zeroed: each readback writes every voxel
     float* buffer = buffers[which].get();
     op->readVolume(buffer);
     readbackSeconds += op->timings().readback - readbackBefore;
     backSeconds += since(t);
+    record("readback", t, Clock::now());
     const std::size_t voxels = static_cast<std::size_t>(plan.grid.size[0]) * rows * plan.grid.size[2];
     if (!blockRegion.mask.empty())
       for (std::size_t i = 0; i < voxels; ++i)
         if (!blockRegion.mask[i]) buffer[i] = 0.0f;
     writing[which] = std::async(std::launch::async, [this, buffer, first = firstRow, n = rows] {
+      const auto tw = Clock::now();
+      struct Recorded {
+        Worker& worker;
+        Clock::time_point from;
+        ~Recorded() { worker.record("write", from, Clock::now()); }
+      } recorded{*this, tw};
       checkVolume(buffer, {run.plan.grid.size[0], n, run.plan.grid.size[2]}, run.sink.name(),
                   " (rows " + std::to_string(first) + " to " + std::to_string(first + n - 1) + " of y)");
       run.sink.writeRows(first, n, buffer);
@@ -646,6 +711,47 @@ void FdkReconstructor::begin(ProjectionSource& source, VolumeSink& sink) {
     run.startReader();
   }
   trace("scheduler: reader started");
+  // Every device's worker. The others make their operators on threads of their own (a GL context is current on one
+  // thread) while the first device's is made here: the devices start together (made one after the other, the second
+  // of two H100s began its slab 0.8 s after the first).
+  for (std::size_t i = 0; i < plan.devices.size(); ++i) run.workers.push_back(std::make_unique<Run::Worker>(run, i));
+  run.slabCapacity = run.slabs ? static_cast<std::size_t>(plan.grid.size[0]) * plan.slabs.rowsPerSlab * plan.grid.size[2] : 0;
+  for (std::size_t i = 1; i < plan.devices.size(); ++i) {
+    Run::Worker* w = run.workers[i].get();
+    run.deviceThreads.emplace_back([w, &run, i] {
+      try {
+        const auto t = Clock::now();
+        w->owned = makeOperator(run.plan.backend, run.plan.geometry, run.plan.grid,
+                                operatorOptionsOf(run.plan, run.plan.devices[i], nullptr, operatorThreads(run.plan)));
+        w->op = w->owned.get();
+        {
+          // Where the filter runs is the first device's to find out (its twin may decline).
+          std::unique_lock lock(run.mutex);
+          if (!run.waitFor(lock, Clock::time_point::max(), [&] { return run.filterDecided; })) return;
+        }
+        if (!run.cpuFilter) {
+          // The plan's budget kept room for the twin's buffers on every device (the smallest free memory, less a margin).
+          const bool force = run.plan.options.filterOn == FilterPlace::Gpu;
+          w->ownedTwin = makeDeviceFdkFilter(*run.plan.filter, run.plan.geometry, *w->op->nextWindow(), force);
+          if (!w->ownedTwin)
+            throw InputError(std::string(backendInfo(run.plan.backend).name) + " device " + std::to_string(run.plan.devices[i]) +
+                             ": the filter's device buffers do not fit beside its slab (device " + std::to_string(run.plan.devices.front()) +
+                             " had room); expected room for both, or " + field("filterOn") + " cpu");
+          w->twin = w->ownedTwin.get();
+        }
+        w->setupSeconds = since(t);
+        w->record("setup", t, Clock::now());
+        while (w->advance(Clock::time_point::max(), 0)) {
+        }
+        w->twin = nullptr;
+        w->ownedTwin.reset();
+        w->op = nullptr;
+        w->owned.reset();  // on this thread: its GL context is current here
+      } catch (...) {
+        run.fail(std::current_exception());
+      }
+    });
+  }
   ConeBeamOperator& firstOp = firstOperator();
   trace("scheduler: operator made");
   // The device twin of the filter, where the plan wants the filter on the device (made once, kept for later runs): it
@@ -659,15 +765,21 @@ void FdkReconstructor::begin(ProjectionSource& source, VolumeSink& sink) {
     trace("scheduler: filter's device twin made");
   }
   if (plan.deviceFilter && !firstFilter_ && plan.options.filterOn == FilterPlace::Gpu) throw filterOnGpuRefused(plan.backend, true);
-  run.cpuFilter = !firstFilter_;
+  {
+    std::lock_guard lock(run.mutex);
+    run.cpuFilter = !firstFilter_;
+    // Filtered on the devices: every worker hands raw projections over through its own device's twin, slab after slab
+    // (each slab filters every projection again: the filter overlaps the backprojection, about 0.1 s a slab at 2048^3
+    // from 720 x 1024^2 on an H100, where filtering every projection into host memory first, on one device, took
+    // 1.7-4.5 s before the first slab, bound by the host's memory; the same kernels: the same bits).
+    run.waitForFiltered = run.cpuFilter;
+    run.filterDecided = true;
+    run.changed.notify_all();
+  }
   if (run.direct) {
-    if (run.cpuFilter || run.slabs) makeStore();
+    if (run.cpuFilter) makeStore();
     run.startReader();
   }
-  // Slab runs filtered on the device: worker 0 filters every projection into the store before its first slab (the
-  // one-block path's kernels: the same bits); the workers then read the store.
-  const bool slabDeviceFilter = run.slabs && !run.cpuFilter;
-  run.waitForFiltered = run.cpuFilter || run.slabs;
   if (usedBefore_ && !run.slabs) firstOp.reset();  // a later run on the same operator starts from zero
   usedBefore_ = true;
   const int threads = resolveThreadCount(plan.options.threads);
@@ -681,60 +793,12 @@ void FdkReconstructor::begin(ProjectionSource& source, VolumeSink& sink) {
 
   // A cluster's slabs are dealt from here on (every rank starts its run: a collective).
   if (run.bands) run.cluster->deal(plan.slabs.slabs.size());
-  auto first = std::make_unique<Run::Worker>(run, 0);
+  Run::Worker* first = run.workers[0].get();
   first->op = first_;
   first->setupSeconds = setupSeconds_;
-  if (!run.slabs) first->twin = firstFilter_.get();
-  run.workers.push_back(std::move(first));
-  const std::size_t slabCapacity = run.slabs ? static_cast<std::size_t>(plan.grid.size[0]) * plan.slabs.rowsPerSlab * plan.grid.size[2] : 0;
-  for (auto& buffer : run.workers[0]->buffers)
-    if (slabCapacity) buffer.reset(new float[slabCapacity]);  // not zeroed: each readback writes every voxel of its slab
+  if (setupSeconds_ > 0) first->record("setup", run.started, run.started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(setupSeconds_)));
+  first->twin = firstFilter_.get();
 
-  // The other devices' workers: each makes its operator on its own thread (a GL context is current on one thread),
-  // then takes slabs as their projections are filtered.
-  for (std::size_t i = 1; i < plan.devices.size(); ++i) {
-    auto worker = std::make_unique<Run::Worker>(run, i);
-    Run::Worker* w = worker.get();
-    run.workers.push_back(std::move(worker));
-    run.deviceThreads.emplace_back([w, &run, slabCapacity, i] {
-      try {
-        const auto t = Clock::now();
-        w->owned = makeOperator(run.plan.backend, run.plan.geometry, run.plan.grid,
-                                operatorOptionsOf(run.plan, run.plan.devices[i], nullptr, operatorThreads(run.plan)));
-        w->op = w->owned.get();
-        w->setupSeconds = since(t);
-        for (auto& buffer : w->buffers) buffer.reset(new float[slabCapacity]);
-        while (w->advance(Clock::time_point::max(), 0)) {
-        }
-        w->op = nullptr;
-        w->owned.reset();  // on this thread: its GL context is current here
-      } catch (...) {
-        run.fail(std::current_exception());
-      }
-    });
-  }
-
-  if (slabDeviceFilter) {
-    // In chunks, as the reader delivers them; the other workers start on each projection once it is filtered.
-    Run::Worker& w = *run.workers[0];
-    const auto tf = Clock::now();
-    const std::size_t chunk = std::max(run.batch, (run.count + 15) / 16);
-    std::vector<std::size_t> views(chunk);
-    for (std::size_t p0 = 0; p0 < run.count; p0 += chunk) {
-      const std::size_t n = std::min(chunk, run.count - p0);
-      {
-        std::unique_lock lock(run.mutex);
-        run.waitFor(lock, Clock::time_point::max(), [&] { return run.read >= p0 + n; });
-        if (run.failure) std::rethrow_exception(run.failure);
-      }
-      std::iota(views.begin(), views.begin() + n, p0);
-      const float* raw = run.direct ? run.direct + p0 * run.pixels : run.store->slot(p0);
-      firstFilter_->filterToHost(raw, views.data(), n, *first_->nextWindow(), run.store->slot(p0));
-      std::lock_guard lock(run.mutex);
-      for (std::size_t p = p0; p < p0 + n; ++p) run.markFiltered(p);
-    }
-    w.deviceFilterSeconds = since(tf);
-  }
 }
 
 bool FdkReconstructor::step(std::chrono::milliseconds budget, std::size_t until) {
@@ -801,8 +865,8 @@ FdkReport FdkReconstructor::finish() {
   report.shortScan = plan.filter->isShortScan();
   report.readSeconds = ended->readSeconds;
   report.peakQueued = ended->peakHeld;
-  report.filteredOnGpu = !plan.slabs.slabs.empty() ? ended->workers[0]->deviceFilterSeconds > 0 : firstFilter_ != nullptr;
-  report.filterSeconds = ended->filterThreads > 0 ? ended->filterBusy / ended->filterThreads : ended->workers[0]->deviceFilterSeconds;
+  report.filteredOnGpu = firstFilter_ != nullptr;
+  report.filterSeconds = ended->filterThreads > 0 ? ended->filterBusy / ended->filterThreads : 0.0;
   for (const auto& w : ended->workers) {
     report.backprojectSeconds = std::max(report.backprojectSeconds, w->backSeconds);
     report.readbackSeconds = std::max(report.readbackSeconds, w->readbackSeconds);
@@ -810,6 +874,11 @@ FdkReport FdkReconstructor::finish() {
     report.filterWaitSeconds = std::max(report.filterWaitSeconds, w->waitSeconds);
     report.pageInWaitSeconds = std::max(report.pageInWaitSeconds, w->pageInWaitSeconds);
     report.uploadedBytes += w->uploaded;
+    {
+      std::lock_guard lock(w->spansMutex);
+      std::sort(w->share.timeline.begin(), w->share.timeline.end(), [](const DeviceSpan& a, const DeviceSpan& b) { return a.start < b.start; });
+    }
+    if (plan.slabs.slabs.empty()) report.blockTimeline = w->share.timeline;
     if (!plan.slabs.slabs.empty()) {
       DeviceShare share = w->share;
       share.gpu = plan.devices[w->index];
@@ -856,6 +925,20 @@ void FdkReconstructor::cancel() {
     for (auto& f : w->writing)
       if (f.valid()) f.wait();
   run_.reset();
+}
+
+double DeviceShare::backprojectSeconds() const {
+  double seconds = 0;
+  for (const DeviceSpan& span : timeline)
+    if (span.what == "backproject" || span.what.rfind("slab ", 0) == 0) seconds += span.end - span.start - span.waited;
+  return seconds;
+}
+
+double DeviceShare::busySeconds() const {
+  double seconds = 0;
+  for (const DeviceSpan& span : timeline)
+    if (span.what != "write") seconds += span.end - span.start - span.waited;
+  return seconds;
 }
 
 FdkReport FdkReconstructor::run(ProjectionSource& source, VolumeSink& sink) {

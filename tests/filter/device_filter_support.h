@@ -120,8 +120,9 @@ inline void expectDeviceFilterMatchesHost(const std::string& backend) {
               largest);
 }
 
-// Slabs filter every projection once for all slabs; on the GPU they use the one-block path's kernels, so a slab
-// reconstruction equals the one-block one bit for bit with the filter on the GPU as well (3 slabs, two workers).
+// Slabs filtered on the GPU: each worker filters every projection again for each slab it takes, through its own
+// device's twin, with the one-block path's kernels, so a slab reconstruction equals the one-block one bit for bit with
+// the filter on the GPU as well (3 slabs, two workers, each with its own twin).
 inline void slabsFilterLikeOneBlock(const std::string& backend) {
   const Geometry g = scan(true, 70, 9, 24);
   const VolumeGrid grid = VolumeGrid::centred({16, 40, 16}, glm::dvec3(6.0));

@@ -65,6 +65,7 @@ class FdkCommand final : public Command {
     c->add_option("--batch", batch, "Projections filtered and backprojected together")->capture_default_str();
     c->add_flag("--overwrite", overwrite, "Replace existing output files");
     c->add_flag("--quiet,-q", quiet, "No progress output");
+    c->add_flag("--timeline", timeline, "After the run, each device's timeline (setup, slabs, readbacks, writes): what bounds several GPUs");
     c->callback([this] { run(); });
   }
 
@@ -78,7 +79,7 @@ class FdkCommand final : public Command {
   RangeOption sliceRange;
   std::vector<std::string> sliceSpecs;
   double densityAfter = 0.25, cutoff = 1.0, hann = 0.0, i0 = 0.0;
-  bool stream = false, noShortScan = false, overwrite = false, quiet = false, retune = false;
+  bool stream = false, noShortScan = false, overwrite = false, quiet = false, retune = false, timeline = false;
   int threads = 0, slabsPerRank = 4;
   std::size_t batch = 32;
 
@@ -321,9 +322,12 @@ class FdkCommand final : public Command {
                     const std::string& noteText) const {
     printReport(report, projections);
     if (stream) printStreamReport(report, projections);
-    for (const DeviceShare& d : report.devices)
+    for (const DeviceShare& d : report.devices) {
       std::fprintf(stderr, "  device %d (%s): %d %s in %.2f s\n", d.gpu, d.description.c_str(), d.slabs, d.slabs == 1 ? "slab" : "slabs",
                    d.seconds);
+      if (timeline) printDeviceTimeline(stderr, d.timeline);
+    }
+    if (timeline && report.devices.empty()) printDeviceTimeline(stderr, report.blockTimeline);
     if (report.slabs > 1 && report.wholeUploadBytes > 0 && report.uploadedBytes > 0)
       std::fprintf(stderr, "  uploaded %s of projection rows (%.0f%% of whole projections for every slab)%s\n",
                    formatBytes(static_cast<std::uint64_t>(report.uploadedBytes)).c_str(), 100.0 * report.uploadedBytes / report.wholeUploadBytes,

@@ -197,6 +197,16 @@ void CpuOperator::readVolume(float* destination) {
   timings_.readback += since(start);
 }
 
+bool CpuOperator::readBlockInto(float* volume, const std::array<int, 3>& volumeSize, int volumeFirstRow) {
+  if (volumeSize[0] != volume_.size[0] || volumeSize[2] != volume_.size[2] || volumeFirstRow != firstRow() ||
+      volumeFirstRow + volume_.size[1] > volumeSize[1])
+    throw std::invalid_argument("readBlockInto: the volume does not hold this block's rows");
+  const auto start = std::chrono::steady_clock::now();
+  moveSlabRows(volumeSize, volumeFirstRow, volume_.size[1], volume_.data.data(), volume, /*toBlock=*/false);
+  timings_.readback += since(start);
+  return true;
+}
+
 void CpuOperator::back(const float* projections, const std::size_t* views, std::size_t count, Weighting weighting) {
   for (std::size_t p = 0; p < count; ++p)
     if (views[p] >= geometry_.size()) throw std::out_of_range("back: view index beyond the geometry");

@@ -95,6 +95,7 @@ class CudaOperator final : public ConeBeamOperator {
   void moveBlock(int firstRow, int rows) override;
   void setVolume(const float* voxels) override;
   void readVolume(float* destination) override;
+  bool readBlockInto(float* volume, const std::array<int, 3>& volumeSize, int volumeFirstRow) override;
   void back(const float* projections, const std::size_t* views, std::size_t count, Weighting weighting) override;
   void forward(const std::size_t* views, std::size_t count, float* projections) override;
   void setUpdateMask(const std::uint8_t* mask) override;
@@ -125,6 +126,9 @@ class CudaOperator final : public ConeBeamOperator {
   void fdkBack(const float* projections, const std::size_t* views, std::size_t count);
   /// The pending window: staged projections uploaded, then backprojected.
   void launch();
+  // The volume through the staging buffers into `destination`: as it is, or (volumeSize) each x row to its row of a
+  // whole volume whose rows volumeFirstRow onwards this block holds.
+  void readChunks(float* destination, const std::array<int, 3>* volumeSize, int volumeFirstRow);
   /// The pending window's pass, once its array holds the projections (uploaded on copyStream_).
   void pass();
   RayBuffers& rays();
@@ -368,7 +372,18 @@ void CudaOperator::back(DeviceProjections&, const std::size_t* views, std::size_
 // Through the two pinned staging buffers (idle once the kernels are done), chunk by chunk: the copy engine fills one
 // while host threads move the other into the destination. A plain cudaMemcpy into pageable memory goes through the
 // driver's small bounce buffer and ran at 1.8 GB/s on the H200.
-void CudaOperator::readVolume(float* destination) {
+void CudaOperator::readVolume(float* destination) { readChunks(destination, nullptr, 0); }
+
+// A slab's rows straight to their places in the whole volume: each x row of the block (nx floats) to its row there.
+bool CudaOperator::readBlockInto(float* volume, const std::array<int, 3>& volumeSize, int volumeFirstRow) {
+  if (volumeSize[0] != grid_.size[0] || volumeSize[2] != grid_.size[2] || volumeFirstRow != firstRow() ||
+      volumeFirstRow + rows() > volumeSize[1])
+    throw std::invalid_argument("readBlockInto: the volume does not hold this block's rows");
+  readChunks(volume, &volumeSize, volumeFirstRow);
+  return true;
+}
+
+void CudaOperator::readChunks(float* destination, const std::array<int, 3>* volumeSize, int volumeFirstRow) {
   GLRECON_CUDA(cudaSetDevice(device_));
   launch();
   GLRECON_CUDA(cudaDeviceSynchronize());
@@ -386,10 +401,25 @@ void CudaOperator::readVolume(float* destination) {
     GLRECON_CUDA(cudaEventSynchronize(windows_[c % 2].copied.get()));
     const std::size_t n = std::min(chunk, total - c * chunk);
     const float* from = windows_[c % 2].staging.get();
-    float* to = destination + c * chunk;
-    // Page-sized pieces: the destination may be untouched memory, and its page faults spread over the threads too.
-    parallelFor(n, std::size_t{1} << 18, options_.threads,
-                [&](std::size_t b, std::size_t e) { std::memcpy(to + b, from + b, (e - b) * sizeof(float)); });
+    if (!volumeSize) {
+      float* to = destination + c * chunk;
+      // Page-sized pieces: the destination may be untouched memory, and its page faults spread over the threads too.
+      parallelFor(n, std::size_t{1} << 18, options_.threads,
+                  [&](std::size_t b, std::size_t e) { std::memcpy(to + b, from + b, (e - b) * sizeof(float)); });
+      continue;
+    }
+    // Block index i = (z * rows + y) * nx + x goes to ((z * ny + firstRow + y) * nx + x) of the volume: row by row.
+    const std::size_t nx = static_cast<std::size_t>(grid_.size[0]), blockRows = static_cast<std::size_t>(rows());
+    const std::size_t ny = static_cast<std::size_t>((*volumeSize)[1]), base = c * chunk;
+    parallelFor(n, std::size_t{1} << 18, options_.threads, [&](std::size_t b, std::size_t e) {
+      for (std::size_t i = base + b; i < base + e;) {
+        const std::size_t row = i / nx, length = std::min(base + e, (row + 1) * nx) - i;
+        const std::size_t z = row / blockRows, y = row % blockRows;
+        std::memcpy(destination + (z * ny + static_cast<std::size_t>(volumeFirstRow) + y) * nx + (i - row * nx), from + (i - base),
+                    length * sizeof(float));
+        i += length;
+      }
+    });
   }
   timings_.readback += since(t);
 }
