@@ -12,8 +12,10 @@
 /// The iterative methods (glrecon/iterative.h) run over it unchanged: their host vectors are the whole grid on every
 /// rank, and every rank computes the same values from the same sums, so rank 0 alone writes the result.
 /// Backends: cpu and cuda (the GL backends' iterative passes hold the whole grid: makeSplitOperator refuses them). The
-/// corrections of the subset methods are formed on the host (the sums cross the devices); a process's parts are called
-/// one after another.
+/// corrections of the subset methods are formed on the host (the sums cross the devices). A process's parts on
+/// different GPUs are called side by side, a thread per GPU, each GPU's parts in turn; cpu parts one after another
+/// (each takes every core). On cuda a process holds at most 8 parts (one constant-memory matrix bank each): more are
+/// refused before any is made (a UsageError naming slabs: --slabs).
 #include <memory>
 #include <utility>
 #include <vector>
@@ -42,7 +44,7 @@ int splitParts(const SplitOptions& split, int ranks);
 std::pair<int, int> slabsOfRank(int parts, int ranks, int rank);
 
 /// The split operator (see the top of this file). Throws UsageError for a backend that cannot hold part of the grid in
-/// its iterative passes, for fewer parts than ranks, and as makeOperator does.
+/// its iterative passes, for fewer parts than ranks, for more than 8 cuda parts in one process, and as makeOperator does.
 std::unique_ptr<ConeBeamOperator> makeSplitOperator(Backend backend, const Geometry& geometry, const VolumeGrid& grid,
                                                     const OperatorOptions& options, const SplitOptions& split);
 

@@ -187,6 +187,11 @@ class SplitOperator final : public ConeBeamOperator {
     });
   }
 
+  // Where every part computes its rows' B_S(1) (cuda), the caller keeps no weights: each part's would go unread.
+  bool computesSubsetWeights() const override {
+    return std::all_of(parts_.begin(), parts_.end(), [](const auto& part) { return part->computesSubsetWeights(); });
+  }
+
   void setRegion(const RegionOfInterest&) override {
     throw UsageError("setRegion: a split operator runs the iterative methods (their region is IterativeOptions::mask)");
   }
@@ -259,6 +264,19 @@ std::unique_ptr<ConeBeamOperator> makeSplitOperator(Backend backend, const Geome
   if (backend != Backend::Cpu && backend != Backend::Cuda)
     throw UsageError(field("backend") + ": the iterative methods over slabs (--slabs, mpirun) run on cpu or cuda (the " +
                      backendInfo(backend).name + " backend's iterative passes hold the whole grid), found " + backendInfo(backend).name);
+  // Each cuda part is an operator holding one of the process's constant-memory matrix banks (fdk_kernels.cu, kBanks):
+  // more parts in one process are refused here, by the option that asks for them, before any CUDA call (the ninth
+  // would otherwise fail as it is made, its error naming no option).
+  if (backend == Backend::Cuda) {
+    constexpr int kCudaPartsPerProcess = 8;
+    const int ranks = split.cluster ? split.cluster->size() : 1, rank = split.cluster ? split.cluster->rank() : 0;
+    const auto [first, last] = slabsOfRank(splitParts(split, ranks), ranks, rank);
+    if (last - first > kCudaPartsPerProcess)
+      throw UsageError(field("slabs") + ": expected at most " + std::to_string(kCudaPartsPerProcess) +
+                       " slabs per process on cuda (each holds one of a process's " + std::to_string(kCudaPartsPerProcess) +
+                       " constant-memory matrix banks), found " + std::to_string(last - first) +
+                       (ranks > 1 ? " on rank " + std::to_string(rank) + " of " + std::to_string(ranks) : std::string()));
+  }
   return std::make_unique<SplitOperator>(backend, geometry, grid, options, split);
 }
 

@@ -62,6 +62,22 @@ TEST(Split, RowsAreGranulesAsEvenAsTheyCanBe) {
   EXPECT_THROW(makeSplitOperator(Backend::Graphics, g, splitGrid(), {}, {}), UsageError);
 }
 
+// A cuda slab holds one of a process's 8 constant-memory matrix banks: a ninth slab in one process is refused by the
+// option that asks for it (--slabs on the command line) before any CUDA call, so without a GPU or a CUDA build too.
+// 160 rows: 10 granules, so that the rows alone would allow 9 slabs.
+TEST(Split, NineCudaSlabsInOneProcessAreRefusedByName) {
+  const Geometry g = tiltedScan();
+  const VolumeGrid grid = VolumeGrid::centred({20, 160, 18}, {9.0, 4.0, 10.0});
+  try {
+    makeSplitOperator(Backend::Cuda, g, grid, {}, SplitOptions{9, {}, nullptr});
+    FAIL() << "9 cuda slabs in one process were not refused";
+  } catch (const UsageError& e) {
+    const std::string message = e.render([](const std::string& name) { return "--" + name; });
+    EXPECT_NE(message.find("--slabs: expected at most 8 slabs per process on cuda"), std::string::npos) << message;
+    EXPECT_NE(message.find("found 9"), std::string::npos) << message;
+  }
+}
+
 // Forward: every slab marches the whole grid's rays with the same samples and takes those reaching its rows; the sum
 // of the slabs' projections differs from the whole grid's only in the rounding of the additions. Per ray, with u =
 // 2^-24: the whole grid's sum of K samples and the slabs' sums with the P - 1 additions between them are within

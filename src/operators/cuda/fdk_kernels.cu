@@ -14,7 +14,8 @@ constexpr int kBlockX = 32, kBlockY = 4;
 
 // One bank of matrices per live operator (constant memory is the device's, shared by every stream): two
 // operators on one device (slab workers, --gpu 0,0) would otherwise overwrite each other's matrices while
-// the other's kernel still reads them. 8 banks x 6 KiB of the 64 KiB.
+// the other's kernel still reads them. 8 banks x 6 KiB of the 64 KiB. The split operator refuses more cuda slabs
+// in one process than this before making any (split_operator.cpp, kCudaPartsPerProcess: change both).
 constexpr int kBanks = 8;
 __constant__ float4 c_rows[kBanks][3 * kMaxWindow];
 
