@@ -213,7 +213,14 @@ struct IterativeReconstructor::State {
   // The method's vectors where the operator keeps them (for `volumes` volumes and `scans` projection vectors), else on the host.
   void makeVectors(int volumes, int scans) {
     vectors = op.makeVectors(volumes, scans);
-    if (!vectors) vectors = detail::makeHostVectors(op, zeros, all);
+    if (vectors) return;
+    // On the host after all where check() counted them on the device (cuda short of memory for them, or slabs, which
+    // keep none): counted now, before they are made.
+    if (op.backend() == Backend::Cuda)
+      checkHostMemory(methodName(method), "the iterate and its work vectors, on the host, for " + std::to_string(voxels) + " voxels and " +
+                                              std::to_string(views) + " projections",
+                      hostBytes(subsets, /*vectorsOnHost=*/true));
+    vectors = detail::makeHostVectors(op, zeros, all);
   }
   // The subset's data, one projection after another: the projections themselves where the subset is every view in
   // order (SIRT: no 94 MB copy per iteration at 256^2 x 360), else gathered into `b`.
@@ -226,7 +233,7 @@ struct IterativeReconstructor::State {
   }
   void check();
   void startCgls();
-  std::uint64_t hostBytes(int subsetCount) const;
+  std::uint64_t hostBytes(int subsetCount, bool vectorsOnHost) const;
   void setUp();
   void cglsIteration();
   void subsetUpdate();
@@ -311,26 +318,29 @@ void IterativeReconstructor::State::check() {
       for (float v : options.initial->data)
         if (v < 0.0f) throwInputError(field("initial"), "voxel values", "finite non-negative values (osem)", std::to_string(v));
   }
+  // Only cuda's operator keeps the TV methods' vectors on its device (ConeBeamOperator::makeVectors): elsewhere they
+  // are counted here, before any work; where cuda cannot keep them, makeVectors counts them before making them.
   checkHostMemory(methodName(method), "the iterate and its work vectors for " + std::to_string(voxels) + " voxels and " +
                                           std::to_string(views) + " projections",
-                  hostBytes(subsets));
+                  hostBytes(subsets, /*vectorsOnHost=*/op.backend() != Backend::Cuda));
 
   this->subsets = subsets;
   this->lambda = lambda;
 }
 
-std::uint64_t IterativeReconstructor::State::hostBytes(int subsetCount) const {
+std::uint64_t IterativeReconstructor::State::hostBytes(int subsetCount, bool vectorsOnHost) const {
   // What setUp and the steps allocate on the host, at most at once: volume-sized x, zeros, ones (setUp only), the
   // correction, CGLS's s and p, the operator's own copy on cpu; projection-sized A 1, the forward projections, the
   // subset's data and CGLS's r and q; B_S 1 per subset where it is cached (up to 512 MiB). Four bytes each.
   const std::uint64_t volume = std::uint64_t{4} * voxels, data = std::uint64_t{4} * views * pixels;
   const std::uint64_t cache = std::min<std::uint64_t>(volume * static_cast<std::uint64_t>(subsetCount), std::uint64_t{512} << 20);
-  // Where the operator keeps no vectors on a device, the TV methods' vectors are on the host: ASD-POCS's iterate, the
-  // previous iterate, the volume after the data step, the TV field's three components and its gradient; PDHG-TV's
-  // iterate and the previous one, the voxel steps, scratch, the gradient's dual (three volumes) and its differences
-  // (three), A x twice, y, the ray steps and the data.
-  return 6 * volume + 5 * data + (updatesBySubsets(method) ? cache : 0) + (method == IterativeMethod::AsdPocs ? 7 * volume : 0) +
-         (method == IterativeMethod::PdhgTv ? 10 * volume + 5 * data : 0);
+  // Where the operator keeps no vectors on a device (vectorsOnHost), the TV methods' vectors are on the host: ASD-POCS's
+  // iterate, the previous iterate, the volume after the data step, the TV field's three components and its gradient;
+  // PDHG-TV's iterate and the previous one, the voxel steps, scratch, the gradient's dual (three volumes) and its
+  // differences (three), A x twice, y, the ray steps and the data.
+  const std::uint64_t tv = (method == IterativeMethod::AsdPocs ? 7 * volume : 0) + (method == IterativeMethod::PdhgTv ? 10 * volume + 5 * data : 0);
+  const bool cached = updatesBySubsets(method) && !op.computesSubsetWeights();  // as setUp's cacheWeights
+  return 6 * volume + 5 * data + (cached ? cache : 0) + (vectorsOnHost ? tv : 0);
 }
 
 void IterativeReconstructor::State::setUp() {
