@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# One device run on a machine of several GPUs (docs/gpu-measurement.md carries the libraries): one GPU against two,
+# in memory (glrecon bench: one block against slabs, with each device's timeline) and file to file (glrecon fdk),
+# for docs/benchmarks.md's table "Several GPUs". Everything it prints is also under $OUT.
+#   scripts/measure-gpus.sh [STEP...]     steps: warm tests bench2048 bench2048cpu slabs2048 bench1024 file1024 file2048
+#                                         shm2048 mpi2048 (default: all but tests); mpi2048 needs Open MPI in .gl/mpi
+# warm: the GPU hosts' memory grows as it is first used (about 3 s for each 8 GiB, KINDS.md), which the first 2048^3 run
+# would pay; it is claimed once first. shm2048: file to file through /dev/shm (memory), so that the pipeline is measured
+# and not the local disk (which writes 32 GiB in 17-34 s there).
+set -uo pipefail
+for f in .gl/*.deb; do dpkg -x $f /; done; mkdir -p /opt/deps; for f in .gl/libs/*.deb; do dpkg -x $f /opt/deps; done
+# Open MPI (the binary links it; its components are found at Debian's paths, so unpacked at /): measure-cluster.sh.
+for f in .gl/mpi/*.deb; do dpkg -x $f /; done; ldconfig
+export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu FONTCONFIG_FILE=/opt/deps/etc/fonts/fonts.conf
+out=${OUT:-/tmp/out}; mkdir -p "$out"
+bin=$PWD/.gl/bin/glrecon
+steps=${*:-warm bench2048 bench2048cpu slabs2048 bench1024 file1024 file2048 shm2048 mpi2048}
+has() { [[ " $steps " == *" $1 "* ]]; }
+nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader | tee "$out/gpus.txt"
+echo "CPU threads: $(nproc)" | tee -a "$out/gpus.txt"
+b="$bin bench --projections 720 --detector 1024 --window 32 -q"
+has warm && python3 -c "import numpy as n; a=n.ones(110*2**28, n.float32); print('warmed', a.nbytes >> 30, 'GiB')"
+# mpirun (the MPI tests and mpi2048): Debian's PMIx crashes in its default process registry on the host's Ubuntu.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PMIX_MCA_preg=native
+if has tests; then
+  # The test binary finds the CLI and its scratch folder at the build machine's paths (gpu-session.sh).
+  mkdir -p /work/main/build/tests/scratch && cp "$bin" /work/main/build/glrecon
+  for t in glrecon-tests-cuda glrecon-tests-gl glrecon-tests; do
+    (cd /tmp && timeout ${TEST_SECONDS:-150} "$OLDPWD/.gl/bin/$t" ${TEST_FILTER:+--gtest_filter=$TEST_FILTER} > "$out/$t.txt" 2>&1; echo "exit $?" >> "$out/$t.txt")
+    grep -E "^\[  FAILED|^\[  PASSED|tests ran|^exit" "$out/$t.txt" | tail -8
+  done
+fi
+# 2048^3 (32 GiB) from 720 x 1024^2: one block on GPU 0 against two GPUs (the volume fits either way: one slab each).
+has bench2048 && $b --size 2048 --backends cuda,compute --gpu 0,1 --repeat 3 2>&1 | tee "$out/bench2048.txt"
+has bench2048cpu && $b --size 2048 --backends cuda --gpu 0,1 --repeat 1 --filter-on cpu 2>&1 | tee "$out/bench2048_cpu.txt"
+# Slabs on one GPU against its one block.
+has slabs2048 && $b --size 2048 --backends cuda --gpu 0 --gpu-memory 8G --repeat 1 2>&1 | tee "$out/slabs2048.txt"
+has bench1024 && $b --size 1024 --backends cuda,compute --gpu 0,1 --repeat 3 2>&1 | tee "$out/bench1024.txt"
+# File to file: the scan written once, the volume written to the local disk, one GPU against two.
+scan=/tmp/scan1k
+if has file1024 || has file2048 || has mpi2048 || has shm2048; then
+  [ -f $scan/projections.mha ] || "$bin" phantom -o $scan --projections 720 --detector 1024 --detector-spacing 0.5 --overwrite -q
+fi
+vol=/tmp/v.mha
+fdkrun() {  # size, spacing, label, options...
+  local size=$1 spacing=$2 label=$3; shift 3
+  rm -f $vol; sync
+  /usr/bin/time -f "$size^3 $label: wall %e s" "$bin" fdk -g $scan/geometry.xml -p $scan/projections.mha -o $vol --size $size \
+    --spacing $spacing --window 32 --timeline "$@" 2>&1 | grep -E "file to file|slabs|device|wall|rror|^   "
+  md5sum $vol | cut -c1-16
+}
+if has file1024; then
+  for r in 1 2; do
+    fdkrun 1024 0.25 "cuda one GPU" --backend cuda --gpu 0
+    fdkrun 1024 0.25 "cuda two GPUs" --backend cuda --gpu 0,1
+  done 2>&1 | tee "$out/file1024.txt"
+fi
+if has file2048; then
+  {
+    fdkrun 2048 0.125 "cuda one GPU" --backend cuda --gpu 0
+    fdkrun 2048 0.125 "cuda one GPU, 8G slabs" --backend cuda --gpu 0 --gpu-memory 8G
+    fdkrun 2048 0.125 "cuda two GPUs" --backend cuda --gpu 0,1
+  } 2>&1 | tee "$out/file2048.txt"
+fi
+if has shm2048; then
+  vol=/dev/shm/v.mha
+  {
+    fdkrun 2048 0.125 "cuda one GPU, to /dev/shm" --backend cuda --gpu 0
+    fdkrun 2048 0.125 "cuda two GPUs, to /dev/shm" --backend cuda --gpu 0,1
+    fdkrun 2048 0.125 "compute one GPU, to /dev/shm" --backend compute --gpu 0
+    fdkrun 2048 0.125 "compute two GPUs, to /dev/shm" --backend compute --gpu 0,1
+  } 2>&1 | tee "$out/shm2048.txt"
+fi
+if has mpi2048; then
+  # One rank per GPU (each takes the device of its place on the host), slabs dealt on demand, into the one file.
+  {
+    rm -f $vol; sync
+    /usr/bin/time -f "2048^3 cuda mpirun -np 2: wall %e s" mpirun -np 2 "$bin" fdk -g $scan/geometry.xml -p $scan/projections.mha -o $vol \
+      --size 2048 --spacing 0.125 --window 32 --backend cuda --filter-on cpu 2>&1 | grep -E "file to file|rank|wall|rror"
+    md5sum $vol | cut -c1-16
+    fdkrun 2048 0.125 "cuda one GPU, --filter-on cpu" --backend cuda --gpu 0 --filter-on cpu
+  } 2>&1 | tee "$out/mpi2048.txt"
+fi
+rm -f /tmp/v.mha /dev/shm/v.mha
