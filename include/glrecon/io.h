@@ -163,8 +163,6 @@ class VolumeFileWriter {
   float* mappedVolume();
   /// preparePages mapped the file (mappedVolume will not be nullptr unless the voxels are misaligned).
   bool mapped() const { return mapping_ != nullptr; }
-  /// Stops the page preparation (when the volume will come in slabs after all) and unmaps the file.
-  void releasePages();
   void commit();
 
  private:
@@ -195,6 +193,7 @@ class VolumeFileSink final : public VolumeSink {
   void beginWholeVolume() override;
   void beginRows() override;
   void writeRows(int firstRow, int rows, const float* data) override;
+  float* rowsInPlace() override;
   /// The file under its name, complete; returns the seconds the final write took.
   double commit();
   /// The whole volume where it is in memory (after a one-block run: the mapping or the memory written at commit());

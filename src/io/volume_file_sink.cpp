@@ -1,6 +1,6 @@
-// The volume into a file (glrecon/io.h): mapped and paged in beside the run, so the one-block readback lands in the
-// page cache directly; or, where the file cannot be mapped, into memory paged in meanwhile, written at commit();
-// a slab run's rows at their offsets as they come.
+// The volume into a file (glrecon/io.h): mapped and paged in beside the run, so the one-block readback (and a slab
+// run's, where the operator reads slabs in place) lands in the page cache directly; or, where the file cannot be
+// mapped, into memory paged in meanwhile, written at commit(); a slab run's rows otherwise at their offsets as they come.
 #include <chrono>
 #include <future>
 #include <mutex>
@@ -54,10 +54,11 @@ float* VolumeFileSink::wholeVolume() {
   return fallback_->get();
 }
 
-void VolumeFileSink::beginRows() {
-  writer_.releasePages();
-  fallback_.reset();
-}
+// A mapped file (at most a sixteenth of the host's memory: preparePages) stays mapped for a slab run too: the slabs
+// can be read back straight into its pages (rowsInPlace), as the one-block readback is.
+void VolumeFileSink::beginRows() { fallback_.reset(); }
+
+float* VolumeFileSink::rowsInPlace() { return writer_.mappedVolume(); }
 
 void VolumeFileSink::writeRows(int firstRow, int rows, const float* data) { writer_.writeRows(firstRow, rows, data); }
 

@@ -145,8 +145,6 @@ void VolumeFileWriter::preparePages(int threads) {
   }
 }
 
-void VolumeFileWriter::releasePages() { mapping_.reset(); }
-
 float* VolumeFileWriter::mappedVolume() {
   if (!mapping_) return nullptr;
   mapping_->join();
@@ -171,6 +169,7 @@ void VolumeFileWriter::writeVolume(const float* data, int threads) {
 
 void VolumeFileWriter::writeRows(int firstRow, int rows, const float* data) {
   if (firstRow < 0 || rows <= 0 || firstRow + rows > size_[1]) throw std::logic_error("VolumeFileWriter: rows outside the volume");
+  if (mapping_) mapping_->join();  // its threads write a zero into each page they fault in: before the rows, not after
   const std::size_t nx = size_[0], run = nx * rows * sizeof(float);
   // A z slice per task on all threads: one thread copying into the page cache took 1-2 s for a 2 GiB slab on an H100
   // host, longer than the slab's backprojection.
