@@ -181,7 +181,9 @@ class VolumeFileWriter {
 /// written at their offsets as they come. Destroyed without commit(), nothing is left.
 class VolumeFileSink final : public VolumeSink {
  public:
-  VolumeFileSink(const std::string& path, const VolumeGrid& grid, bool overwrite, int threads = 0);
+  /// `mapped` false: never mapped (a cluster's rank 0, whose file the other ranks write through descriptors of their
+  /// own: the threads that prepare a mapping's pages write a zero into each, which could land on another rank's rows).
+  VolumeFileSink(const std::string& path, const VolumeGrid& grid, bool overwrite, int threads = 0, bool mapped = true);
   /// Another rank's sink into the file rank 0's sink made (VolumeFileWriter::JoinedFile): rows only; commit() writes them
   /// back and closes, without renaming.
   VolumeFileSink(const std::string& path, const VolumeGrid& grid, const VolumeFileWriter::JoinedFile& joined);

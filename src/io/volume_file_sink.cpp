@@ -21,11 +21,11 @@ struct VolumeFileSink::Fallback {
   }
 };
 
-VolumeFileSink::VolumeFileSink(const std::string& path, const VolumeGrid& grid, bool overwrite, int threads)
+VolumeFileSink::VolumeFileSink(const std::string& path, const VolumeGrid& grid, bool overwrite, int threads, bool mapped)
     : path_(path), grid_(grid), threads_(threads), writer_(path, grid, overwrite) {
   // Mapped pages are bounded by the writeback threshold (preparePages); memory for an unmapped volume is claimed
   // only once the plan has checked it fits (beginWholeVolume).
-  writer_.preparePages();
+  if (mapped) writer_.preparePages();
 }
 
 VolumeFileSink::VolumeFileSink(const std::string& path, const VolumeGrid& grid, const VolumeFileWriter::JoinedFile& joined)

@@ -175,7 +175,8 @@ class FdkCommand final : public Command {
       outputs.track(output);
       if (!rawPath().empty()) outputs.track(rawPath());
     }
-    std::unique_ptr<VolumeFileSink> made = rankZero ? std::make_unique<VolumeFileSink>(output, grid, overwrite, options.threads) : nullptr;
+    std::unique_ptr<VolumeFileSink> made =
+        rankZero ? std::make_unique<VolumeFileSink>(output, grid, overwrite, options.threads, /*mapped=*/cluster == nullptr) : nullptr;
     if (cluster) {
       const std::string shared = cluster->broadcast(made ? made->temporaryData() : std::string());
       if (!made) made = std::make_unique<VolumeFileSink>(output, grid, VolumeFileWriter::JoinedFile{shared});
