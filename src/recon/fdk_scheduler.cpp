@@ -765,20 +765,21 @@ void FdkReconstructor::begin(ProjectionSource& source, VolumeSink& sink) {
     trace("scheduler: filter's device twin made");
   }
   if (plan.deviceFilter && !firstFilter_ && plan.options.filterOn == FilterPlace::Gpu) throw filterOnGpuRefused(plan.backend, true);
-  {
-    std::lock_guard lock(run.mutex);
-    run.cpuFilter = !firstFilter_;
-    // Filtered on the devices: every worker hands raw projections over through its own device's twin, slab after slab
-    // (each slab filters every projection again: the filter overlaps the backprojection, about 0.1 s a slab at 2048^3
-    // from 720 x 1024^2 on an H100, where filtering every projection into host memory first, on one device, took
-    // 1.7-4.5 s before the first slab, bound by the host's memory; the same kernels: the same bits).
-    run.waitForFiltered = run.cpuFilter;
-    run.filterDecided = true;
-    run.changed.notify_all();
-  }
+  run.cpuFilter = !firstFilter_;
+  // Filtered on the devices: every worker hands raw projections over through its own device's twin, slab after slab
+  // (each slab filters every projection again: the filter overlaps the backprojection, about 0.1 s a slab at 2048^3
+  // from 720 x 1024^2 on an H100, where filtering every projection into host memory first, on one device, took
+  // 1.7-4.5 s before the first slab, bound by the host's memory; the same kernels: the same bits).
+  run.waitForFiltered = run.cpuFilter;
   if (run.direct) {
     if (run.cpuFilter) makeStore();
     run.startReader();
+  }
+  {
+    // The other devices' workers go on from here: the store and the reader are in place.
+    std::lock_guard lock(run.mutex);
+    run.filterDecided = true;
+    run.changed.notify_all();
   }
   if (usedBefore_ && !run.slabs) firstOp.reset();  // a later run on the same operator starts from zero
   usedBefore_ = true;
