@@ -665,7 +665,10 @@ class App {
       ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     }
     if (!pendingShot_.empty()) {
-      saveRgb(pendingShot_, width, height, readFramebufferRgb(window_.framebuffer(), width, height), "screenshot");
+      const std::string what = run_ && !run_->done ? "screenshot at " + std::to_string(run_->task->done()) + " of " +
+                                                         std::to_string(run_->task->total()) + " " + units(*run_) + ":"
+                                                   : std::string("screenshot");
+      saveRgb(pendingShot_, width, height, readFramebufferRgb(window_.framebuffer(), width, height), what.c_str());
       pendingShot_.clear();
     }
     window_.present();
@@ -1314,13 +1317,19 @@ class App {
     if (failure_ && rethrows()) std::rethrow_exception(failure_);
     if (!run_) return false;
     if (setup_.closeAfter && !run_->done && run_->task->done() >= setup_.closeAfter) return true;
+    if (setup_.screenshotAt && !midScanShot_ && !run_->done && run_->task->done() >= setup_.screenshotAt) {
+      // Mid-scan (the README's picture): the next frame, the 3D view drawn anew, is saved; the run goes on.
+      midScanShot_ = true;
+      dirty3d_ = true;
+      pendingShot_ = setup_.screenshot;
+    }
     if (!run_->done || scriptDone_) return false;
     if (!scriptOutputs()) return setup_.offscreen;
     scriptDone_ = true;
     finalWindowNow();
     if (!setup_.saveVolume.empty()) saveVolume(setup_.saveVolume);
     if (!setup_.series.empty()) saveSeries(setup_.series, setup_.seriesFrames);
-    if (!setup_.screenshot.empty()) {
+    if (!setup_.screenshot.empty() && !midScanShot_) {
       dirty3d_ = true;
       pendingShot_ = setup_.screenshot;
       frame();
@@ -1363,7 +1372,7 @@ class App {
   OrbitCamera camera_;
   VolumeStyle style_;
   float resolution3d_ = 1.0f, autoScale_ = 1.0f;
-  bool autoResolution_ = true, dirty3d_ = true, volumeChanged_ = false, scriptDone_ = false;
+  bool autoResolution_ = true, dirty3d_ = true, volumeChanged_ = false, scriptDone_ = false, midScanShot_ = false;
   double cost3d_ = 0.0;
   int measuredRounds_ = 0;
   std::vector<double> streamRates_, appRates_, appFrames_;  // --measure's rounds

@@ -67,6 +67,7 @@ struct AppSetup {
   int measure = 0;                ///< rounds of: the same reconstruction without frames, then the app's; a report each
   std::size_t closeAfter = 0;     ///< close after this many projections (iterative: subsets), as a user closing the window would
   std::string screenshot;         ///< once done: the window's frame as PNG, then close
+  std::size_t screenshotAt = 0;   ///< with screenshot: taken mid-scan, once this many projections (iterative: subsets) are in
   std::string saveVolume;         ///< once done: the volume (.mha)
   std::string series;             ///< once done: the 3D view turning, seriesFrames PNGs in this folder
   int seriesFrames = 36;

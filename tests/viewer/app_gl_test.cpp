@@ -106,6 +106,31 @@ TEST_F(App, ClosingMidScanCancelsAndWritesNothing) {
   EXPECT_FALSE(fs::exists(dir / "w.png"));
 }
 
+// A screenshot mid-scan (--screenshot-at, the README's picture): taken at the first frame once 120 of the 360
+// projections are in, said with the count it shows, and the run goes on to the end (the volume is written).
+TEST_F(App, ScreenshotAtTakesItMidScanAndTheRunGoesOn) {
+  const fs::path dir = freshDir("app-midscan");
+  const CliRun r = runCli(dir, "app --offscreen --start --simulate 0 --size 32 --spacing 8 --backend compute --resolution 640x480 "
+                               "--screenshot-at 120 --screenshot mid.png -o v.mha", cacheIn(dir));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const std::size_t at = r.output.find("screenshot at ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const int shown = std::stoi(r.output.substr(at + 14));
+  EXPECT_GE(shown, 120) << r.output;
+  EXPECT_LT(shown, 360) << "taken at the end, not mid-scan: " << r.output;
+  EXPECT_TRUE(contains(r.output, "of 360 projections: mid.png")) << r.output;
+  EXPECT_EQ(readPng(dir / "mid.png").width, 640);
+  EXPECT_TRUE(fs::exists(dir / "v.mha")) << "the run went on to the end";
+  for (const auto& [options, message] :
+       {std::pair{"--screenshot-at 5", "--screenshot-at: expected with --screenshot and --start"},
+        std::pair{"--screenshot-at 5 --screenshot s.png --close-after 9", "--screenshot-at: expected without --close-after"}}) {
+    const CliRun bad = runCli(dir, std::string("app --offscreen --start --simulate 0 --size 32 --spacing 8 ") + options, cacheIn(dir));
+    EXPECT_EQ(bad.exitCode, 2) << options << ": " << bad.output;
+    EXPECT_TRUE(contains(bad.output, message)) << bad.output;
+    EXPECT_FALSE(fs::exists(dir / "s.png"));
+  }
+}
+
 // A scan from files (RTK XML and a MetaImage stack) in a window under Xvfb, on a GL backend; the scan is remembered
 // among the recent ones in the user cache.
 TEST_F(App, WindowOpensAFileScanAndRemembersIt) {

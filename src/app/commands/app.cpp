@@ -51,6 +51,8 @@ class AppCommand final : public Command {
     c->add_flag("--mip", setup.mip, "The 3D view by maximum intensity projection (default: direct volume rendering)");
     range.add(c, "--range", "Grey window LOW:HIGH (default: from the object's histogram, computed on the GPU)");
     c->add_option("--screenshot", setup.screenshot, "Once done: save the window's frame here (.png), then close");
+    c->add_option("--screenshot-at", setup.screenshotAt,
+                  "Take --screenshot mid-scan instead, once this many projections (iterative methods: subsets) are in; the run goes on");
     c->add_option("--output,-o", setup.saveVolume, "Once done: write the volume here (.mha or .mhd), then close");
     c->add_option("--series", setup.series, "Once done: write the 3D view turning once into this folder (view3d_NNNN.png), then close");
     c->add_option("--series-frames", setup.seriesFrames, "Frames of --series")->capture_default_str();
@@ -136,6 +138,11 @@ class AppCommand final : public Command {
     if (setup.measure < 0 || setup.measure > 100) throw UsageError("--measure: expected 0 to 100 rounds, found " + std::to_string(setup.measure));
     if (setup.measure > 0 && !setup.start) throw UsageError("--measure: expected with --start");
     if (setup.measure > 0 && setup.closeAfter) throw UsageError("--measure: expected without --close-after (it measures whole reconstructions)");
+    if (setup.screenshotAt && (setup.screenshot.empty() || !setup.start))
+      throw UsageError("--screenshot-at: expected with --screenshot and --start (it says when the screenshot is taken), found " +
+                       std::string(setup.screenshot.empty() ? "no --screenshot" : "no --start"));
+    if (setup.screenshotAt && setup.closeAfter)
+      throw UsageError("--screenshot-at: expected without --close-after (a window closed mid-scan writes nothing)");
     CommandOutputs outputs(setup.overwrite);
     outputs.add(setup.screenshot, {".png"}, "--screenshot");
     outputs.add(setup.saveVolume, {".mha", ".mhd"}, "--output");
