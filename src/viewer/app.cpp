@@ -737,6 +737,7 @@ class App {
       ImGui::RadioButton("simulated scanner", &source, 0);
       ImGui::SameLine();
       ImGui::RadioButton("files", &source, 1);
+      mark("files");
       scan_.simulate = source == 0;
       if (scan_.simulate) {
         float rate = static_cast<float>(scan_.rate);
@@ -744,7 +745,9 @@ class App {
         scan_.rate = rate;
       } else {
         ImGui::InputText("geometry (RTK XML)", &scan_.geometry);
+        mark("geometry");
         ImGui::InputText("projections", &scan_.projections);
+        mark("projections");
         if (!recent_.empty() && ImGui::BeginCombo("recent", "open a recent scan")) {
           for (const auto& [g, p] : recent_)
             if (ImGui::Selectable((p + "##" + g).c_str())) {

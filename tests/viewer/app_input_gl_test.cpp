@@ -343,6 +343,43 @@ TEST_F(AppInput, MouseAndKeysStartPauseMoveTheCrosshairWidenTheWindowAndSave) {
 // An iterative method set up and run with the mouse and keyboard: SART chosen from the method list; a malformed ROI
 // typed into its field refused at Start, named in red, nothing started; the field cleared, SART runs (its iterate
 // drawn after every subset), space pauses it (the subsets stop), space resumes it, Stop stops it with nothing written.
+// A scan opened from the panel as a user opens one: "files" chosen, the geometry's and the projections' paths typed,
+// Start; the 12-projection scan from the files is reconstructed (the simulated scanner's has 360) and remembered among
+// the recent scans.
+TEST_F(AppInput, AScanOpenedByTypingItsPathsIsReconstructedAndRemembered) {
+  if (const std::string reason = inputUnavailableReason(); !reason.empty()) GTEST_SKIP() << reason;
+  const fs::path dir = freshDir("app-input-open");
+  ASSERT_EQ(shell("cd '" + dir.string() + "' && '" + GLRECON_CLI_PATH + "' phantom -o scan --projections 12 --detector 48 --detector-spacing 6 -q"), 0);
+  DrivenApp app(dir, "--size 16 --spacing 12 --backend cpu --resolution 1024x800");
+  ASSERT_TRUE(app.waitFor([](const State& s) { return s.widgets.count("files") > 0; })) << app.log();
+  ASSERT_FALSE(app.window().empty()) << "no window of the app's process found by xdotool";
+  ASSERT_EQ(app.click("files"), 0);
+  ASSERT_TRUE(app.waitFor([](const State& s) { return s.widgets.count("geometry") > 0 && s.widgets.count("projections") > 0; }))
+      << "the files' fields did not appear";
+  ASSERT_EQ(app.click("geometry"), 0);
+  ASSERT_EQ(app.type("scan/geometry.xml"), 0);
+  ASSERT_EQ(app.click("projections"), 0);
+  ASSERT_EQ(app.type("scan/projections.mha"), 0);
+  // The scan opens as its paths are typed: the preview of the grid over its first projection appears above Start and
+  // moves it down; Start is clicked where two frames in a row put it.
+  ASSERT_TRUE(app.waitFor([](const State& s) { return s.widgets.count("preview") > 0; })) << "the typed scan was not opened: " << app.log();
+  Rect start = app.state().widgets.at("start");
+  ASSERT_TRUE(app.waitFor([&](const State& s) {
+    const auto w = s.widgets.find("start");
+    if (w == s.widgets.end()) return false;
+    const bool settled = w->second.y0 == start.y0 && w->second.y1 == start.y1;
+    start = w->second;
+    return settled;
+  })) << "Start did not settle";
+  ASSERT_EQ(app.click("start"), 0);
+  ASSERT_TRUE(app.waitFor([](const State& s) { return s.run == "done"; }, 60)) << app.state().run << " " << app.state().error << "\n" << app.log();
+  EXPECT_EQ(app.state().total, 12u) << "not the files' scan";
+  EXPECT_EQ(app.state().done, 12u);
+  EXPECT_EQ(app.state().error, "");
+  const std::string recent = test::readText(dir / "cache" / "glrecon" / "recent_scans.txt");
+  EXPECT_TRUE(test::contains(recent, "scan/geometry.xml ; scan/projections.mha")) << recent;
+}
+
 TEST_F(AppInput, IterativeMethodChosenAndRunWithPauseResumeAndStop) {
   if (const std::string reason = inputUnavailableReason(); !reason.empty()) GTEST_SKIP() << reason;
   const fs::path dir = freshDir("app-input-iterative");
