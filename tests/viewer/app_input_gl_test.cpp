@@ -380,6 +380,65 @@ TEST_F(AppInput, AScanOpenedByTypingItsPathsIsReconstructedAndRemembered) {
   EXPECT_TRUE(test::contains(recent, "scan/geometry.xml ; scan/projections.mha")) << recent;
 }
 
+// The X server's resource database (the root window's RESOURCE_MANAGER), where GLFW reads Xft.dpi for a window's
+// content scale: set for the test's apps, put back as it was when the test ends.
+class ServerResources {
+ public:
+  ServerResources() : display_(XOpenDisplay(nullptr)) {
+    if (!display_) return;
+    atom_ = XInternAtom(display_, "RESOURCE_MANAGER", False);
+    Atom type = None;
+    int format = 0;
+    unsigned long items = 0, after = 0;
+    unsigned char* data = nullptr;
+    if (XGetWindowProperty(display_, DefaultRootWindow(display_), atom_, 0, 1 << 20, False, XA_STRING, &type, &format, &items, &after, &data) ==
+            Success && data) {
+      had_ = true;
+      old_.assign(reinterpret_cast<const char*>(data), items);
+      XFree(data);
+    }
+  }
+  ~ServerResources() {
+    if (!display_) return;
+    if (had_) set(old_);
+    else XDeleteProperty(display_, DefaultRootWindow(display_), atom_);
+    XCloseDisplay(display_);
+  }
+  bool open() const { return display_ != nullptr; }
+  void set(const std::string& text) {
+    XChangeProperty(display_, DefaultRootWindow(display_), atom_, XA_STRING, 8, PropModeReplace,
+                    reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+    XSync(display_, False);
+  }
+
+ private:
+  Display* display_ = nullptr;
+  Atom atom_ = None;
+  bool had_ = false;
+  std::string old_;
+};
+
+// Panels follow the screen's scale: on a screen of 192 dpi (Xft.dpi, which GLFW turns into a content scale of 2, as a
+// HiDPI desktop sets it) the side panel's buttons are twice as tall as at 96 dpi. A button is the font's height plus
+// twice the frame's padding, both scaled (13 + 2 x 3 = 19 pixels at 1, 26 + 2 x 6 = 38 at 2): the ratio is 2 up to
+// a pixel of rounding in either height, so within 2 +- 3/19.
+TEST_F(AppInput, PanelsFollowTheScreensScale) {
+  if (const std::string reason = inputUnavailableReason(); !reason.empty()) GTEST_SKIP() << reason;
+  ServerResources resources;
+  ASSERT_TRUE(resources.open());
+  double heights[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    resources.set(i == 0 ? "Xft.dpi:\t96\n" : "Xft.dpi:\t192\n");
+    const fs::path dir = freshDir(i == 0 ? "app-input-dpi96" : "app-input-dpi192");
+    DrivenApp app(dir, "--simulate 0 --size 16 --spacing 12 --backend cpu --resolution 1280x1000");
+    ASSERT_TRUE(app.waitFor([](const State& s) { return s.widgets.count("start") > 0; })) << app.log();
+    const Rect start = app.state().widgets.at("start");
+    heights[i] = start.y1 - start.y0;
+  }
+  EXPECT_NEAR(heights[0], 19.0, 1.0) << "the button's height at scale 1";
+  EXPECT_NEAR(heights[1] / heights[0], 2.0, 3.0 / 19.0) << heights[0] << " and " << heights[1] << " pixels";
+}
+
 TEST_F(AppInput, IterativeMethodChosenAndRunWithPauseResumeAndStop) {
   if (const std::string reason = inputUnavailableReason(); !reason.empty()) GTEST_SKIP() << reason;
   const fs::path dir = freshDir("app-input-iterative");
