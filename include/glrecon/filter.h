@@ -158,10 +158,6 @@ class DeviceFdkFilter {
   /// window's projections [slot, slot + count), filtered on its device. Asynchronous where the device is: the
   /// operator's back() of the window orders after it. The host memory may be reused when the call returns.
   virtual void filter(const float* raw, const std::size_t* views, std::size_t count, DeviceProjections& window, std::size_t slot) = 0;
-  /// Filters `count` raw projections into `filtered` (host, the same layout) through `window`, with the same kernels, so
-  /// with the bits a backprojection of the window would see: a block reconstruction filters once for every block.
-  virtual void filterToHost(const float* raw, const std::size_t* views, std::size_t count, DeviceProjections& window,
-                            float* filtered) = 0;
 };
 
 /// The twin for the device that `window` lives on, or nullptr where the filter should run on the CPU's FFTW pool:

@@ -116,26 +116,6 @@ class CudaFdkFilter final : public DeviceFdkFilter {
     GLRECON_CUDA(cudaGetLastError());
   }
 
-  void filterToHost(const float* raw, const std::size_t* views, std::size_t count, DeviceProjections& target, float* filtered) override {
-    auto& window = static_cast<cuda::ProjectionWindow&>(target);
-    GLRECON_CUDA(cudaSetDevice(device_));
-    for (std::size_t first = 0; first < count; first += window.capacity) {
-      const std::size_t n = std::min(window.capacity, count - first);
-      filter(raw + first * pixels(), views + first, n, window, 0);
-      // Back out of the layered array a backprojection would sample: the same bits it would see.
-      cudaMemcpy3DParms back{};
-      back.srcArray = window.array;
-      back.dstPtr = make_cudaPitchedPtr(window.staging, nu_ * sizeof(float), nu_, nv_);
-      back.extent = make_cudaExtent(nu_, nv_, n);
-      back.kind = cudaMemcpyDeviceToHost;
-      GLRECON_CUDA(cudaMemcpy3DAsync(&back, window.stream));
-      GLRECON_CUDA(cudaStreamSynchronize(window.stream));
-      parallelFor(n * pixels(), std::size_t{1} << 18, std::min(8, resolveThreadCount(0)), [&](std::size_t b, std::size_t e) {
-        std::memcpy(filtered + first * pixels() + b, window.staging + b, (e - b) * sizeof(float));
-      });
-    }
-  }
-
  private:
   std::size_t pixels() const { return static_cast<std::size_t>(nu_) * nv_; }
 

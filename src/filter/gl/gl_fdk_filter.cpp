@@ -67,33 +67,6 @@ class GlFdkFilter final : public DeviceFdkFilter {
     gl::checkError("filtering projections");
   }
 
-  void filterToHost(const float* raw, const std::size_t* views, std::size_t count, DeviceProjections& target, float* filtered) override {
-    auto& window = static_cast<gl::ProjectionWindow&>(target);
-    window.context->makeCurrent();
-    const std::size_t pixels = static_cast<std::size_t>(nu_) * nv_;
-    if (!pack_) {
-      const GLsizeiptr size = static_cast<GLsizeiptr>(window.capacity * pixels * sizeof(float));
-      const GLbitfield flags = GL_MAP_READ_BIT | GL_MAP_PERSISTENT_BIT | GL_MAP_COHERENT_BIT;
-      pack_ = gl::MappedBuffer(size, flags, GL_CLIENT_STORAGE_BIT);
-      if (!pack_.as<float>()) throw gl::GlError("filtering projections: cannot map the filtered projections' readback buffer");
-    }
-    for (std::size_t first = 0; first < count; first += window.capacity) {
-      const std::size_t n = std::min(window.capacity, count - first);
-      filter(raw + first * pixels, views + first, n, window, 0);
-      // Back through a mapped pack buffer: into client memory the driver copies through a small buffer of its own
-      // (about 1 GB/s on the H200, the same as the volume's readback before it went this way).
-      glMemoryBarrier(GL_TEXTURE_UPDATE_BARRIER_BIT | GL_PIXEL_BUFFER_BARRIER_BIT);
-      glBindBuffer(GL_PIXEL_PACK_BUFFER, pack_.id());
-      GLRECON_CHECK_GL(glGetTextureSubImage(window.texture, 0, 0, 0, window.firstLayer, nu_, nv_, static_cast<GLsizei>(n), GL_RED, GL_FLOAT,
-                                            static_cast<GLsizei>(n * pixels * sizeof(float)), nullptr));
-      glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
-      gl::Fence::insert().wait(GLuint64{60} * 1000000000);
-      parallelFor(n * pixels, std::size_t{1} << 18, std::min(8, resolveThreadCount(0)),
-                  [&](std::size_t b, std::size_t e) { std::copy(pack_.as<float>() + b, pack_.as<float>() + e, filtered + first * pixels + b); });
-    }
-    gl::checkError("filtering projections to the host");
-  }
-
  private:
   std::size_t bytes() const { return static_cast<std::size_t>(nu_) * nv_ * sizeof(float); }
 
@@ -102,7 +75,6 @@ class GlFdkFilter final : public DeviceFdkFilter {
   std::size_t chunk_;  // projections per dispatch: what one storage block may hold
   gl::Program program_;
   gl::Buffer raw_, cosine_, columns_, taps_, views_;
-  gl::MappedBuffer pack_;  // filterToHost's way back
 };
 
 }  // namespace
