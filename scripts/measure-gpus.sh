@@ -3,7 +3,7 @@
 # in memory (glrecon bench: one block against slabs, with each device's timeline) and file to file (glrecon fdk),
 # for docs/benchmarks.md's table "Several GPUs". Everything it prints is also under $OUT.
 #   scripts/measure-gpus.sh [STEP...]     steps: warm tests bench2048 bench2048cpu slabs2048 bench1024 file1024 file2048
-#                                         shm2048 mpi2048 (default: all but tests); mpi2048 needs Open MPI in .gl/mpi
+#                                         shm2048 mpi2048 iterative (default: all but tests); mpi2048 needs Open MPI in .gl/mpi
 # warm: the GPU hosts' memory grows as it is first used (about 3 s for each 8 GiB, KINDS.md), which the first 2048^3 run
 # would pay; it is claimed once first. shm2048: file to file through /dev/shm (memory), so that the pipeline is measured
 # and not the local disk (which writes 32 GiB in 17-34 s there).
@@ -14,7 +14,7 @@ for f in .gl/mpi/*.deb; do dpkg -x $f /; done; ldconfig
 export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu FONTCONFIG_FILE=/opt/deps/etc/fonts/fonts.conf
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 bin=$PWD/.gl/bin/glrecon
-steps=${*:-warm bench2048 bench2048cpu slabs2048 bench1024 file1024 file2048 shm2048 mpi2048}
+steps=${*:-warm bench2048 bench2048cpu slabs2048 bench1024 file1024 file2048 shm2048 mpi2048 iterative}
 has() { [[ " $steps " == *" $1 "* ]]; }
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader | tee "$out/gpus.txt"
 echo "CPU threads: $(nproc)" | tee -a "$out/gpus.txt"
@@ -81,4 +81,13 @@ if has mpi2048; then
     fdkrun 2048 0.125 "cuda one GPU, --filter-on cpu" --backend cuda --gpu 0 --filter-on cpu
   } 2>&1 | tee "$out/mpi2048.txt"
 fi
-rm -f /tmp/v.mha /dev/shm/v.mha
+if has iterative; then
+  # SIRT at 512^3 from 360 x 512^2 on cuda: one GPU whole, one GPU in 2 slabs, two GPUs a slab each (the split
+  # operator's threads); each command prints its iterations' times.
+  it=/tmp/scan512; [ -f $it/projections.mha ] || "$bin" phantom -o $it --projections 360 --detector 512 --detector-spacing 1 --overwrite -q
+  for run in "--gpu 0" "--gpu 0 --slabs 2" "--gpu 0,1 --slabs 2"; do
+    /usr/bin/time -f "sirt 512^3 $run: wall %e s" "$bin" sirt -g $it/geometry.xml -p $it/projections.mha -o /tmp/it.mha --overwrite \
+      --size 512 --spacing 0.5 --backend cuda --iterations 10 $run 2>&1 | grep -E "iteration 10/|iterations,|slab|wall|rror"
+  done 2>&1 | tee "$out/iterative.txt"
+fi
+rm -f /tmp/v.mha /dev/shm/v.mha /tmp/it.mha
