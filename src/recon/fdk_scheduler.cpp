@@ -95,10 +95,13 @@ class ProjectionStore {
   bool sparse_ = false;
 };
 
+// Voxels beyond this magnitude (or not finite) come from projections that overflow float in the sums.
+constexpr double kLargestVoxel = 3.0e38;
+
 // A non-finite voxel (projections near float's limit overflow the sums): an error naming the output, never a file.
 void checkVolume(const float* data, const std::array<int, 3>& size, const std::string& output, const std::string& rows) {
   try {
-    checkFiniteValues(data, size, output, "reconstructed volume" + rows, 3.0e38);
+    checkFiniteValues(data, size, output, "reconstructed volume" + rows, kLargestVoxel);
   } catch (const InputError& e) {
     throw InputError(e.text() + " (the projections' values overflow float in the reconstruction)");
   }
@@ -119,7 +122,7 @@ void finishRowsInPlace(float* volume, const std::array<int, 3>& size, int first,
           if (!inside[i]) slice[i] = 0.0f;
       }
       for (std::size_t i = 0; i < run; ++i)
-        if (!(std::abs(slice[i]) <= 3.0e38f)) {  // NaN fails the comparison too
+        if (!(std::abs(slice[i]) <= static_cast<float>(kLargestVoxel))) {  // NaN fails the comparison too
           lowerAtomically(firstBad, k);
           break;
         }
@@ -938,7 +941,7 @@ double DeviceShare::backprojectSeconds() const {
 double DeviceShare::busySeconds() const {
   double seconds = 0;
   for (const DeviceSpan& span : timeline)
-    if (span.what != "write") seconds += span.end - span.start - span.waited;
+    if (span.what != "write" && span.what != "check") seconds += span.end - span.start - span.waited;
   return seconds;
 }
 
