@@ -115,14 +115,15 @@ struct FdkPlan {
 FdkPlan planFdk(const Geometry& geometry, const VolumeGrid& grid, const FdkOptions& options, const ProjectionSource& source,
                 std::shared_ptr<DeviceSession> session = nullptr);
 
-/// What one device did in a slab reconstruction.
 /// One stretch of a device's work in a run, in seconds from the run's start: what bounds several devices shows here.
 struct DeviceSpan {
-  std::string what;  ///< "setup", "filter", "slab K" (its projections handed over), "readback", "write" (beside the next slab)
+  std::string what;  ///< "setup", "backproject" (one block) or "slab K" (its projections handed over), "readback", and
+                     ///< beside the next slab "write" (into the sink) or "check" (a slab read back in place)
   double start = 0.0, end = 0.0;
   double waited = 0.0;  ///< within a slab: waiting for projections read and filtered
 };
 
+/// What one device did in a slab reconstruction.
 struct DeviceShare {
   int gpu = 0;
   int slabs = 0;
@@ -131,7 +132,7 @@ struct DeviceShare {
   std::vector<DeviceSpan> timeline;  ///< in order of start
   /// Its slabs' time handing projections over, waits left out: the backprojection's share of the device.
   double backprojectSeconds() const;
-  /// Its own thread's time: setup, filter, slabs less their waits, readbacks (writes run beside them).
+  /// Its own thread's time: setup, slabs less their waits, readbacks (writes and checks run beside them).
   double busySeconds() const;
 };
 

@@ -313,6 +313,8 @@ class ConeBeamOperator {
   ConeBeamOperator(Backend backend, const Geometry& geometry, const VolumeGrid& grid, const OperatorOptions& options);
   /// Checks moveBlock's arguments against the operator's capacity and records them.
   void setBlock(int firstRow, int rows);
+  /// readBlockInto's arguments: a volume of the grid's x and z whose rows include this block's, at firstRow().
+  void checkHoldsBlock(const std::array<int, 3>& volumeSize, int volumeFirstRow) const;
   int blockCapacity() const { return capacity_; }
   /// Made for fewer rows than the grid has (OperatorOptions::blockRows).
   bool holdsPartOfGrid() const { return capacity_ < grid_.size[1]; }

@@ -38,6 +38,11 @@ void ConeBeamOperator::setBlock(int firstRow, int rows) {
   rows_ = rows;
 }
 
+void ConeBeamOperator::checkHoldsBlock(const std::array<int, 3>& volumeSize, int volumeFirstRow) const {
+  if (volumeSize[0] != grid_.size[0] || volumeSize[2] != grid_.size[2] || volumeFirstRow != firstRow_ || volumeFirstRow + rows_ > volumeSize[1])
+    throw std::invalid_argument("readBlockInto: the volume does not hold this block's rows");
+}
+
 void ConeBeamOperator::back(DeviceProjections&, const std::size_t*, std::size_t) {
   throw std::logic_error(std::string("back: the ") + backendInfo(backend_).name + " operator has no device windows");
 }

@@ -198,9 +198,7 @@ void CpuOperator::readVolume(float* destination) {
 }
 
 bool CpuOperator::readBlockInto(float* volume, const std::array<int, 3>& volumeSize, int volumeFirstRow) {
-  if (volumeSize[0] != volume_.size[0] || volumeSize[2] != volume_.size[2] || volumeFirstRow != firstRow() ||
-      volumeFirstRow + volume_.size[1] > volumeSize[1])
-    throw std::invalid_argument("readBlockInto: the volume does not hold this block's rows");
+  checkHoldsBlock(volumeSize, volumeFirstRow);
   const auto start = std::chrono::steady_clock::now();
   moveSlabRows(volumeSize, volumeFirstRow, volume_.size[1], volume_.data.data(), volume, /*toBlock=*/false);
   timings_.readback += since(start);

@@ -376,9 +376,7 @@ void CudaOperator::readVolume(float* destination) { readChunks(destination, null
 
 // A slab's rows straight to their places in the whole volume: each x row of the block (nx floats) to its row there.
 bool CudaOperator::readBlockInto(float* volume, const std::array<int, 3>& volumeSize, int volumeFirstRow) {
-  if (volumeSize[0] != grid_.size[0] || volumeSize[2] != grid_.size[2] || volumeFirstRow != firstRow() ||
-      volumeFirstRow + rows() > volumeSize[1])
-    throw std::invalid_argument("readBlockInto: the volume does not hold this block's rows");
+  checkHoldsBlock(volumeSize, volumeFirstRow);
   readChunks(volume, &volumeSize, volumeFirstRow);
   return true;
 }
