@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -97,7 +98,9 @@ struct VolumeFileWriter::Mapping {
   std::size_t bytes = 0;
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
+  std::mutex joining;  // several slab workers ask for the mapping (and writeRows joins) at once
   void join() {
+    std::lock_guard lock(joining);
     for (std::thread& t : threads) t.join();
     threads.clear();
   }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "glrecon/operator.h"
 #include "device/cuda/device.h"
@@ -234,6 +235,23 @@ TEST(Slab, PreparedWholeVolumeWriteWritesWhatWriteImageWrites) {
     writer.commit();
   }
   EXPECT_EQ(test::readText(dir / "v.mha"), test::readText(dir / "ref" / "v.mha")) << "mapped, then written in rows";
+  // Several slab workers ask for the mapping at once, its pages maybe still being prepared (each slab is read back in
+  // place): one mapping for all, and its preparing threads joined once (two joins of one thread hung fdk --gpu 0,0).
+  fs::remove(dir / "v.mha");
+  for (int round = 0; round < 20; ++round) {
+    VolumeFileWriter writer((dir / "v.mha").string(), grid, true);
+    writer.preparePages(4);
+    std::vector<float*> seen(4, nullptr);
+    {
+      std::vector<std::jthread> askers;
+      for (int t = 0; t < 4; ++t) askers.emplace_back([&, t] { seen[t] = writer.mappedVolume(); });
+    }
+    for (float* p : seen) EXPECT_EQ(p, seen[0]) << "round " << round;
+    ASSERT_NE(seen[0], nullptr);
+    std::copy(volume.data.begin(), volume.data.end(), seen[0]);
+    writer.commit();
+  }
+  EXPECT_EQ(test::readText(dir / "v.mha"), test::readText(dir / "ref" / "v.mha")) << "mapped, asked for from 4 threads";
   // Abandoned while its pages are being prepared: nothing left, no thread left running.
   {
     VolumeFileWriter abandoned((dir / "gone.mha").string(), grid, false);
