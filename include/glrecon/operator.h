@@ -241,6 +241,9 @@ class ConeBeamOperator {
     (void)volume, (void)volumeSize, (void)volumeFirstRow;
     return false;
   }
+  /// The block's largest |voxel| as the device finds it without a readback (a NaN voxel makes it NaN), so that the
+  /// caller need not scan the host copy; nullopt: the caller checks the host copy.
+  virtual std::optional<float> blockLargestMagnitude() { return std::nullopt; }
 
   // ---- the operator pair ----
   /// volume += sum_i B_w(views[i]) projections[i]: `projections` holds `count` projections one after another (nv rows

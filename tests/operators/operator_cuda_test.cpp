@@ -56,3 +56,33 @@ TEST_F(Cuda, MatchesCpuOnParallelBeamScans) {
 
 }  // namespace
 }  // namespace glrecon
+
+#include <limits>
+
+
+namespace glrecon {
+namespace {
+
+// blockLargestMagnitude: the largest |voxel| exactly (the finite check the scheduler skips the host's scan for), and
+// NaN where any voxel is NaN, so that the host's check runs and names it.
+TEST_F(Cuda, BlockLargestMagnitudeFindsTheLargestAndNaN) {
+  const Geometry g = test::circularScan(4, 8);
+  const VolumeGrid grid = VolumeGrid::centred({9, 7, 5}, glm::dvec3(4.0));
+  auto op = makeOperator(Backend::Cuda, g, grid, {});
+  std::vector<float> voxels(grid.voxelCount());
+  for (std::size_t i = 0; i < voxels.size(); ++i) voxels[i] = std::sin(0.37f * static_cast<float>(i));
+  voxels[123] = -7.5f;
+  op->setVolume(voxels.data());
+  std::optional<float> largest = op->blockLargestMagnitude();
+  ASSERT_TRUE(largest.has_value());
+  EXPECT_EQ(*largest, 7.5f);
+  voxels[200] = std::numeric_limits<float>::infinity();
+  op->setVolume(voxels.data());
+  EXPECT_EQ(*op->blockLargestMagnitude(), std::numeric_limits<float>::infinity());
+  voxels[17] = std::numeric_limits<float>::quiet_NaN();
+  op->setVolume(voxels.data());
+  EXPECT_TRUE(std::isnan(*op->blockLargestMagnitude()));
+}
+
+}  // namespace
+}  // namespace glrecon

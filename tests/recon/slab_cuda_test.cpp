@@ -30,5 +30,7 @@ TEST_F(CudaSlab, SlabsEqualOneBlockBitForBit) {
 
 TEST_F(CudaSlab, ClusterBandsEqualOneBlockBitForBit) { bandsEqualOneBlock("cuda", 8); }
 
+TEST_F(CudaSlab, OverflowIsRefusedInOneBlockAndSlabs) { overflowIsRefused("cuda", 8); }
+
 }  // namespace
 }  // namespace glrecon

@@ -2,6 +2,7 @@
 // The slab tests' scans and the slabs-equal-one-block comparison shared by the host, GL and CUDA files.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -108,6 +109,29 @@ inline void slabsEqualOneBlock(const std::string& backend, int window) {
       }
     }
   }
+}
+
+// Projections near float's limit overflow the volume: one block and slabs (in place, into the volume in memory) are
+// refused with an InputError naming the overflow, whichever side checks (the cuda device finds the largest voxel in
+// place; a NaN or infinite one sends the check to the host, which names it).
+inline void overflowIsRefused(const std::string& backend, int window) {
+  const Geometry g = circularScan();
+  const VolumeGrid grid = smallGrid(37);
+  Image projections = phantomScan(g);
+  std::fill(projections.data.begin(), projections.data.end(), 3e38f);
+  FdkOptions options = slabTestOptions(backend, window, "");
+  const auto refused = [&](const std::string& what) {
+    try {
+      reconstructFdk(g, projections, grid, options);
+      ADD_FAILURE() << what << ": an overflowing volume was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("overflow"), std::string::npos) << what << ": " << e.what();
+    }
+  };
+  refused(backend + ", one block");
+  const SlabCost cost = operatorCost(test::backendOf(backend), g, grid, window, false);
+  options.gpuMemory = cost.fixedBytes + cost.bytesPerRow * 16;
+  refused(backend + ", 3 slabs");
 }
 
 // A cluster's configuration in one process (FdkOptions::cluster: slabs dealt in turn, each slab's detector rows read

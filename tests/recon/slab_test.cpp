@@ -140,6 +140,8 @@ TEST(Slab, CpuSlabsEqualOneBlockBitForBit) { slabsEqualOneBlock("cpu", 0); }
 
 TEST(Slab, CpuClusterBandsEqualOneBlockBitForBit) { bandsEqualOneBlock("cpu", 0); }
 
+TEST(Slab, CpuOverflowIsRefusedInOneBlockAndSlabs) { overflowIsRefused("cpu", 0); }
+
 TEST(Slab, ScratchFileHoldsTheFilteredProjections) {
   const Geometry g = circularScan();
   const Image projections = phantomScan(g);

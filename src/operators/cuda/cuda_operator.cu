@@ -96,6 +96,7 @@ class CudaOperator final : public ConeBeamOperator {
   void setVolume(const float* voxels) override;
   void readVolume(float* destination) override;
   bool readBlockInto(float* volume, const std::array<int, 3>& volumeSize, int volumeFirstRow) override;
+  std::optional<float> blockLargestMagnitude() override;
   void back(const float* projections, const std::size_t* views, std::size_t count, Weighting weighting) override;
   void forward(const std::size_t* views, std::size_t count, float* projections) override;
   void setUpdateMask(const std::uint8_t* mask) override;
@@ -158,6 +159,7 @@ class CudaOperator final : public ConeBeamOperator {
   std::size_t stagingFloats_ = 0;  // per window buffer: one window of projections
   cuda::DeviceBuffer<float> volume_;
   cuda::DeviceBuffer<int2> zRange_;
+  cuda::DeviceBuffer<int> largestBits_;  // blockLargestMagnitude's result
   bool regionSet_ = false;
   std::vector<std::uint8_t> regionMask_;
   double updatesPerLaunch_ = 0, updatesDone_ = 0, updatesTotal_ = 0;
@@ -381,6 +383,20 @@ bool CudaOperator::readBlockInto(float* volume, const std::array<int, 3>& volume
   return true;
 }
 
+std::optional<float> CudaOperator::blockLargestMagnitude() {
+  GLRECON_CUDA(cudaSetDevice(device_));
+  launch();
+  if (!largestBits_) largestBits_ = cuda::DeviceBuffer<int>(1);
+  GLRECON_CUDA(cudaMemsetAsync(largestBits_.get(), 0, sizeof(int), computeStream_.get()));
+  cuda::launchLargestMagnitude(volume_.get(), blockVoxels(), largestBits_.get(), /*keepNaN=*/true, computeStream_.get());
+  int bits = 0;
+  GLRECON_CUDA(cudaMemcpyAsync(&bits, largestBits_.get(), sizeof(int), cudaMemcpyDeviceToHost, computeStream_.get()));
+  GLRECON_CUDA(cudaStreamSynchronize(computeStream_.get()));
+  float largest = 0.0f;
+  std::memcpy(&largest, &bits, sizeof largest);
+  return largest;
+}
+
 void CudaOperator::readChunks(float* destination, const std::array<int, 3>* volumeSize, int volumeFirstRow) {
   GLRECON_CUDA(cudaSetDevice(device_));
   launch();
@@ -406,14 +422,14 @@ void CudaOperator::readChunks(float* destination, const std::array<int, 3>* volu
                   [&](std::size_t b, std::size_t e) { std::memcpy(to + b, from + b, (e - b) * sizeof(float)); });
       continue;
     }
-    // Block index i = (z * rows + y) * nx + x goes to ((z * ny + firstRow + y) * nx + x) of the volume: row by row.
-    const std::size_t nx = static_cast<std::size_t>(grid_.size[0]), blockRows = static_cast<std::size_t>(rows());
+    // Block index i = (z * rows + y) * nx + x goes to ((z * ny + firstRow + y) * nx + x) of the volume: a z slice's rows
+    // are one run in both.
+    const std::size_t nx = static_cast<std::size_t>(grid_.size[0]), slice = nx * static_cast<std::size_t>(rows());
     const std::size_t ny = static_cast<std::size_t>((*volumeSize)[1]), base = c * chunk;
     parallelFor(n, std::size_t{1} << 18, options_.threads, [&](std::size_t b, std::size_t e) {
       for (std::size_t i = base + b; i < base + e;) {
-        const std::size_t row = i / nx, length = std::min(base + e, (row + 1) * nx) - i;
-        const std::size_t z = row / blockRows, y = row % blockRows;
-        std::memcpy(destination + (z * ny + static_cast<std::size_t>(volumeFirstRow) + y) * nx + (i - row * nx), from + (i - base),
+        const std::size_t z = i / slice, length = std::min(base + e, (z + 1) * slice) - i;
+        std::memcpy(destination + (z * ny + static_cast<std::size_t>(volumeFirstRow)) * nx + (i - z * slice), from + (i - base),
                     length * sizeof(float));
         i += length;
       }

@@ -70,8 +70,9 @@ void launchDot(const float* a, const float* b, std::size_t n, double* partials);
 /// The sum of (a - b)^2 in double per block of a fixed grid of kCorrectionBlocks blocks into partials (added in order
 /// by the caller).
 void launchDistanceSquared(const float* a, const float* b, std::size_t n, double* partials);
-/// The largest |x| (NaN left out) as float bits into *result (which must start at 0).
-void launchLargestMagnitude(const float* x, std::size_t n, int* result);
+/// The largest |x| as float bits into *result (which must start at 0): NaN left out, or (keepNaN) a NaN's bits, which
+/// order above infinity's, so that a NaN anywhere makes the result NaN. On `stream` (0: the default stream).
+void launchLargestMagnitude(const float* x, std::size_t n, int* result, bool keepNaN = false, cudaStream_t stream = 0);
 void launchClampNegative(float* x, std::size_t n);
 void launchExtrapolate(const float* x, const float* previous, float* out, std::size_t n);
 /// Stencils over a grid of `size` (x fastest); a field is three volumes, x's, y's and z's components one after another.

@@ -25,12 +25,13 @@ __global__ void __launch_bounds__(256) distanceKernel(const float* a, const floa
 }
 
 // The largest |x| by integer atomicMax over the bit patterns of non-negative floats (they order as the values do):
-// exact. NaN fails `a <= INFINITY` and is left out, as the host's std::max(largest, NaN) keeps `largest`.
-__global__ void magnitudeKernel(const float* x, size_t n, int* result) {
+// exact. NaN fails `a <= INFINITY` and is left out, as the host's std::max(largest, NaN) keeps `largest`; or kept
+// (keepNaN): |NaN|'s bits are above infinity's, so the result is a NaN.
+__global__ void magnitudeKernel(const float* x, size_t n, int* result, bool keepNaN) {
   int best = 0;
   GLRECON_FOR_EACH(i, n) {
     const float a = fabsf(x[i]);
-    if (a <= INFINITY) best = max(best, __float_as_int(a));
+    if (keepNaN || a <= INFINITY) best = max(best, __float_as_int(a));
   }
   for (int offset = 16; offset > 0; offset /= 2) best = max(best, __shfl_down_sync(0xffffffffu, best, offset));
   if ((threadIdx.x & 31) == 0) atomicMax(result, best);
@@ -158,8 +159,8 @@ void launchDistanceSquared(const float* a, const float* b, std::size_t n, double
   GLRECON_CUDA(cudaGetLastError());
 }
 
-void launchLargestMagnitude(const float* x, std::size_t n, int* result) {
-  magnitudeKernel<<<kBlocks, kThreads>>>(x, n, result);
+void launchLargestMagnitude(const float* x, std::size_t n, int* result, bool keepNaN, cudaStream_t stream) {
+  magnitudeKernel<<<kBlocks, kThreads, 0, stream>>>(x, n, result, keepNaN);
   GLRECON_CUDA(cudaGetLastError());
 }
 
