@@ -5,7 +5,7 @@
 #   scripts/measure-gpus.sh [STEP...]     steps: warm tests bench2048 bench2048cpu slabs2048 bench1024 file1024 file2048
 #                                         shm2048 mpi2048 iterative (default: all but tests); mpi2048 needs Open MPI in .gl/mpi
 # warm: the GPU hosts' memory grows as it is first used (about 3 s for each 8 GiB, KINDS.md), which the first 2048^3 run
-# would pay; it is claimed once first. shm2048: file to file through /dev/shm (memory), so that the pipeline is measured
+# would pay; it is claimed once first. TEST_BINARIES, TEST_FILTER, TEST_SECONDS choose the tests; BACKENDS the benches'. shm2048: file to file through /dev/shm (memory), so that the pipeline is measured
 # and not the local disk (which writes 32 GiB in 17-34 s there).
 set -uo pipefail
 for f in .gl/*.deb; do dpkg -x $f /; done; mkdir -p /opt/deps; for f in .gl/libs/*.deb; do dpkg -x $f /opt/deps; done
@@ -25,17 +25,17 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PMIX_MCA_preg=n
 if has tests; then
   # The test binary finds the CLI and its scratch folder at the build machine's paths (gpu-session.sh).
   mkdir -p /work/main/build/tests/scratch && cp "$bin" /work/main/build/glrecon
-  for t in glrecon-tests-cuda glrecon-tests-gl glrecon-tests; do
+  for t in ${TEST_BINARIES:-glrecon-tests-cuda glrecon-tests-gl glrecon-tests}; do
     (cd /tmp && timeout ${TEST_SECONDS:-150} "$OLDPWD/.gl/bin/$t" ${TEST_FILTER:+--gtest_filter=$TEST_FILTER} > "$out/$t.txt" 2>&1; echo "exit $?" >> "$out/$t.txt")
     grep -E "^\[  FAILED|^\[  PASSED|tests ran|^exit" "$out/$t.txt" | tail -8
   done
 fi
 # 2048^3 (32 GiB) from 720 x 1024^2: one block on GPU 0 against two GPUs (the volume fits either way: one slab each).
-has bench2048 && $b --size 2048 --backends cuda,compute --gpu 0,1 --repeat 3 2>&1 | tee "$out/bench2048.txt"
+has bench2048 && $b --size 2048 --backends ${BACKENDS:-cuda,compute} --gpu 0,1 --repeat 3 2>&1 | tee "$out/bench2048.txt"
 has bench2048cpu && $b --size 2048 --backends cuda --gpu 0,1 --repeat 1 --filter-on cpu 2>&1 | tee "$out/bench2048_cpu.txt"
 # Slabs on one GPU against its one block.
 has slabs2048 && $b --size 2048 --backends cuda --gpu 0 --gpu-memory 8G --repeat 1 2>&1 | tee "$out/slabs2048.txt"
-has bench1024 && $b --size 1024 --backends cuda,compute --gpu 0,1 --repeat 3 2>&1 | tee "$out/bench1024.txt"
+has bench1024 && $b --size 1024 --backends ${BACKENDS:-cuda,compute} --gpu 0,1 --repeat 3 2>&1 | tee "$out/bench1024.txt"
 # File to file: the scan written once, the volume written to the local disk, one GPU against two.
 scan=/tmp/scan1k
 if has file1024 || has file2048 || has mpi2048 || has shm2048; then
@@ -67,16 +67,20 @@ if has shm2048; then
   {
     fdkrun 2048 0.125 "cuda one GPU, to /dev/shm" --backend cuda --gpu 0
     fdkrun 2048 0.125 "cuda two GPUs, to /dev/shm" --backend cuda --gpu 0,1
-    fdkrun 2048 0.125 "compute one GPU, to /dev/shm" --backend compute --gpu 0
-    fdkrun 2048 0.125 "compute two GPUs, to /dev/shm" --backend compute --gpu 0,1
+    if [[ ${BACKENDS:-cuda,compute} == *compute* ]]; then
+      fdkrun 2048 0.125 "compute one GPU, to /dev/shm" --backend compute --gpu 0
+      fdkrun 2048 0.125 "compute two GPUs, to /dev/shm" --backend compute --gpu 0,1
+    fi
   } 2>&1 | tee "$out/shm2048.txt"
 fi
 if has mpi2048; then
-  # One rank per GPU (each takes the device of its place on the host), slabs dealt on demand, into the one file.
+  # One rank per GPU (--gpu all: each takes the device of its place on the host), slabs dealt on demand, into the one
+  # file, in /dev/shm (the disk bounds a 2048^3 file).
+  vol=/dev/shm/v.mha
   {
     rm -f $vol; sync
     /usr/bin/time -f "2048^3 cuda mpirun -np 2: wall %e s" mpirun -np 2 "$bin" fdk -g $scan/geometry.xml -p $scan/projections.mha -o $vol \
-      --size 2048 --spacing 0.125 --window 32 --backend cuda --filter-on cpu 2>&1 | grep -E "file to file|rank|wall|rror"
+      --size 2048 --spacing 0.125 --window 32 --backend cuda --gpu all --filter-on cpu 2>&1 | grep -E "file to file|rank|wall|rror"
     md5sum $vol | cut -c1-16
     fdkrun 2048 0.125 "cuda one GPU, --filter-on cpu" --backend cuda --gpu 0 --filter-on cpu
   } 2>&1 | tee "$out/mpi2048.txt"

@@ -95,6 +95,7 @@ void printRow(const SlabBenchRequest& q, const std::string& backend, const Timed
                 busy > 0 ? 100.0 * d.backprojectSeconds() / busy : 0.0);
     printDeviceTimeline(stdout, d.timeline);
   }
+  std::printf("    slabs (last run): %.3f s\n", report.totalSeconds);
 }
 
 // One backend: one block, then slabs, compared.
