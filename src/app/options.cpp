@@ -5,10 +5,12 @@
 
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
+#include "glrecon/cluster.h"
 #include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "glrecon/limits.h"
@@ -326,6 +328,19 @@ IterativeOptions IterativeParameters::options(IterativeMethod method) const {
   options.tvWeight = totalVariation.tvWeight;
   checkValue("iterations", iterations);
   return options;
+}
+
+void warnRanksShareOneDevice(const Cluster* cluster, Backend backend, std::size_t devicesGiven, int device) {
+  if (!cluster || cluster->size() < 2 || cluster->localRank() != 1 || devicesGiven > 1 || !backendInfo(backend).usesDevice) return;
+  int devices = 0;
+  try {
+    devices = deviceCount(backend);
+  } catch (const std::exception&) {
+    return;  // the run itself reports a device it cannot open
+  }
+  if (devices > 1)
+    std::fprintf(stderr, "glrecon: the ranks on %s all use %s device %d of its %d; --gpu all gives each rank its own\n", cluster->host().c_str(),
+                 backendInfo(backend).name, device, devices);
 }
 
 }  // namespace glrecon::app

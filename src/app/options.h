@@ -16,6 +16,10 @@ class App;
 class Option;
 }
 
+namespace glrecon {
+class Cluster;
+}
+
 namespace glrecon::app {
 
 /// A library field name (glrecon/errors.h) as the command line's option: camelCase becomes --kebab-case.
@@ -37,6 +41,10 @@ std::optional<Backend> parseBackend(const std::string& option, const std::string
 /// --gpu's value: an index, a list of indices ("0,1"; one may repeat, to test the slab queue on one device) or
 /// "all" (every device the backend can use). Throws UsageError naming `option` for anything else.
 std::vector<int> parseGpuList(const std::string& option, const std::string& text, const std::string& backend);
+/// Under mpirun, where the ranks of a host all take one device (--gpu gave one) while `backend` has several there: a line
+/// on stderr from the host's second rank naming --gpu all. Ranks sharing a GPU take turns on it: two H100s' worth of
+/// ranks on one ran no faster than one process (2026-11-28).
+void warnRanksShareOneDevice(const Cluster* cluster, Backend backend, std::size_t devicesGiven, int device);
 
 /// An output file's directory must exist (InputError naming the file otherwise).
 void refuseMissingDirectory(const std::string& output);

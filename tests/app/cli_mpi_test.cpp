@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "device/cuda/device.h"
 #include "glrecon/io.h"
 #include "cli_support.h"
 #include "mpi_support.h"
@@ -52,6 +53,23 @@ TEST(ClusterCli, FdkOverRanksEqualsOneProcessBitForBit) {
   ASSERT_EQ(mhd.exitCode, 0) << mhd.output;
   EXPECT_EQ(fileBytes(dir / "two.raw"), fileBytes(dir / "one.raw"));
   EXPECT_EQ(filesStartingWith(dir, "."), 0) << "temporary files left";
+}
+
+// Ranks of one host that would all take one GPU of several say so (the host's second rank names --gpu all), and with
+// --gpu all they are quiet. Needs two CUDA devices (skipped elsewhere, saying why).
+TEST(ClusterCli, RanksSharingOneGpuOfSeveralSaySo) {
+  if (const std::string why = mpiMissing(); !why.empty()) GTEST_SKIP() << why;
+  if (cuda::deviceCount() < 2) GTEST_SKIP() << "needs two CUDA devices, found " << cuda::deviceCount();
+  const auto dir = scratchDir();
+  ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
+  const std::string common = "fdk -g scan/geometry.xml -p scan/projections.mha --size 40,72,32 --spacing 6 --backend cuda";
+  const CliRun shared = runMpi(dir, 2, common + " -o shared.mha");
+  ASSERT_EQ(shared.exitCode, 0) << shared.output;
+  EXPECT_TRUE(contains(shared.output, "all use cuda device 0 of its")) << shared.output;
+  EXPECT_TRUE(contains(shared.output, "--gpu all gives each rank its own")) << shared.output;
+  const CliRun spread = runMpi(dir, 2, common + " --gpu all -o spread.mha");
+  ASSERT_EQ(spread.exitCode, 0) << spread.output;
+  EXPECT_FALSE(contains(spread.output, "--gpu all gives")) << spread.output;
 }
 
 TEST(ClusterCli, EachRankReadsOnlyItsRows) {

@@ -145,6 +145,8 @@ class FdkCommand final : public Command {
     options.cluster = cluster;
     const bool rankZero = !cluster || cluster->rank() == 0;
     const bool speak = !quiet && rankZero;
+    warnRanksShareOneDevice(cluster, options.backend.value_or(backendInfo(Backend::Cuda).built ? Backend::Cuda : Backend::Graphics),
+                            options.gpus.size(), options.gpu);
     if (cluster && !options.gpus.empty()) {
       // One device per rank: the ranks of a host share its devices out by their place on it.
       options.gpu = options.gpus[static_cast<std::size_t>(cluster->localRank()) % options.gpus.size()];

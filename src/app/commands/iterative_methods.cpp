@@ -105,6 +105,7 @@ class IterativeMethodCommand final : public Command {
     if (!roi.empty()) options.mask = makeRegionOfInterest(roi, geometry, grid).mask;
     std::unique_ptr<ConeBeamOperator> op;
     std::vector<int> devices = projector.devices();
+    warnRanksShareOneDevice(ranks ? cluster : nullptr, chosen, devices.size(), devices.front());
     // Under mpirun one device per rank, the ranks of a host sharing its devices out by their place on it (as fdk's).
     if (ranks) devices = {devices[static_cast<std::size_t>(cluster->localRank()) % devices.size()]};
     // One slab on one device of one process is the whole grid's operator itself (no sums to form across slabs).
