@@ -21,6 +21,7 @@ class GlOperator : public ConeBeamOperator {
   void moveBlock(int firstRow, int rows) override;
   void setVolume(const float* voxels) override;
   void readVolume(float* destination) override;
+  bool readBlockInto(float* volume, const std::array<int, 3>& volumeSize, int volumeFirstRow) override;
   void back(const float* projections, const std::size_t* views, std::size_t count, Weighting weighting) override;
   void forward(const std::size_t* views, std::size_t count, float* projections) override;
   void setUpdateMask(const std::uint8_t* mask) override;

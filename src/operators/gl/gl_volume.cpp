@@ -290,7 +290,7 @@ Image GlVolume::readVolume() {
 // glGetTextureImage into client memory made the driver copy through its own small buffer and ran at
 // 0.6-1.8 GB/s on the H200; into a pixel-pack buffer the copy is the GPU's, and chunks let it overlap the
 // host's copy out of the mapped memory.
-void GlVolume::readVolumeInto(float* destination) {
+void GlVolume::readVolumeInto(float* destination, int volumeRows) {
   context_->makeCurrent();
   if (options.profile) glFinish();
   const auto t = std::chrono::steady_clock::now();
@@ -325,9 +325,22 @@ void GlVolume::readVolumeInto(float* destination) {
     const std::size_t first = c * readbackLayers_;
     const std::size_t n = std::min(readbackLayers_, static_cast<std::size_t>(nz) - first) * sliceFloats;
     const float* from = readback_.as<float>() + (c % 2) * readbackLayers_ * halfSliceFloats;
-    float* to = destination + first * sliceFloats;
-    parallelFor(n, std::size_t{1} << 18, options.threads,
-                [&](std::size_t b, std::size_t e) { std::copy(from + b, from + e, to + b); });
+    if (volumeRows <= 0) {
+      float* to = destination + first * sliceFloats;
+      parallelFor(n, std::size_t{1} << 18, options.threads,
+                  [&](std::size_t b, std::size_t e) { std::copy(from + b, from + e, to + b); });
+      continue;
+    }
+    // A z slice of the block is one run of the whole volume's slice, from row blockFirst on.
+    const std::size_t wholeSlice = static_cast<std::size_t>(nx) * static_cast<std::size_t>(volumeRows), base = first * sliceFloats;
+    parallelFor(n, std::size_t{1} << 18, options.threads, [&](std::size_t b, std::size_t e) {
+      for (std::size_t i = base + b; i < base + e;) {
+        const std::size_t z = i / sliceFloats, length = std::min(base + e, (z + 1) * sliceFloats) - i;
+        std::copy(from + (i - base), from + (i - base) + length,
+                  destination + z * wholeSlice + static_cast<std::size_t>(blockFirst) * nx + (i - z * sliceFloats));
+        i += length;
+      }
+    });
   }
   gl::checkError("reading the volume back");
   profile.readback += since(t);

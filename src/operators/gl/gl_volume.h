@@ -56,8 +56,9 @@ class GlVolume {
   void uploadMatrices();
   Image readVolume();
   /// Reads the volume into `destination` in chunks of slices through a persistently mapped pack buffer (two
-  /// halves): the GPU copies one chunk while host threads move the previous one out.
-  void readVolumeInto(float* destination);
+  /// halves): the GPU copies one chunk while host threads move the previous one out. With `volumeRows` (> 0), each
+  /// z slice of the block goes to its place in a whole volume of that many y rows, from row blockFirst on.
+  void readVolumeInto(float* destination, int volumeRows = 0);
   /// Zeroes the volume and forgets the pending window, the timings and the fences' passes (keeps the window).
   void reset();
   /// Made for blocks: checks the block (checkSlab), forgets the pending window as reset() does and zeroes the volume,
