@@ -42,8 +42,8 @@ std::optional<Backend> parseBackend(const std::string& option, const std::string
 /// "all" (every device the backend can use). Throws UsageError naming `option` for anything else.
 std::vector<int> parseGpuList(const std::string& option, const std::string& text, const std::string& backend);
 /// Under mpirun, where the ranks of a host all take one device (--gpu gave one) while `backend` has several there: a line
-/// on stderr from the host's second rank naming --gpu all. Ranks sharing a GPU take turns on it: two H100s' worth of
-/// ranks on one ran no faster than one process (2026-11-28).
+/// on stderr from the host's second rank naming --gpu all. Ranks sharing a GPU take turns on it (the measurement
+/// script's mpirun left --gpu out and put both ranks on GPU 0 of two unnoticed).
 void warnRanksShareOneDevice(const Cluster* cluster, Backend backend, std::size_t devicesGiven, int device);
 
 /// An output file's directory must exist (InputError naming the file otherwise).
