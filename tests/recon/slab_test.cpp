@@ -142,6 +142,28 @@ TEST(Slab, CpuClusterBandsEqualOneBlockBitForBit) { bandsEqualOneBlock("cpu", 0)
 
 TEST(Slab, CpuOverflowIsRefusedInOneBlockAndSlabs) { overflowIsRefused("cpu", 0); }
 
+// One slab per device: the devices go through the projections side by side, so the run keeps a ring of 4 batches
+// behind the slowest of them (as one block does) instead of every projection; more slabs than devices keep them all
+// (a later slab reads every projection again). The same bits either way.
+TEST(Slab, OneSlabPerDeviceKeepsARingNotEveryProjection) {
+  const Geometry g = circularScan();  // 24 projections
+  const Image projections = phantomScan(g);
+  const VolumeGrid grid = smallGrid(37);
+  FdkOptions options = slabTestOptions("cpu", 0, "");
+  options.batch = 2;  // a ring of 8 slots, 3 times round
+  const Image whole = reconstructFdk(g, projections, grid, options);
+  options.gpus = {0, 0};
+  FdkReport ring;
+  expectBitIdentical(reconstructFdk(g, projections, grid, options, &ring), whole, "one slab per device");
+  EXPECT_EQ(ring.slabs, 2);
+  EXPECT_LE(ring.peakQueued, 8u);
+  options.gpuMemory = rowBytes(grid) * 16;  // 3 slabs on 2 devices
+  FdkReport all;
+  expectBitIdentical(reconstructFdk(g, projections, grid, options, &all), whole, "3 slabs on 2 devices");
+  EXPECT_EQ(all.slabs, 3);
+  EXPECT_EQ(all.peakQueued, 24u);
+}
+
 TEST(Slab, ScratchFileHoldsTheFilteredProjections) {
   const Geometry g = circularScan();
   const Image projections = phantomScan(g);
