@@ -146,6 +146,7 @@ struct RankShare {
   double readSeconds = 0.0;  ///< reading its rows of the projections
   double bytesRead = 0.0;    ///< projection bytes read (its slabs' detector rows)
   std::string description;  ///< its operator: backend and device
+  std::vector<DeviceSpan> timeline;  ///< its device's timeline, from its own run's start (fdk --timeline prints it)
 };
 
 struct FdkReport {

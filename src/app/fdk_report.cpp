@@ -79,13 +79,14 @@ std::string describePlan(const SlabPlan& plan, std::size_t devices, int ranks) {
                     : "");
 }
 
-void printRanks(const FdkReport& report, double wallSeconds) {
+void printRanks(const FdkReport& report, double wallSeconds, bool timelines) {
   if (report.ranks.empty()) return;
   double busy = 0, bytes = 0;
   for (const RankShare& r : report.ranks) {
     std::fprintf(stderr, "  rank %d (%s): %d %s in %.2f s, %.2f s in its operator, read %s in %.2f s (%s)\n", r.rank, r.host.c_str(), r.slabs,
                  r.slabs == 1 ? "slab" : "slabs", r.seconds, r.busySeconds, formatBytes(static_cast<std::uint64_t>(r.bytesRead)).c_str(),
                  r.readSeconds, r.description.c_str());
+    if (timelines) printDeviceTimeline(stderr, r.timeline);  // seconds from that rank's own start
     busy += r.busySeconds;
     bytes += r.bytesRead;
   }

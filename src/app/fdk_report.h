@@ -22,8 +22,9 @@ void printStreamReport(const FdkReport& report, std::size_t projections);
 
 /// "slabs: N of R rows of y, ... per device, D devices".
 std::string describePlan(const SlabPlan& plan, std::size_t devices, int ranks = 0);
-/// A cluster's ranks (FdkReport::ranks): slabs, time, bytes read each, and the speed-up their operator time implies.
-void printRanks(const FdkReport& report, double wallSeconds);
+/// A cluster's ranks (FdkReport::ranks): slabs, time, bytes read each, and the speed-up their operator time implies;
+/// with `timelines`, each rank's device timeline under its line.
+void printRanks(const FdkReport& report, double wallSeconds, bool timelines = false);
 
 /// A device's timeline (FdkReport::devices, blockTimeline), wrapped lines of "start-end what": what bounds a run of
 /// several devices can be read off it (setup, each slab, its readback, its write beside the next slab, idle ends).

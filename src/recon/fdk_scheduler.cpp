@@ -864,11 +864,13 @@ bool FdkReconstructor::step(std::chrono::milliseconds budget, std::size_t until)
 namespace {
 // Every rank's share of a cluster's run, on rank 0 (a collective: after it returns on rank 0, every rank has written its
 // slabs).
-std::vector<RankShare> gatherRankShares(Cluster& cluster, const FdkReport& report, int slabs, const std::string& description) {
+std::vector<RankShare> gatherRankShares(Cluster& cluster, const FdkReport& report, int slabs, const std::string& description,
+                                        const std::vector<DeviceSpan>& timeline) {
   std::ostringstream mine;
   mine.precision(17);
   mine << slabs << ' ' << report.totalSeconds << ' ' << report.backprojectSeconds << ' ' << report.readSeconds << ' '
-       << report.bytesRead << '\t' << cluster.host() << '\t' << description;
+       << report.bytesRead << '\t' << cluster.host() << '\t' << description << '\t';
+  for (const DeviceSpan& span : timeline) mine << span.what << '|' << span.start << '|' << span.end << '|' << span.waited << ';';
   std::vector<RankShare> shares;
   const std::vector<std::string> all = cluster.gather(mine.str());
   for (std::size_t r = 0; r < all.size(); ++r) {
@@ -878,7 +880,20 @@ std::vector<RankShare> gatherRankShares(Cluster& cluster, const FdkReport& repor
     in >> share.slabs >> share.seconds >> share.busySeconds >> share.readSeconds >> share.bytesRead;
     in.ignore(1);
     std::getline(in, share.host, '\t');
-    std::getline(in, share.description);
+    std::getline(in, share.description, '\t');
+    for (std::string span; std::getline(in, span, ';');) {
+      std::istringstream fields(span);
+      DeviceSpan s;
+      std::string number;
+      std::getline(fields, s.what, '|');
+      std::getline(fields, number, '|');
+      s.start = std::stod(number);
+      std::getline(fields, number, '|');
+      s.end = std::stod(number);
+      std::getline(fields, number, '|');
+      s.waited = std::stod(number);
+      share.timeline.push_back(std::move(s));
+    }
     shares.push_back(share);
   }
   return shares;
@@ -947,7 +962,9 @@ FdkReport FdkReconstructor::finish() {
   report.latencySeconds = since(ended->lastRead);
   report.totalSeconds = since(ended->started);
   report.bytesRead = ended->bytesRead;
-  if (ended->cluster) report.ranks = gatherRankShares(*ended->cluster, report, ended->workers[0]->share.slabs, ended->workers[0]->share.description);
+  if (ended->cluster)
+    report.ranks = gatherRankShares(*ended->cluster, report, ended->workers[0]->share.slabs, ended->workers[0]->share.description,
+                                    ended->workers[0]->share.timeline);
   setupSeconds_ = 0;  // paid once: later runs reuse the operator
   spent_ = std::move(ended);  // its memory (the projections' ring) released later, not while the caller waits
   return report;

@@ -72,6 +72,25 @@ TEST(ClusterCli, RanksSharingOneGpuOfSeveralSaySo) {
   EXPECT_FALSE(contains(spread.output, "--gpu all gives")) << spread.output;
 }
 
+// fdk --timeline under mpirun: rank 0 prints every rank's device timeline (its slabs, readbacks and writes), so that
+// what bounds a rank can be seen where only rank 0 speaks.
+TEST(ClusterCli, TimelineShowsEveryRanksSlabs) {
+  if (const std::string why = mpiMissing(); !why.empty()) GTEST_SKIP() << why;
+  const auto dir = scratchDir();
+  ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
+  const CliRun r = runMpi(dir, 2, "fdk -g scan/geometry.xml -p scan/projections.mha" + kGrid + " --timeline -o t.mha");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  for (const std::string rank : {"rank 0 (", "rank 1 ("}) {
+    const std::size_t at = r.output.find(rank);
+    ASSERT_NE(at, std::string::npos) << r.output;
+    // The line under the rank's: its timeline, with the slabs it took.
+    const std::size_t next = r.output.find('\n', at) + 1, end = r.output.find('\n', next);
+    const std::string line = r.output.substr(next, end - next);
+    EXPECT_NE(line.find(" slab "), std::string::npos) << rank << ": " << line << "\n" << r.output;
+    EXPECT_NE(line.find("readback"), std::string::npos) << rank << ": " << line;
+  }
+}
+
 TEST(ClusterCli, EachRankReadsOnlyItsRows) {
   if (const std::string why = mpiMissing(); !why.empty()) GTEST_SKIP() << why;
   const auto dir = scratchDir();

@@ -65,7 +65,7 @@ class FdkCommand final : public Command {
     c->add_option("--batch", batch, "Projections filtered and backprojected together")->capture_default_str();
     c->add_flag("--overwrite", overwrite, "Replace existing output files");
     c->add_flag("--quiet,-q", quiet, "No progress output");
-    c->add_flag("--timeline", timeline, "After the run, each device's timeline (setup, slabs, readbacks, writes): what bounds several GPUs");
+    c->add_flag("--timeline", timeline, "After the run, each device's timeline (setup, slabs, readbacks, writes; under mpirun each rank's): what bounds several GPUs");
     c->callback([this] { run(); });
   }
 
@@ -336,7 +336,7 @@ class FdkCommand final : public Command {
                    formatBytes(static_cast<std::uint64_t>(report.uploadedBytes)).c_str(), 100.0 * report.uploadedBytes / report.wholeUploadBytes,
                    report.scratchFile ? "; filtered projections in a scratch file" : "");
     printFileSplit(report, gpuStartSeconds, writeSeconds, total, projections);
-    printRanks(report, total);
+    printRanks(report, total, timeline);
     if (!noteText.empty()) std::cerr << noteText;
     std::cerr << "wrote " << output << (noteText.empty() ? "" : " and " + notePath()) << '\n';
   }
