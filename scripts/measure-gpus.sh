@@ -80,7 +80,7 @@ if has mpi2048; then
   {
     rm -f $vol; sync
     /usr/bin/time -f "2048^3 cuda mpirun -np 2: wall %e s" mpirun -np 2 "$bin" fdk -g $scan/geometry.xml -p $scan/projections.mha -o $vol \
-      --size 2048 --spacing 0.125 --window 32 --backend cuda --gpu all --filter-on cpu 2>&1 | grep -E "file to file|rank|wall|rror"
+      --size 2048 --spacing 0.125 --window 32 --backend cuda --gpu all --filter-on cpu --timeline 2>&1 | grep -E "file to file|rank|wall|rror|^     "
     md5sum $vol | cut -c1-16
     fdkrun 2048 0.125 "cuda one GPU, --filter-on cpu" --backend cuda --gpu 0 --filter-on cpu
   } 2>&1 | tee "$out/mpi2048.txt"
