@@ -59,6 +59,22 @@ void moveSlabRows(const std::array<int, 3>& size, int firstRow, int rows, const 
   });
 }
 
+/// Elements [begin, end) of a block of rows [firstRow, firstRow + rows) (nx x rows x nz, x fastest), held at `from`
+/// (from[0] is the block's element `begin`), to their places in a whole volume of `size`: a z slice's rows are one run
+/// in both. For readbacks that arrive in chunks of the block (cuda's staging buffers, GL's pack buffer), each chunk cut
+/// into ranges for several threads.
+template <class T>
+void copyBlockRangeToVolume(const std::array<int, 3>& size, int firstRow, int rows, std::size_t begin, std::size_t end, const T* from,
+                            T* volume) {
+  const std::size_t nx = static_cast<std::size_t>(size[0]), slice = nx * static_cast<std::size_t>(rows);
+  const std::size_t wholeSlice = nx * static_cast<std::size_t>(size[1]), first = static_cast<std::size_t>(firstRow) * nx;
+  for (std::size_t i = begin; i < end;) {
+    const std::size_t z = i / slice, length = std::min(end, (z + 1) * slice) - i;
+    std::copy_n(from + (i - begin), length, volume + z * wholeSlice + first + (i - z * slice));
+    i += length;
+  }
+}
+
 /// The part of a region on the whole grid that lies in rows [firstRow, firstRow + rows), on the slab's grid.
 RegionOfInterest slabRegion(const RegionOfInterest& region, int firstRow, int rows);
 

@@ -864,13 +864,12 @@ bool FdkReconstructor::step(std::chrono::milliseconds budget, std::size_t until)
 namespace {
 // Every rank's share of a cluster's run, on rank 0 (a collective: after it returns on rank 0, every rank has written its
 // slabs).
-std::vector<RankShare> gatherRankShares(Cluster& cluster, const FdkReport& report, int slabs, const std::string& description,
-                                        const std::vector<DeviceSpan>& timeline) {
+std::vector<RankShare> gatherRankShares(Cluster& cluster, const FdkReport& report, const DeviceShare& own) {
   std::ostringstream mine;
   mine.precision(17);
-  mine << slabs << ' ' << report.totalSeconds << ' ' << report.backprojectSeconds << ' ' << report.readSeconds << ' '
-       << report.bytesRead << '\t' << cluster.host() << '\t' << description << '\t';
-  for (const DeviceSpan& span : timeline) mine << span.what << '|' << span.start << '|' << span.end << '|' << span.waited << ';';
+  mine << own.slabs << ' ' << report.totalSeconds << ' ' << report.backprojectSeconds << ' ' << report.readSeconds << ' '
+       << report.bytesRead << '\t' << cluster.host() << '\t' << own.description << '\t';
+  for (const DeviceSpan& span : own.timeline) mine << span.what << '|' << span.start << '|' << span.end << '|' << span.waited << ';';
   std::vector<RankShare> shares;
   const std::vector<std::string> all = cluster.gather(mine.str());
   for (std::size_t r = 0; r < all.size(); ++r) {
@@ -962,9 +961,7 @@ FdkReport FdkReconstructor::finish() {
   report.latencySeconds = since(ended->lastRead);
   report.totalSeconds = since(ended->started);
   report.bytesRead = ended->bytesRead;
-  if (ended->cluster)
-    report.ranks = gatherRankShares(*ended->cluster, report, ended->workers[0]->share.slabs, ended->workers[0]->share.description,
-                                    ended->workers[0]->share.timeline);
+  if (ended->cluster) report.ranks = gatherRankShares(*ended->cluster, report, ended->workers[0]->share);  // a rank has one worker
   setupSeconds_ = 0;  // paid once: later runs reuse the operator
   spent_ = std::move(ended);  // its memory (the projections' ring) released later, not while the caller waits
   return report;

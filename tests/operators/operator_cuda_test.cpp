@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include <glm/geometric.hpp>
@@ -56,9 +57,6 @@ TEST_F(Cuda, MatchesCpuOnParallelBeamScans) {
 
 }  // namespace
 }  // namespace glrecon
-
-#include <limits>
-
 
 namespace glrecon {
 namespace {

@@ -2,10 +2,14 @@
 // one-block reconstruction bit for bit, the scratch file, the slab-wise file writer and the command line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <numeric>
 #include <thread>
+#include <vector>
 
 #include "glrecon/operator.h"
 #include "device/cuda/device.h"
@@ -141,6 +145,23 @@ TEST(Slab, CpuSlabsEqualOneBlockBitForBit) { slabsEqualOneBlock("cpu", 0); }
 TEST(Slab, CpuClusterBandsEqualOneBlockBitForBit) { bandsEqualOneBlock("cpu", 0); }
 
 TEST(Slab, CpuOverflowIsRefusedInOneBlockAndSlabs) { overflowIsRefused("cpu", 0); }
+
+// A block's elements copied range by range, cut anywhere (mid-row, mid-slice, as chunks and threads cut them), land
+// where moveSlabRows puts the whole block.
+TEST(Slab, BlockRangesLandWhereTheWholeBlockDoes) {
+  const std::array<int, 3> size{5, 11, 4};
+  const int firstRow = 3, rows = 6;
+  std::vector<int> block(static_cast<std::size_t>(size[0]) * rows * size[2]);
+  std::iota(block.begin(), block.end(), 1);
+  std::vector<int> whole(static_cast<std::size_t>(size[0]) * size[1] * size[2], 0);
+  moveSlabRows(size, firstRow, rows, block.data(), whole.data(), /*toBlock=*/false);
+  for (const std::size_t piece : {std::size_t{1}, std::size_t{7}, std::size_t{30}, block.size()}) {
+    std::vector<int> ranged(whole.size(), 0);
+    for (std::size_t begin = 0; begin < block.size(); begin += piece)
+      copyBlockRangeToVolume(size, firstRow, rows, begin, std::min(block.size(), begin + piece), block.data() + begin, ranged.data());
+    EXPECT_EQ(ranged, whole) << "ranges of " << piece;
+  }
+}
 
 // One slab per device: the devices go through the projections side by side, so the run keeps a ring of 4 batches
 // behind the slowest of them (as one block does) instead of every projection; more slabs than devices keep them all

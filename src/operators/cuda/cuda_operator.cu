@@ -422,17 +422,9 @@ void CudaOperator::readChunks(float* destination, const std::array<int, 3>* volu
                   [&](std::size_t b, std::size_t e) { std::memcpy(to + b, from + b, (e - b) * sizeof(float)); });
       continue;
     }
-    // Block index i = (z * rows + y) * nx + x goes to ((z * ny + firstRow + y) * nx + x) of the volume: a z slice's rows
-    // are one run in both.
-    const std::size_t nx = static_cast<std::size_t>(grid_.size[0]), slice = nx * static_cast<std::size_t>(rows());
-    const std::size_t ny = static_cast<std::size_t>((*volumeSize)[1]), base = c * chunk;
+    const std::size_t base = c * chunk;
     parallelFor(n, std::size_t{1} << 18, options_.threads, [&](std::size_t b, std::size_t e) {
-      for (std::size_t i = base + b; i < base + e;) {
-        const std::size_t z = i / slice, length = std::min(base + e, (z + 1) * slice) - i;
-        std::memcpy(destination + (z * ny + static_cast<std::size_t>(volumeFirstRow)) * nx + (i - z * slice), from + (i - base),
-                    length * sizeof(float));
-        i += length;
-      }
+      copyBlockRangeToVolume(*volumeSize, volumeFirstRow, rows(), base + b, base + e, from + b, destination);
     });
   }
   timings_.readback += since(t);

@@ -331,15 +331,9 @@ void GlVolume::readVolumeInto(float* destination, int volumeRows) {
                   [&](std::size_t b, std::size_t e) { std::copy(from + b, from + e, to + b); });
       continue;
     }
-    // A z slice of the block is one run of the whole volume's slice, from row blockFirst on.
-    const std::size_t wholeSlice = static_cast<std::size_t>(nx) * static_cast<std::size_t>(volumeRows), base = first * sliceFloats;
+    const std::size_t base = first * sliceFloats;
     parallelFor(n, std::size_t{1} << 18, options.threads, [&](std::size_t b, std::size_t e) {
-      for (std::size_t i = base + b; i < base + e;) {
-        const std::size_t z = i / sliceFloats, length = std::min(base + e, (z + 1) * sliceFloats) - i;
-        std::copy(from + (i - base), from + (i - base) + length,
-                  destination + z * wholeSlice + static_cast<std::size_t>(blockFirst) * nx + (i - z * sliceFloats));
-        i += length;
-      }
+      copyBlockRangeToVolume({nx, volumeRows, nz}, blockFirst, ny, base + b, base + e, from + b, destination);
     });
   }
   gl::checkError("reading the volume back");
