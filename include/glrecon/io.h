@@ -5,6 +5,7 @@
 /// naming the file, the field, what was expected and what was found.
 #include <array>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -152,8 +153,8 @@ class VolumeFileWriter {
   /// 512 MiB into new page-cache pages runs at ~2.4 GB/s on one thread (page allocation, not copying); into
   /// pages already there it is a parallel memcpy, ~30 GB/s. Where the file system cannot reserve blocks
   /// (no fallocate) nothing happens and writeVolume writes as writeRows does: a mapped write to a full disk
-  /// would be a SIGBUS, not an error message. A full disk is reported here, before the reconstruction. Files
-  /// over 1/16 of physical memory are left alone (see the .cpp).
+  /// would be a SIGBUS, not an error message. A full disk is reported here, before the reconstruction. Files on
+  /// disk over 1/16 of physical memory are left alone (see the .cpp); files in memory are mapped whatever their size.
   void preparePages(int threads = 4);
   /// The whole volume (nx x ny x nz floats): through the prepared mapping on `threads` threads (0 = all), or
   /// with pwrite when preparePages did not map the file. Then commit().
@@ -163,6 +164,10 @@ class VolumeFileWriter {
   float* mappedVolume();
   /// preparePages mapped the file (mappedVolume will not be nullptr unless the voxels are misaligned).
   bool mapped() const { return mapping_ != nullptr; }
+  /// The file is in memory (tmpfs): preparePages maps it at any size and populates its pages without writing them
+  /// (MADV_POPULATE_WRITE, which reports a full file system where a write through the mapping would be a SIGBUS), and
+  /// writeRows copies through a mapping (pwrite serialises on the file's lock: 2.4-2.9 GB/s from any number of threads).
+  bool inMemory() const { return inMemory_; }
   void commit();
 
  private:
@@ -171,8 +176,12 @@ class VolumeFileWriter {
   std::unique_ptr<AtomicOutput> header_, data_;
   std::uint64_t dataOffset_ = 0;
   int fd_ = -1;
+  bool inMemory_ = false;
   struct Mapping;
   std::unique_ptr<Mapping> mapping_;
+  std::mutex mappingMutex_;  // writeRows maps a file in memory once, whichever slab worker comes first
+  bool mapWhole(std::uint64_t total);
+  void checkPrepared();  // the preparing threads joined; a full file system (in memory) an error naming the file
 };
 
 /// FDK's volume into a file (glrecon/sink.h): made now (an existing file refused unless `overwrite`, a full disk found

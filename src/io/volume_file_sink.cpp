@@ -24,8 +24,10 @@ struct VolumeFileSink::Fallback {
 VolumeFileSink::VolumeFileSink(const std::string& path, const VolumeGrid& grid, bool overwrite, int threads, bool mapped)
     : path_(path), grid_(grid), threads_(threads), writer_(path, grid, overwrite) {
   // Mapped pages are bounded by the writeback threshold (preparePages); memory for an unmapped volume is claimed
-  // only once the plan has checked it fits (beginWholeVolume).
-  if (mapped) writer_.preparePages();
+  // only once the plan has checked it fits (beginWholeVolume). A file in memory is mapped for a cluster's rank 0 too:
+  // its pages are populated without being written, and the other ranks write through mappings of their own. Its
+  // pages cost allocation and zeroing, not a disk: 8 threads (4 on disk, where the disk bounds what follows).
+  if (mapped || writer_.inMemory()) writer_.preparePages(writer_.inMemory() ? 8 : 4);
 }
 
 VolumeFileSink::VolumeFileSink(const std::string& path, const VolumeGrid& grid, const VolumeFileWriter::JoinedFile& joined)
@@ -54,7 +56,7 @@ float* VolumeFileSink::wholeVolume() {
   return fallback_->get();
 }
 
-// A mapped file (at most a sixteenth of the host's memory: preparePages) stays mapped for a slab run too: the slabs
+// A mapped file (on disk at most a sixteenth of the host's memory, in memory any size: preparePages) stays mapped for a slab run too: the slabs
 // can be read back straight into its pages (rowsInPlace), as the one-block readback is.
 void VolumeFileSink::beginRows() { fallback_.reset(); }
 

@@ -1,6 +1,7 @@
 // Slabs (glrecon/slab.h): the row band each slab uploads, the plan from a memory budget, cpu slabs against the
 // one-block reconstruction bit for bit, the scratch file, the slab-wise file writer and the command line.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -303,6 +304,96 @@ TEST(Slab, PreparedWholeVolumeWriteWritesWhatWriteImageWrites) {
     abandoned.preparePages(4);
   }
   for (const auto& entry : fs::directory_iterator(dir)) EXPECT_EQ(entry.path().filename().string().find("gone"), std::string::npos);
+}
+
+// A volume file in memory (tmpfs, /dev/shm): mapped, its pages populated without writing them, and rows written
+// through mappings (pwrite queues behind the file's lock there), by one process's slab workers at once and by another
+// rank's writer joining the file; the bytes are writeImage's.
+TEST(Slab, VolumeFileInMemoryIsWrittenThroughMappings) {
+  const fs::path shm = "/dev/shm";
+  if (!fs::is_directory(shm)) GTEST_SKIP() << "no /dev/shm here";
+  const fs::path dir = shm / ("glrecon-test-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  struct Removed {
+    fs::path dir;
+    ~Removed() { fs::remove_all(dir); }
+  } removed{dir};
+  const VolumeGrid grid{{64, 37, 50}, {0.5, 0.25, 2.0}, {-1.0, 3.5, 7.0}};
+  Image volume(grid);
+  for (std::size_t i = 0; i < volume.data.size(); ++i) volume.data[i] = std::sin(0.37 * i) * 1e3f + 1.0f;
+  const auto slabOf = [&](int first, int rows) {
+    std::vector<float> slab(64 * rows * 50);
+    for (int k = 0; k < 50; ++k) std::copy_n(volume.data.begin() + (k * 37 + first) * 64, 64 * rows, slab.begin() + k * 64 * rows);
+    return slab;
+  };
+  const std::vector<float> low = slabOf(0, 20), high = slabOf(20, 17);
+  for (const std::string name : {"v.mha", "v.tif"}) {
+    writeImage((dir / ("ref-" + name)).string(), volume, false);
+    const std::string reference = test::readText(dir / ("ref-" + name));
+    {
+      VolumeFileWriter writer((dir / name).string(), grid, false);
+      if (!writer.inMemory()) GTEST_SKIP() << "/dev/shm is not a tmpfs here";
+      writer.preparePages(3);
+      ASSERT_TRUE(writer.mapped()) << name;
+      float* voxels = writer.mappedVolume();
+      ASSERT_NE(voxels, nullptr) << name;
+      std::copy(volume.data.begin(), volume.data.end(), voxels);
+      writer.commit();
+    }
+    EXPECT_EQ(test::readText(dir / name), reference) << name << ": prepared and written in place";
+    fs::remove(dir / name);
+    {
+      // Two slab workers' rows at once, with no mapping prepared (writeRows maps the file itself).
+      VolumeFileWriter writer((dir / name).string(), grid, false);
+      std::jthread other([&] { writer.writeRows(20, 17, high.data()); });
+      writer.writeRows(0, 20, low.data());
+      other.join();
+      EXPECT_FALSE(fs::exists(dir / name)) << "visible before commit";
+      writer.commit();
+    }
+    EXPECT_EQ(test::readText(dir / name), reference) << name << ": rows from two threads";
+    fs::remove(dir / name);
+    {
+      // A cluster: rank 0 prepares its mapping and reads its slab in place; another rank's writer joins the file.
+      VolumeFileWriter rank0((dir / name).string(), grid, false);
+      rank0.preparePages(2);
+      VolumeFileWriter rank1((dir / name).string(), grid, VolumeFileWriter::JoinedFile{rank0.temporaryData()});
+      ASSERT_TRUE(rank1.inMemory());
+      rank1.writeRows(20, 17, high.data());
+      float* voxels = rank0.mappedVolume();
+      ASSERT_NE(voxels, nullptr);
+      for (int k = 0; k < 50; ++k) std::copy_n(low.begin() + k * 64 * 20, 64 * 20, voxels + k * 64 * 37);
+      rank1.commit();
+      rank0.commit();
+    }
+    EXPECT_EQ(test::readText(dir / name), reference) << name << ": two ranks' rows";
+  }
+}
+
+// A file system in memory too small for the volume: populating its pages fails with an error naming the file (a write
+// through the mapping would have been a SIGBUS), and nothing is left. A tmpfs of 1 MiB is mounted in a namespace of the
+// test's own (unshare: skipped where the system allows none).
+TEST(Cli, FdkIntoAFullMemoryFileSystemSaysSoAndLeavesNothing) {
+  const fs::path dir = test::scratchDir();
+  if (std::system(("cd '" + dir.string() + "' && mkdir full && unshare -rm sh -c 'mount -t tmpfs -o size=1m tmpfs full' 2>/dev/null").c_str()) != 0)
+    GTEST_SKIP() << "no mount namespace with a tmpfs here (unshare -rm)";
+  ASSERT_EQ(test::runCli(dir, "phantom -o scan --projections 24 --detector 32 --detector-spacing 16 -q").exitCode, 0);
+  // 64^3 floats are 1 MiB and the header more: one page past the file system's room.
+  const std::string fdk = std::string("'") + GLRECON_CLI_PATH +
+                          "' fdk -g scan/geometry.xml -p scan/projections.mha --size 64 --spacing 4 -q --backend cpu -o full/v.mha";
+  const std::string command = "cd '" + dir.string() + "' && unshare -rm sh -c \"mount -t tmpfs -o size=1m tmpfs full && " + fdk +
+                              " > log.txt 2>&1; echo exit \\$? >> log.txt; ls -A full >> log.txt\"";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  const std::string log = test::readText(dir / "log.txt");
+  const std::size_t exitLine = log.rfind("exit ");
+  ASSERT_NE(exitLine, std::string::npos) << log;
+  EXPECT_TRUE(test::contains(log.substr(0, exitLine), "full/v.mha")) << log;
+  EXPECT_TRUE(test::contains(log.substr(0, exitLine), "room for")) << log;
+  EXPECT_TRUE(test::contains(log.substr(0, exitLine), "file system full")) << log;
+  EXPECT_NE(log.substr(exitLine), "exit 0\n") << "no error:\n" << log;
+  // `ls -A full` printed nothing after the exit line: no file, not even a temporary.
+  EXPECT_EQ(log.find('\n', exitLine), log.size() - 1) << log;
 }
 
 TEST(Cli, FdkInSlabsWritesTheOneBlockFile) {
