@@ -2,8 +2,9 @@
 # One device run on a machine of several GPUs (docs/gpu-measurement.md carries the libraries): one GPU against two,
 # in memory (glrecon bench: one block against slabs, with each device's timeline) and file to file (glrecon fdk),
 # for docs/benchmarks.md's table "Several GPUs". Everything it prints is also under $OUT.
-#   scripts/measure-gpus.sh [STEP...]     steps: warm tests bench2048 bench2048cpu slabs2048 bench1024 file1024 file2048
-#                                         shm2048 mpi2048 iterative (default: all but tests); mpi2048 needs Open MPI in .gl/mpi
+#   scripts/measure-gpus.sh [STEP...]     steps: warm tests bench2048 bench2048cpu slabs2048 beside2048 bench1024 trace1024
+#                                         file1024 file2048 shm2048 mpi2048 iterative (default: all but tests and trace1024);
+#                                         mpi2048 needs Open MPI in .gl/mpi
 # warm: the GPU hosts' memory grows as it is first used (about 3 s for each 8 GiB, KINDS.md), which the first 2048^3 run
 # would pay; it is claimed once first. TEST_BINARIES, TEST_FILTER, TEST_SECONDS choose the tests; BACKENDS the benches'. shm2048: file to file through /dev/shm (memory), so that the pipeline is measured
 # and not the local disk (which writes 32 GiB in 17-34 s there).
@@ -14,7 +15,7 @@ for f in .gl/mpi/*.deb; do dpkg -x $f /; done; ldconfig
 export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu FONTCONFIG_FILE=/opt/deps/etc/fonts/fonts.conf
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 bin=$PWD/.gl/bin/glrecon
-steps=${*:-warm bench2048 bench2048cpu slabs2048 bench1024 file1024 file2048 shm2048 mpi2048 iterative}
+steps=${*:-warm bench2048 bench2048cpu slabs2048 beside2048 bench1024 file1024 file2048 shm2048 mpi2048 iterative}
 has() { [[ " $steps " == *" $1 "* ]]; }
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader | tee "$out/gpus.txt"
 echo "CPU threads: $(nproc)" | tee -a "$out/gpus.txt"
@@ -35,10 +36,13 @@ has bench2048 && $b --size 2048 --backends ${BACKENDS:-cuda,compute} --gpu 0,1 -
 has bench2048cpu && $b --size 2048 --backends cuda --gpu 0,1 --repeat 1 --filter-on cpu 2>&1 | tee "$out/bench2048_cpu.txt"
 # Slabs on one GPU against its one block.
 has slabs2048 && $b --size 2048 --backends cuda --gpu 0 --gpu-memory 8G --repeat 1 2>&1 | tee "$out/slabs2048.txt"
+# One GPU with room for two buffers of 4/5 of the volume: a large slab, then a small one beside whose backprojection
+# the large one is read back (SlabPlan::drainBeside), against its one block.
+has beside2048 && $b --size 2048 --backends cuda --gpu 0 --gpu-memory 60G --repeat 3 2>&1 | tee "$out/beside2048.txt"
 has bench1024 && $b --size 1024 --backends ${BACKENDS:-cuda,compute} --gpu 0,1 --repeat 3 2>&1 | tee "$out/bench1024.txt"
 # File to file: the scan written once, the volume written to the local disk, one GPU against two.
 scan=/tmp/scan1k
-if has file1024 || has file2048 || has mpi2048 || has shm2048; then
+if has file1024 || has trace1024 || has file2048 || has mpi2048 || has shm2048; then
   [ -f $scan/projections.mha ] || "$bin" phantom -o $scan --projections 720 --detector 1024 --detector-spacing 0.5 --overwrite -q
 fi
 vol=/tmp/v.mha
@@ -49,6 +53,13 @@ fdkrun() {  # size, spacing, label, options...
     --spacing $spacing --window 32 --timeline "$@" 2>&1 | grep -E "file to file|slabs|device|wall|rror|^   "
   md5sum $vol | cut -c1-16
 }
+if has trace1024; then
+  # Where a 1024^3 file-to-file run's time goes outside the devices' timeline (its "other"), stage by stage.
+  for gpus in 0 0,1; do
+    rm -f $vol; GLRECON_TRACE=1 "$bin" fdk -g $scan/geometry.xml -p $scan/projections.mha -o $vol --size 1024 --spacing 0.25 \
+      --window 32 --backend cuda --gpu $gpus -q 2>&1 | grep trace
+  done 2>&1 | tee "$out/trace1024.txt"
+fi
 if has file1024; then
   for r in 1 2; do
     fdkrun 1024 0.25 "cuda one GPU" --backend cuda --gpu 0

@@ -73,6 +73,10 @@ struct FdkOptions {
   /// Slabs (glrecon/slab.h): the most one device may hold, in bytes; 0: what it has free, measured (the volume is then
   /// split only when it does not fit). Given, it also forces slabs on the cpu backend (tests).
   std::uint64_t gpuMemory = 0;
+  /// Slabs read back beside the next slab's backprojection (SlabPlan::drainBeside). Unset: where the backend can (cuda),
+  /// in one process, when a device's share of the volume is over 2 GiB (below it the readback is about a tenth of a
+  /// second, and one slab per device keeps the projections in a ring rather than all of them).
+  std::optional<bool> drainBeside;
   /// Where the filtered projections of a slab run go when they do not fit in host memory (a deleted temporary file).
   std::string scratch;
   /// Streaming: at most queueDepth projections held between reading and backprojection (a detector's rate, bounded
@@ -118,7 +122,8 @@ FdkPlan planFdk(const Geometry& geometry, const VolumeGrid& grid, const FdkOptio
 /// One stretch of a device's work in a run, in seconds from the run's start: what bounds several devices shows here.
 struct DeviceSpan {
   std::string what;  ///< "setup", "backproject" (one block) or "slab K" (its projections handed over), "readback", and
-                     ///< beside the next slab "write" (into the sink) or "check" (a slab read back in place)
+                     ///< beside the next slab "write" (into the sink) or "check" (a slab read back in place); with
+                     ///< SlabPlan::drainBeside "readback beside" (the next slab's) and "readback wait" (for the last)
   double start = 0.0, end = 0.0;
   double waited = 0.0;  ///< within a slab: waiting for projections read and filtered
 };

@@ -22,6 +22,7 @@
 /// Tested against the CPU operator in tests/operators/, against the analytic phantom in tests/recon/fdk*_test.cpp.
 #include <array>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -95,6 +96,9 @@ struct OperatorOptions {
   /// The most y rows the operator holds at once (0: the whole grid). With fewer, the operator holds a block of rows
   /// (moveBlock) and uploads of each projection only the detector rows the block can reach (slabRowBand).
   int blockRows = 0;
+  /// With blockRows: a second block's worth of device memory, so that readBlockIntoBeside can read one block back
+  /// while the next is backprojected (cuda; the plan counts it in each slab's cost).
+  bool drainBeside = false;
   /// graphics, compute: draw in this context (a viewer's window, or the run's context for the device) instead of a
   /// headless one of their own; it must outlive the operator and be current on the calling thread.
   gl::Context* context = nullptr;
@@ -240,6 +244,15 @@ class ConeBeamOperator {
   virtual bool readBlockInto(float* volume, const std::array<int, 3>& volumeSize, int volumeFirstRow) {
     (void)volume, (void)volumeSize, (void)volumeFirstRow;
     return false;
+  }
+  /// readBlockInto beside the next block: the block's voxels move to the operator's second buffer
+  /// (OperatorOptions::drainBeside) and are copied into `volume` from there on a thread of the operator's, while the
+  /// caller moves on (moveBlock) and backprojects the next block. The future is ready once they are in `volume`
+  /// (rethrowing what failed); one readback at a time (a second call waits for the first). An invalid future where
+  /// the backend cannot (the caller then reads back with readBlockInto).
+  virtual std::shared_future<void> readBlockIntoBeside(float* volume, const std::array<int, 3>& volumeSize, int volumeFirstRow) {
+    (void)volume, (void)volumeSize, (void)volumeFirstRow;
+    return {};
   }
   /// The block's largest |voxel| as the device finds it without a readback (a NaN voxel makes it NaN), so that the
   /// caller need not scan the host copy; nullopt: the caller checks the host copy.

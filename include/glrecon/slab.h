@@ -80,8 +80,9 @@ RegionOfInterest slabRegion(const RegionOfInterest& region, int firstRow, int ro
 
 /// What a block of rows costs a device: fixedBytes + bytesPerRow * rows (operatorCost in glrecon/operator.h).
 struct SlabCost {
-  std::uint64_t fixedBytes = 0;   ///< independent of the block's height
-  std::uint64_t bytesPerRow = 0;  ///< per y row of the block
+  std::uint64_t fixedBytes = 0;         ///< independent of the block's height
+  std::uint64_t bytesPerRow = 0;        ///< per y row of the block
+  std::uint64_t volumeBytesPerRow = 0;  ///< of bytesPerRow, the volume's floats: what a second block buffer costs
 };
 
 struct SlabPlan {
@@ -89,6 +90,9 @@ struct SlabPlan {
   std::vector<std::pair<int, int>> slabs;    ///< (first row, rows), in order; the last may be shorter (several
                                              ///< devices: any may be a granule shorter)
   std::uint64_t budgetBytes = 0;             ///< the memory the plan had per device
+  /// Each device holds two block buffers and reads one back while it backprojects the next
+  /// (ConeBeamOperator::readBlockIntoBeside): rowsPerSlab is then each buffer's.
+  bool drainBeside = false;
 };
 
 /// Splits the grid's rows into the fewest slabs, at least `minimumSlabs` (one per device, so all of them work)
@@ -97,8 +101,13 @@ struct SlabPlan {
 /// grid, if smaller) do not fit, with the figure needed and the budget. With several `devices` (one counter hands the
 /// slabs out to them) the count is a multiple of `devices` where the granules allow, and the slabs' heights differ by
 /// at most a granule, so the devices finish together.
+/// `drainBeside`: two block buffers per device (SlabPlan::drainBeside), each slab read back while the device
+/// backprojects its next one. Where two buffers of 4/5 of a device's share fit, each device takes a slab of about
+/// 4/5 of its share and then one of the rest (the large one's readback hides behind the small one's backprojection,
+/// and only the small one's is left at the end); else even slabs, at least two per device, each buffer half the room.
+/// Where neither leaves a second slab per device, the plan is planSlabs' without it (drainBeside false).
 SlabPlan planSlabs(const VolumeGrid& grid, const SlabCost& cost, std::uint64_t budgetBytes, const std::string& what,
-                   int minimumSlabs = 1, int devices = 1);
+                   int minimumSlabs = 1, int devices = 1, bool drainBeside = false);
 
 /// "2G", "512M", "1.5G", "800000000" (bytes; K, M, G, T powers of 1024, optional trailing B or iB) to bytes.
 /// Throws UsageError naming `option` for anything else or a value under 4 KiB.

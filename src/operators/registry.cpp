@@ -70,6 +70,7 @@ SlabCost operatorCost(Backend backend, const Geometry& geometry, const VolumeGri
   const std::uint64_t windows = static_cast<std::uint64_t>(std::max(1, window));
   SlabCost cost;
   cost.bytesPerRow = nx * nz * 4;  // the float volume
+  cost.volumeBytesPerRow = cost.bytesPerRow;
   // The cpu backend uploads nothing: its "device" is host memory, where the block is all it adds.
   if (backend == Backend::Cpu) return cost;
   cost.fixedBytes = 2 * windows * projection;  // the projection window, two halves

@@ -451,6 +451,7 @@ struct FdkReconstructor::Run::Worker {
       if (!rowsBuffer.empty()) run.sink.writeRows(0, plan.grid.size[1], out);
       return;
     }
+    if (float* volume = run.sink.rowsInPlace(); volume && plan.slabs.drainBeside && drainBeside(volume, t)) return;
     if (writing[which].valid()) writing[which].get();  // this buffer's previous slab is out
     const bool checked = blockRegion.mask.empty() && checkedOnDevice();
     if (float* volume = run.sink.rowsInPlace(); volume && op->readBlockInto(volume, plan.grid.size, firstRow)) {
@@ -498,10 +499,43 @@ struct FdkReconstructor::Run::Worker {
     ++share.slabs;
   }
 
+  // The slab read back into the volume in memory beside the next slab's backprojection (SlabPlan::drainBeside), then
+  // its region's zeros and the check where the device has not checked. The worker waits only for the last slab's
+  // readback, before this one's can begin (its device buffer is free then): that wait is the readback it shows.
+  // False where the operator reads back only in line.
+  bool drainBeside(float* volume, Clock::time_point blockEnd) {
+    const bool checked = blockRegion.mask.empty() && checkedOnDevice();
+    const auto tw = Clock::now();
+    if (draining.valid()) draining.get();
+    readbackSeconds += since(tw);
+    const auto t0 = Clock::now();
+    std::shared_future<void> copied = op->readBlockIntoBeside(volume, run.plan.grid.size, firstRow);
+    if (!copied.valid()) return false;
+    backSeconds += since(blockEnd);
+    draining = std::async(std::launch::async, [this, copied, t0, volume, checked, first = firstRow, n = rows,
+                                               mask = std::move(blockRegion.mask)] {
+      copied.get();
+      record("readback beside", t0, Clock::now());
+      if (checked) return;
+      const auto tc = Clock::now();
+      finishRowsInPlace(volume, run.plan.grid.size, first, n, mask, run.sink.name());
+      record("check", tc, Clock::now());
+    });
+    ++share.slabs;
+    return true;
+  }
+  std::future<void> draining;  // the last slab's readback beside the next slab, and its check
+
   // Every slab written out; what the report wants of the operator kept (it may go before the report is made).
   void finishSlabs() {
     if (finished) return;
     finished = true;
+    if (draining.valid()) {
+      const auto tw = Clock::now();
+      draining.get();
+      readbackSeconds += since(tw);
+      record("readback wait", tw, Clock::now());
+    }
     for (auto& w : writing)
       if (w.valid()) w.get();
     if (run.slabs && share.slabs > 0) share.seconds = since(firstSlabStart);
@@ -676,6 +710,7 @@ OperatorOptions operatorOptionsOf(const FdkPlan& plan, int device, gl::Context* 
   o.retune = plan.options.retune;
   o.substackStencil = plan.options.substackStencil;
   o.blockRows = plan.slabs.rowsPerSlab;
+  o.drainBeside = plan.slabs.drainBeside;
   o.context = context;
   return o;
 }
@@ -993,7 +1028,7 @@ double DeviceShare::backprojectSeconds() const {
 double DeviceShare::busySeconds() const {
   double seconds = 0;
   for (const DeviceSpan& span : timeline)
-    if (span.what != "write" && span.what != "check") seconds += span.end - span.start - span.waited;
+    if (span.what != "write" && span.what != "check" && span.what != "readback beside") seconds += span.end - span.start - span.waited;
   return seconds;
 }
 

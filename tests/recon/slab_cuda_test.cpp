@@ -28,6 +28,8 @@ TEST_F(CudaSlab, SlabsEqualOneBlockBitForBit) {
   slabsEqualOneBlock("cuda", 8);
 }
 
+TEST_F(CudaSlab, SlabsReadBackBesideTheNextEqualOneBlockBitForBit) { drainedSlabsEqualOneBlock("cuda", 8); }
+
 TEST_F(CudaSlab, ClusterBandsEqualOneBlockBitForBit) { bandsEqualOneBlock("cuda", 8); }
 
 TEST_F(CudaSlab, OverflowIsRefusedInOneBlockAndSlabs) { overflowIsRefused("cuda", 8); }

@@ -111,6 +111,35 @@ inline void slabsEqualOneBlock(const std::string& backend, int window) {
   }
 }
 
+// Slabs read back beside the next slab's backprojection (FdkOptions::drainBeside; cuda does, the others read back in
+// line): two workers on device 0, with room for the 4:1 slabs (2 large, then 2 small) and with room only for even
+// slabs in buffers of half the budget (at least 2 per device). The same bits as one block, a region too; on cuda every
+// slab is read back beside (the next slab's backprojection, or for each device's last, the end of the run).
+inline void drainedSlabsEqualOneBlock(const std::string& backend, int window) {
+  const Geometry g = circularScan();
+  const Image projections = phantomScan(g);
+  const VolumeGrid grid = smallGrid(100);  // 7 granules: shares of 3 and 4, cut into 2 + 1 and 3 + 1
+  for (const std::string roi : {"", "sphere:3,-4,2,40"}) {
+    FdkOptions options = slabTestOptions(backend, window, roi);
+    const Image whole = reconstructFdk(g, projections, grid, options);
+    const SlabCost cost = operatorCost(test::backendOf(backend), g, grid, window, !roi.empty());
+    options.gpus = {0, 0};
+    options.drainBeside = true;
+    for (const auto& [bufferRows, expected] : {std::pair{48, std::vector<int>{32, 48, 16, 4}}, std::pair{16, std::vector<int>{16, 16, 16, 16, 16, 16, 4}}}) {
+      options.gpuMemory = cost.fixedBytes + (cost.bytesPerRow + cost.volumeBytesPerRow) * bufferRows;
+      FdkReport report;
+      const Image slabbed = reconstructFdk(g, projections, grid, options, &report);
+      const std::string what = backend + ", buffers of " + std::to_string(bufferRows) + " rows, roi '" + roi + "'";
+      expectBitIdentical(slabbed, whole, what);
+      EXPECT_EQ(report.slabs, static_cast<int>(expected.size())) << what;
+      int beside = 0;
+      for (const DeviceShare& d : report.devices)
+        for (const DeviceSpan& span : d.timeline) beside += span.what == "readback beside";
+      EXPECT_EQ(beside, backend == "cuda" ? report.slabs : 0) << what;
+    }
+  }
+}
+
 // Projections near float's limit overflow the volume: one block and slabs (in place, into the volume in memory) are
 // refused with an InputError naming the overflow, whichever side checks (the cuda device finds the largest voxel in
 // place; a NaN or infinite one sends the check to the host, which names it).

@@ -238,6 +238,42 @@ TEST(Slab, VolumeFileWriterWritesWhatWriteImageWrites) {
 // The one-block fdk path: the file's pages prepared by background threads, then the whole volume copied in through
 // the mapping. Same bytes as writeImage for every format, the header untouched by the page-touching threads
 // (it shares the first data page), whatever the thread split; released to pwrite for slabs.
+// Two block buffers per device (drainBeside): 4:1 slabs where two buffers of the large one fit, else even slabs in
+// buffers of half the room, at least two per device; where not even a granule fits twice, the plain plan.
+TEST(Slab, DrainBesidePlansLargeThenSmallSlabsOrEvenOnesInHalfTheRoom) {
+  const VolumeGrid grid{{4, 100, 4}, {1, 1, 1}, {0, 0, 0}};
+  const SlabCost cost{1000, 10, 8};
+  const auto budget = [&](int rows) { return cost.fixedBytes + (cost.bytesPerRow + cost.volumeBytesPerRow) * rows; };
+  const auto heights = [](const SlabPlan& plan) {
+    std::vector<int> h;
+    int next = 0;
+    for (const auto& [first, rows] : plan.slabs) {
+      EXPECT_EQ(first, next) << "slabs in order, contiguous";
+      next = first + rows;
+      h.push_back(rows);
+    }
+    EXPECT_EQ(next, 100) << "every row";
+    return h;
+  };
+  const SlabPlan tapered = planSlabs(grid, cost, budget(48), "cap", 2, 2, true);
+  EXPECT_TRUE(tapered.drainBeside);
+  EXPECT_EQ(tapered.rowsPerSlab, 48);
+  EXPECT_EQ(heights(tapered), (std::vector<int>{32, 48, 16, 4}));  // shares of 3 and 4 granules: 2 + 1, 3 + 1
+  const SlabPlan even = planSlabs(grid, cost, budget(47), "cap", 2, 2, true);
+  EXPECT_TRUE(even.drainBeside);
+  EXPECT_EQ(even.rowsPerSlab, 32);
+  EXPECT_EQ(heights(even), (std::vector<int>{16, 32, 32, 20}));  // 4 slabs, two per device, within a granule
+  const SlabPlan one = planSlabs(grid, cost, budget(1000), "cap", 1, 1, true);
+  EXPECT_TRUE(one.drainBeside);
+  EXPECT_EQ(heights(one), (std::vector<int>{96, 4}));  // 7 granules: 6 + 1
+  const SlabPlan plain = planSlabs(grid, cost, budget(15), "cap", 2, 2, true);  // 15 rows twice; 27 once
+  EXPECT_FALSE(plain.drainBeside);
+  EXPECT_EQ(heights(plain), (std::vector<int>{16, 16, 16, 16, 16, 16, 4}));
+  EXPECT_FALSE(planSlabs(grid, cost, budget(1000), "cap", 2, 2, false).drainBeside);
+}
+
+TEST(Slab, SlabsReadBackBesideTheNextEqualOneBlockBitForBit) { test::drainedSlabsEqualOneBlock("cpu", 8); }
+
 TEST(Slab, PreparedWholeVolumeWriteWritesWhatWriteImageWrites) {
   const fs::path dir = test::scratchDir() / "prepared-writer";
   fs::remove_all(dir);

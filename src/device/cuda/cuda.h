@@ -156,6 +156,15 @@ class Stream {
     s.stream_ = Handle<cudaStream_t, cudaStreamDestroy>(stream);
     return s;
   }
+  /// A stream the legacy default stream does not wait for, nor it for that stream (cudaStreamNonBlocking): work that
+  /// runs beside everything else on the device, such as a readback beside the next block's kernels.
+  static Stream createNonBlocking() {
+    cudaStream_t stream = nullptr;
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    Stream s;
+    s.stream_ = Handle<cudaStream_t, cudaStreamDestroy>(stream);
+    return s;
+  }
   cudaStream_t get() const { return stream_.get(); }
 
  private:

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,6 +29,8 @@
 
 namespace glrecon {
 namespace {
+// The beside readback's pinned chunks: 64 MiB, large enough for full-speed copies, small beside the windows' staging.
+constexpr std::size_t kDrainChunkFloats = std::size_t{16} << 20;
 
 // The window only amortises the volume's read-modify-write (one pass per window), which is cheap beside the texture
 // fetches once it holds a few dozen projections: auto takes 32 (measured against 16, 64 and 128 by bench), max the
@@ -96,6 +99,7 @@ class CudaOperator final : public ConeBeamOperator {
   void setVolume(const float* voxels) override;
   void readVolume(float* destination) override;
   bool readBlockInto(float* volume, const std::array<int, 3>& volumeSize, int volumeFirstRow) override;
+  std::shared_future<void> readBlockIntoBeside(float* volume, const std::array<int, 3>& volumeSize, int volumeFirstRow) override;
   std::optional<float> blockLargestMagnitude() override;
   void back(const float* projections, const std::size_t* views, std::size_t count, Weighting weighting) override;
   void forward(const std::size_t* views, std::size_t count, float* projections) override;
@@ -130,6 +134,8 @@ class CudaOperator final : public ConeBeamOperator {
   // The volume through the staging buffers into `destination`: as it is, or (volumeSize) each x row to its row of a
   // whole volume whose rows volumeFirstRow onwards this block holds.
   void readChunks(float* destination, const std::array<int, 3>* volumeSize, int volumeFirstRow);
+  /// The block's kernels and copies done: the whole device, or (drainBeside) this block's two streams, not the drain's.
+  void settleBlock();
   /// The pending window's pass, once its array holds the projections (uploaded on copyStream_).
   void pass();
   RayBuffers& rays();
@@ -158,6 +164,12 @@ class CudaOperator final : public ConeBeamOperator {
   int bank_ = -1;  // this operator's matrices in constant memory
   std::size_t stagingFloats_ = 0;  // per window buffer: one window of projections
   cuda::DeviceBuffer<float> volume_;
+  // drainBeside: the second block buffer, the stream and pinned chunks its readback goes through, and that readback.
+  cuda::DeviceBuffer<float> spare_;
+  cuda::Stream drainStream_;
+  cuda::PinnedBuffer<float> drainStaging_[2];
+  cuda::Event drainCopied_[2];
+  std::shared_future<void> draining_;
   cuda::DeviceBuffer<int2> zRange_;
   cuda::DeviceBuffer<int> largestBits_;  // blockLargestMagnitude's result
   bool regionSet_ = false;
@@ -195,17 +207,25 @@ CudaOperator::CudaOperator(const Geometry& geometry, const VolumeGrid& grid, con
                      std::to_string(options.window));
   window_ = options.window == kMaximumWindow ? cuda::kMaxWindow : options.window > 0 ? options.window : kDefaultWindow;
   window_ = std::min<int>(window_, static_cast<int>(geometry.size()));
-  const std::size_t bytes = blockVoxels() * sizeof(float);
+  const std::size_t bytes = blockVoxels() * sizeof(float), blocks = options.drainBeside && options.blockRows > 0 ? 2 : 1;
   std::size_t freeBytes = 0, totalBytes = 0;
   GLRECON_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
   const std::size_t projectionBytes = static_cast<std::size_t>(2) * geometry.detector.nu * geometry.detector.nv * window_ * sizeof(float);
-  if (bytes + projectionBytes > freeBytes)
+  if (blocks * bytes + projectionBytes > freeBytes)
     throwInputError("cuda on " + deviceName_, "GPU memory (bytes)",
                     "at most " + std::to_string(freeBytes) + (options.blockRows > 0 ? std::string() : " (" + slabSuggestion() + ")"),
-                    std::to_string(bytes + projectionBytes));
+                    std::to_string(blocks * bytes + projectionBytes));
   bank_ = cuda::acquireMatrixBank();
   volume_ = cuda::DeviceBuffer<float>(blockVoxels());
   GLRECON_CUDA(cudaMemset(volume_.get(), 0, bytes));
+  if (options.drainBeside && options.blockRows > 0) {
+    spare_ = cuda::DeviceBuffer<float>(blockVoxels());  // made now: cudaMalloc mid-run may wait for the device
+    drainStream_ = cuda::Stream::createNonBlocking();
+    for (int b = 0; b < 2; ++b) {
+      drainStaging_[b] = cuda::PinnedBuffer<float>(kDrainChunkFloats);
+      drainCopied_[b] = cuda::Event::create();
+    }
+  }
   copyStream_ = cuda::Stream::create();
   computeStream_ = cuda::Stream::create();
   stagingFloats_ = static_cast<std::size_t>(geometry.detector.nu) * geometry.detector.nv * window_;
@@ -221,6 +241,7 @@ CudaOperator::CudaOperator(const Geometry& geometry, const VolumeGrid& grid, con
 }
 
 CudaOperator::~CudaOperator() {
+  if (draining_.valid()) draining_.wait();  // its thread copies out of spare_ and the drain's staging
   cudaSetDevice(device_);
   cudaDeviceSynchronize();  // nothing may still use what the members free
   if (bank_ >= 0) cuda::releaseMatrixBank(bank_);
@@ -383,6 +404,52 @@ bool CudaOperator::readBlockInto(float* volume, const std::array<int, 3>& volume
   return true;
 }
 
+// The finished block swaps buffers with the spare (the next moveBlock zeroes the other) and is copied out on the drain's
+// stream, through pinned chunks of its own (the windows' staging feeds the next block's uploads meanwhile), by a thread
+// whose host copies take the operator's threads. The drain's stream does not wait for the next block's kernels, nor
+// they for it; settleBlock() waits only for this block's streams.
+std::shared_future<void> CudaOperator::readBlockIntoBeside(float* volume, const std::array<int, 3>& volumeSize, int volumeFirstRow) {
+  if (!spare_) return {};
+  checkHoldsBlock(volumeSize, volumeFirstRow);
+  GLRECON_CUDA(cudaSetDevice(device_));
+  launch();
+  if (draining_.valid()) draining_.get();  // the spare is free once the last readback is out
+  settleBlock();
+  std::swap(volume_, spare_);
+  const int rows = this->rows();
+  const std::size_t total = blockVoxels();
+  draining_ = std::async(std::launch::async, [this, volume, volumeSize, volumeFirstRow, rows, total] {
+                GLRECON_CUDA(cudaSetDevice(device_));
+                const std::size_t chunk = kDrainChunkFloats, chunks = (total + chunk - 1) / chunk;
+                const auto issue = [&](std::size_t c) {
+                  const std::size_t n = std::min(chunk, total - c * chunk);
+                  GLRECON_CUDA(cudaMemcpyAsync(drainStaging_[c % 2].get(), spare_.get() + c * chunk, n * sizeof(float),
+                                               cudaMemcpyDeviceToHost, drainStream_.get()));
+                  GLRECON_CUDA(cudaEventRecord(drainCopied_[c % 2].get(), drainStream_.get()));
+                };
+                issue(0);
+                for (std::size_t c = 0; c < chunks; ++c) {
+                  if (c + 1 < chunks) issue(c + 1);  // its buffer held chunk c - 1, copied out below
+                  GLRECON_CUDA(cudaEventSynchronize(drainCopied_[c % 2].get()));
+                  const std::size_t n = std::min(chunk, total - c * chunk), base = c * chunk;
+                  const float* from = drainStaging_[c % 2].get();
+                  parallelFor(n, std::size_t{1} << 18, options_.threads, [&](std::size_t b, std::size_t e) {
+                    copyBlockRangeToVolume(volumeSize, volumeFirstRow, rows, base + b, base + e, from + b, volume);
+                  });
+                }
+              }).share();
+  return draining_;
+}
+
+void CudaOperator::settleBlock() {
+  if (!spare_) {
+    GLRECON_CUDA(cudaDeviceSynchronize());
+    return;
+  }
+  GLRECON_CUDA(cudaStreamSynchronize(computeStream_.get()));
+  GLRECON_CUDA(cudaStreamSynchronize(copyStream_.get()));
+}
+
 std::optional<float> CudaOperator::blockLargestMagnitude() {
   GLRECON_CUDA(cudaSetDevice(device_));
   launch();
@@ -452,7 +519,7 @@ void CudaOperator::moveBlock(int firstRow, int rows) {
   GLRECON_CUDA(cudaSetDevice(device_));
   launch();  // projections staged for the previous block belong to it
   setBlock(firstRow, rows);
-  GLRECON_CUDA(cudaDeviceSynchronize());
+  settleBlock();
   GLRECON_CUDA(cudaMemset(volume_.get(), 0, blockVoxels() * sizeof(float)));
   regionSet_ = false;
   regionMask_.clear();
@@ -473,7 +540,7 @@ void CudaOperator::setRegion(const RegionOfInterest& roi) {
     ranges.push_back(make_int2(first, last));
     updatesPerLaunch_ += last - first;
   }
-  GLRECON_CUDA(cudaDeviceSynchronize());
+  settleBlock();
   if (!zRange_ || zRange_.size() < ranges.size()) zRange_ = cuda::DeviceBuffer<int2>(ranges.size());
   GLRECON_CUDA(cudaMemcpy(zRange_.get(), ranges.data(), ranges.size() * sizeof(int2), cudaMemcpyHostToDevice));
   regionSet_ = true;
