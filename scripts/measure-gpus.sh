@@ -32,7 +32,7 @@ if has tests; then
   done
 fi
 # 2048^3 (32 GiB) from 720 x 1024^2: one block on GPU 0 against two GPUs (the volume fits either way: one slab each).
-has bench2048 && $b --size 2048 --backends ${BACKENDS:-cuda,compute} --gpu 0,1 --repeat 3 2>&1 | tee "$out/bench2048.txt"
+has bench2048 && $b --size 2048 --backends ${BACKENDS:-cuda,compute} --gpu 0,1 --repeat ${REPEAT:-3} 2>&1 | tee "$out/bench2048.txt"
 has bench2048cpu && $b --size 2048 --backends cuda --gpu 0,1 --repeat 1 --filter-on cpu 2>&1 | tee "$out/bench2048_cpu.txt"
 # Slabs on one GPU against its one block.
 has slabs2048 && $b --size 2048 --backends cuda --gpu 0 --gpu-memory 8G --repeat 1 2>&1 | tee "$out/slabs2048.txt"

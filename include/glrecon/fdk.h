@@ -73,9 +73,11 @@ struct FdkOptions {
   /// Slabs (glrecon/slab.h): the most one device may hold, in bytes; 0: what it has free, measured (the volume is then
   /// split only when it does not fit). Given, it also forces slabs on the cpu backend (tests).
   std::uint64_t gpuMemory = 0;
-  /// Slabs read back beside the next slab's backprojection (SlabPlan::drainBeside). Unset: where the backend can (cuda),
-  /// in one process, when a device's share of the volume is over 2 GiB (below it the readback is about a tenth of a
-  /// second, and one slab per device keeps the projections in a ring rather than all of them).
+  /// Slabs read back beside the next slab's backprojection (SlabPlan::drainBeside; cuda reads back beside, the other
+  /// backends in line). Unset: off. On two H200s at 2048^3 in memory it lost to one slab per device read back in line
+  /// (5.12 s against 4.68 s, glrecon bench --gpu 0,1 prints both): the volume's memory was ready only at 4.2 s
+  /// (std::vector's zero fill of 32 GiB runs on one thread), and the 4:1 slabs backproject 4% slower than halves. It
+  /// pays where the memory is ready when the first slab ends.
   std::optional<bool> drainBeside;
   /// Where the filtered projections of a slab run go when they do not fit in host memory (a deleted temporary file).
   std::string scratch;
@@ -123,7 +125,8 @@ FdkPlan planFdk(const Geometry& geometry, const VolumeGrid& grid, const FdkOptio
 struct DeviceSpan {
   std::string what;  ///< "setup", "backproject" (one block) or "slab K" (its projections handed over), "readback", and
                      ///< beside the next slab "write" (into the sink) or "check" (a slab read back in place); with
-                     ///< SlabPlan::drainBeside "readback beside" (the next slab's) and "readback wait" (for the last)
+                     ///< SlabPlan::drainBeside "readback beside" (the next slab's; within it "memory wait" for the
+                     ///< sink's memory) and "readback wait" (for the last)
   double start = 0.0, end = 0.0;
   double waited = 0.0;  ///< within a slab: waiting for projections read and filtered
 };

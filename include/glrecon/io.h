@@ -205,6 +205,7 @@ class VolumeFileSink final : public VolumeSink {
   void beginRows() override;
   void writeRows(int firstRow, int rows, const float* data) override;
   float* rowsInPlace() override;
+  bool hasRowsInPlace() const override { return writer_.mapped(); }
   /// The file under its name, complete; returns the seconds the final write took.
   double commit();
   /// The whole volume where it is in memory (after a one-block run: the mapping or the memory written at commit());

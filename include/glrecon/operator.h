@@ -22,6 +22,7 @@
 /// Tested against the CPU operator in tests/operators/, against the analytic phantom in tests/recon/fdk*_test.cpp.
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -246,11 +247,13 @@ class ConeBeamOperator {
     return false;
   }
   /// readBlockInto beside the next block: the block's voxels move to the operator's second buffer
-  /// (OperatorOptions::drainBeside) and are copied into `volume` from there on a thread of the operator's, while the
-  /// caller moves on (moveBlock) and backprojects the next block. The future is ready once they are in `volume`
+  /// (OperatorOptions::drainBeside) and are copied from there on a thread of the operator's into the memory `volume()`
+  /// gives (asked for on that thread: it may wait for the memory to be prepared; nullptr is an error), while the
+  /// caller moves on (moveBlock) and backprojects the next block. The future is ready once they are in the volume
   /// (rethrowing what failed); one readback at a time (a second call waits for the first). An invalid future where
   /// the backend cannot (the caller then reads back with readBlockInto).
-  virtual std::shared_future<void> readBlockIntoBeside(float* volume, const std::array<int, 3>& volumeSize, int volumeFirstRow) {
+  virtual std::shared_future<void> readBlockIntoBeside(const std::function<float*()>& volume, const std::array<int, 3>& volumeSize,
+                                                       int volumeFirstRow) {
     (void)volume, (void)volumeSize, (void)volumeFirstRow;
     return {};
   }

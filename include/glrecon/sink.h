@@ -28,6 +28,9 @@ class VolumeSink {
   /// A slab run may read its rows straight into this memory of the whole grid (x fastest, then y, then z) instead of
   /// handing them to writeRows, where the operator can (ConeBeamOperator::readBlockInto); nullptr: by writeRows only.
   virtual float* rowsInPlace() { return nullptr; }
+  /// rowsInPlace() will give memory, perhaps only once it is prepared (then it waits): a readback beside the next slab
+  /// asks for it on its own thread, so that the device need not wait for the memory.
+  virtual bool hasRowsInPlace() const { return false; }
 };
 
 /// The volume into memory: an Image of the grid, whose pages another thread faults in while the run works (at 512^3
@@ -40,6 +43,7 @@ class ImageSink final : public VolumeSink {
   float* wholeVolume() override;
   void writeRows(int firstRow, int rows, const float* data) override;
   float* rowsInPlace() override { return wholeVolume(); }
+  bool hasRowsInPlace() const override { return true; }
   /// The volume (once the run has finished).
   Image take();
 

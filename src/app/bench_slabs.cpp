@@ -127,6 +127,18 @@ void measure(const SlabBenchRequest& q, const std::string& backend, const FdkOpt
   std::printf("    slab plan: %d rows per slab, %s per device; filter %.3f s (busy), readback %.3f s, setup %.3f s\n", report.rowsPerSlab,
               report.slabBudget == UINT64_MAX ? "no limit" : formatBytes(report.slabBudget).c_str(), report.filterSeconds,
               report.readbackSeconds, report.setupSeconds);
+  if (backend == "cuda") {
+    // The other way of reading slabs back (FdkOptions::drainBeside): in line, or beside the next slab's backprojection.
+    FdkOptions other = slabbed;
+    other.drainBeside = !plan.drainBeside;
+    const SlabPlan otherPlan = planFdk(geometry, grid, other, *rawSource).slabs;
+    FdkReport otherReport;
+    const Timed again = timeRuns("slabs read back the other way", q.repeat, geometry, raw, grid, other, &otherReport, nullptr);
+    std::printf("    slabs read back %s instead: %zu slabs of up to %d rows, %.3f s (median), bits %s\n",
+                otherPlan.drainBeside ? "beside the next slab" : "in line", otherPlan.slabs.size(), otherPlan.rowsPerSlab,
+                median(again.times), sameBits(again.volume, slabs.volume) ? "identical" : "DIFFER");
+    for (const DeviceShare& d : otherReport.devices) printDeviceTimeline(stdout, d.timeline);
+  }
   std::fflush(stdout);
 }
 

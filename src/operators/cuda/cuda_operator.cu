@@ -99,7 +99,8 @@ class CudaOperator final : public ConeBeamOperator {
   void setVolume(const float* voxels) override;
   void readVolume(float* destination) override;
   bool readBlockInto(float* volume, const std::array<int, 3>& volumeSize, int volumeFirstRow) override;
-  std::shared_future<void> readBlockIntoBeside(float* volume, const std::array<int, 3>& volumeSize, int volumeFirstRow) override;
+  std::shared_future<void> readBlockIntoBeside(const std::function<float*()>& volume, const std::array<int, 3>& volumeSize,
+                                               int volumeFirstRow) override;
   std::optional<float> blockLargestMagnitude() override;
   void back(const float* projections, const std::size_t* views, std::size_t count, Weighting weighting) override;
   void forward(const std::size_t* views, std::size_t count, float* projections) override;
@@ -408,7 +409,8 @@ bool CudaOperator::readBlockInto(float* volume, const std::array<int, 3>& volume
 // stream, through pinned chunks of its own (the windows' staging feeds the next block's uploads meanwhile), by a thread
 // whose host copies take the operator's threads. The drain's stream does not wait for the next block's kernels, nor
 // they for it; settleBlock() waits only for this block's streams.
-std::shared_future<void> CudaOperator::readBlockIntoBeside(float* volume, const std::array<int, 3>& volumeSize, int volumeFirstRow) {
+std::shared_future<void> CudaOperator::readBlockIntoBeside(const std::function<float*()>& volume, const std::array<int, 3>& volumeSize,
+                                                         int volumeFirstRow) {
   if (!spare_) return {};
   checkHoldsBlock(volumeSize, volumeFirstRow);
   GLRECON_CUDA(cudaSetDevice(device_));
@@ -428,13 +430,15 @@ std::shared_future<void> CudaOperator::readBlockIntoBeside(float* volume, const 
                   GLRECON_CUDA(cudaEventRecord(drainCopied_[c % 2].get(), drainStream_.get()));
                 };
                 issue(0);
+                float* to = nullptr;  // asked for once the first chunk is on its way
                 for (std::size_t c = 0; c < chunks; ++c) {
                   if (c + 1 < chunks) issue(c + 1);  // its buffer held chunk c - 1, copied out below
+                  if (!to && !(to = volume())) throw std::logic_error("readBlockIntoBeside: no memory to read the block into");
                   GLRECON_CUDA(cudaEventSynchronize(drainCopied_[c % 2].get()));
                   const std::size_t n = std::min(chunk, total - c * chunk), base = c * chunk;
                   const float* from = drainStaging_[c % 2].get();
                   parallelFor(n, std::size_t{1} << 18, options_.threads, [&](std::size_t b, std::size_t e) {
-                    copyBlockRangeToVolume(volumeSize, volumeFirstRow, rows, base + b, base + e, from + b, volume);
+                    copyBlockRangeToVolume(volumeSize, volumeFirstRow, rows, base + b, base + e, from + b, to);
                   });
                 }
               }).share();
