@@ -16,7 +16,7 @@ struct Image {
   std::array<int, 3> size{0, 0, 0};
   std::array<double, 3> spacing{1.0, 1.0, 1.0};
   std::array<double, 3> origin{0.0, 0.0, 0.0};
-  std::vector<float> data;
+  Voxels data;  // std::vector<float> but for resize()'s fill (glrecon/parallel.h)
 
   Image() = default;
   /// Zeroed voxels; a large image's memory is faulted in on all threads (resizeZeroed).

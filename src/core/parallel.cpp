@@ -62,27 +62,29 @@ void lowerAtomically(std::atomic<std::size_t>& target, std::size_t value) {
   }
 }
 
-void resizeZeroed(std::vector<float>& data, std::size_t count, int threads) {
-  data.reserve(count);
-  const std::size_t bytes = count * sizeof(float);
+void resizeZeroed(Voxels& data, std::size_t count, int threads) {
+  const std::size_t old = data.size();
+  data.resize(count);  // the new voxels unwritten (UnfilledAllocator): zeroed below
+  if (count <= old) return;
+  char* begin = reinterpret_cast<char*>(data.data() + old);
+  const std::size_t bytes = (count - old) * sizeof(float);
   constexpr std::size_t kLarge = std::size_t{64} << 20, kHugePage = std::size_t{2} << 20;
-  if (bytes >= kLarge) {
-    // resize() zeroes the buffer on one thread, taking a page fault per 4 KiB of fresh memory: 1.5 s for
-    // 512 MiB on a 2-core virtual machine. Huge pages (where the system leaves them to madvise) faulted in on
-    // all threads first, by writing zeros into them, leave resize() only memory to write: 0.05 s there. On the
-    // 32-thread GPU host a 32 GiB buffer was faulted in by these writes in 0.7 s, where MADV_POPULATE_WRITE on as
-    // many threads took 4.0-4.4 s (it serialises in the kernel); resize()'s own fill then takes 3.6 s there, which
-    // only an allocator that skips it could avoid. Neither changes what the memory holds (zeros).
-    const auto start = reinterpret_cast<std::uintptr_t>(data.data());
-    const std::uintptr_t first = (start + kHugePage - 1) / kHugePage * kHugePage, last = (start + bytes) / kHugePage * kHugePage;
-    if (last > first) {
-      ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
-      parallelFor((last - first) / kHugePage, 8, threads, [&](std::size_t b, std::size_t e) {
-        std::memset(reinterpret_cast<void*>(first + b * kHugePage), 0, (e - b) * kHugePage);
-      });
-    }
+  if (bytes < kLarge) {
+    std::memset(begin, 0, bytes);
+    return;
   }
-  data.resize(count);
+  // Fresh memory takes a page fault per 4 KiB on one thread: 1.5 s for 512 MiB on a 2-core virtual machine. Huge
+  // pages (where the system leaves them to madvise) written on all threads: 0.05 s there; on the 32-thread GPU hosts
+  // 32 GiB in 0.7 s, where MADV_POPULATE_WRITE on as many threads took 4.0-4.4 s (it serialises in the kernel) and
+  // std::vector's own fill, which UnfilledAllocator skips, 3.6 s more on one thread.
+  const auto start = reinterpret_cast<std::uintptr_t>(begin);
+  const std::uintptr_t first = (start + kHugePage - 1) / kHugePage * kHugePage, last = (start + bytes) / kHugePage * kHugePage;
+  ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+  parallelFor((last - first) / kHugePage, 8, threads, [&](std::size_t b, std::size_t e) {
+    std::memset(reinterpret_cast<void*>(first + b * kHugePage), 0, (e - b) * kHugePage);
+  });
+  std::memset(begin, 0, first - start);  // the pieces before and after the whole huge pages
+  std::memset(reinterpret_cast<void*>(last), 0, start + bytes - last);
 }
 
 }  // namespace glrecon

@@ -106,11 +106,11 @@ struct AsFloat {
 };
 
 template <typename T>
-void appendAsFloat(std::vector<float>& out, const unsigned char* in, std::size_t count) {
+void appendAsFloat(Voxels& out, const unsigned char* in, std::size_t count) {
   out.insert(out.end(), AsFloat<T>{in}, AsFloat<T>{in + count * sizeof(T)});
 }
 
-using Appender = void (*)(std::vector<float>&, const unsigned char*, std::size_t);
+using Appender = void (*)(Voxels&, const unsigned char*, std::size_t);
 
 Appender appenderFor(const std::string& path, const std::string& page, int bits, int format) {
   if (format == SAMPLEFORMAT_UINT) {
@@ -472,7 +472,7 @@ PageLayout inspectPage(TIFF* tif, const std::string& path, int index, std::uint6
 
 // Decodes the current directory's page onto the end of `out` (whose capacity holds it).
 void decodePage(TIFF* tif, const std::string& path, int index, const PageLayout& layout, const Diagnostics& diag,
-                std::vector<float>& out) {
+                Voxels& out) {
   const std::string page = "page " + std::to_string(index) + ": ";
   const std::uint32_t w = layout.width, h = layout.height;
   std::vector<unsigned char> buffer(static_cast<std::size_t>(layout.bufferBytes));

@@ -35,7 +35,7 @@ TEST_F(GraphicsDeviceFilter, WholeFdkFilteredOnTheGpuMatchesTheCpuPool) {
   const VolumeGrid grid = VolumeGrid::centred({16, 10, 16}, glm::dvec3(6.0));
   const std::vector<float> raw = test::randomProjections(g, 7);
   Image projections(VolumeGrid{{g.detector.nu, g.detector.nv, static_cast<int>(g.size())}, glm::dvec3(1.0), glm::dvec3(0.0)});
-  projections.data = raw;
+  projections.data.assign(raw.begin(), raw.end());
   FdkOptions options;
   options.backend = test::backendOf("compute");
   options.window = 8;

@@ -127,7 +127,8 @@ inline void slabsFilterLikeOneBlock(const std::string& backend) {
   const Geometry g = scan(true, 70, 9, 24);
   const VolumeGrid grid = VolumeGrid::centred({16, 40, 16}, glm::dvec3(6.0));
   Image projections(VolumeGrid{{g.detector.nu, g.detector.nv, static_cast<int>(g.size())}, glm::dvec3(1.0), glm::dvec3(0.0)});
-  projections.data = test::randomProjections(g, 11);
+  const std::vector<float> random = test::randomProjections(g, 11);
+  projections.data.assign(random.begin(), random.end());
   FdkOptions options;
   options.backend = test::backendOf(backend);
   options.window = 8;

@@ -85,11 +85,11 @@ TEST(MetaImage, HeaderLengthIsAMultipleOfFourAndReadsBack) {
 TEST(MetaImage, ReadsDetectorTypesByteOrdersAndCompression) {
   const auto dir = test::scratchDir();
   test::writeText(dir / "u16.mha", header("3 1", "MET_USHORT") + bytesOf<std::uint16_t>({0, 1000, 65535}));
-  EXPECT_EQ(readMetaImage((dir / "u16.mha").string()).data, (std::vector<float>{0, 1000, 65535}));
+  EXPECT_EQ(test::values(readMetaImage((dir / "u16.mha").string()).data), (std::vector<float>{0, 1000, 65535}));
   test::writeText(dir / "s16.mha", header("2 1", "MET_SHORT", "BinaryDataByteOrderMSB = True\n") + bytesOf<std::int16_t>({-300, 7}, true));
-  EXPECT_EQ(readMetaImage((dir / "s16.mha").string()).data, (std::vector<float>{-300, 7}));
+  EXPECT_EQ(test::values(readMetaImage((dir / "s16.mha").string()).data), (std::vector<float>{-300, 7}));
   test::writeText(dir / "f64.mha", header("2 1 1", "MET_DOUBLE") + bytesOf<double>({0.25, -1e3}));
-  EXPECT_EQ(readMetaImage((dir / "f64.mha").string()).data, (std::vector<float>{0.25f, -1000.0f}));
+  EXPECT_EQ(test::values(readMetaImage((dir / "f64.mha").string()).data), (std::vector<float>{0.25f, -1000.0f}));
   // zlib-compressed, as ITK writes with compression on.
   const std::string raw = bytesOf<float>({1.5f, 2.5f, 3.5f, 4.5f});
   std::string packed(compressBound(raw.size()), '\0');
@@ -98,7 +98,7 @@ TEST(MetaImage, ReadsDetectorTypesByteOrdersAndCompression) {
   packed.resize(packedSize);
   test::writeText(dir / "z.mha", header("2 2", "MET_FLOAT", "CompressedData = True\nCompressedDataSize = " + std::to_string(packedSize) + "\n") + packed);
   const Image z = readMetaImage((dir / "z.mha").string());
-  EXPECT_EQ(z.data, (std::vector<float>{1.5f, 2.5f, 3.5f, 4.5f}));
+  EXPECT_EQ(test::values(z.data), (std::vector<float>{1.5f, 2.5f, 3.5f, 4.5f}));
   EXPECT_EQ(z.size, (std::array<int, 3>{2, 2, 1}));
 }
 
@@ -314,7 +314,7 @@ void readsEveryLayoutInChunks(const fs::path& dir, const std::string& type) {
         const Image image = readMetaImage((dir / name).string(), &found);
         EXPECT_EQ(found, type);
         EXPECT_EQ(image.size, (std::array<int, 3>{7, 11, 5}));
-        EXPECT_EQ(image.data, expected) << type << (msb ? " big-endian " : " little-endian ") << name << ", chunks of " << chunkBytes << " bytes";
+        EXPECT_EQ(test::values(image.data), expected) << type << (msb ? " big-endian " : " little-endian ") << name << ", chunks of " << chunkBytes << " bytes";
       }
     }
   }
@@ -375,7 +375,7 @@ TEST(ProjectionStack, FirstNonFiniteValueNamedWhicheverChunkFindsIt) {
   s.at(0, 0, 8) = std::numeric_limits<float>::infinity();
   writeMetaImage((dir / "p.mha").string(), s, false);
   // The same values big-endian: the conversion path.
-  std::vector<float> data = s.data;
+  std::vector<float> data = test::values(s.data);
   test::writeText(dir / "be.mha", header("7 5 9", "MET_FLOAT", "BinaryDataByteOrderMSB = True\n") + bytesOf(data, true));
   for (const std::size_t chunkBytes : {std::size_t{4}, std::size_t{24}, std::size_t{1000}, fileChunking().chunkBytes}) {
     const Chunking chunking(chunkBytes);

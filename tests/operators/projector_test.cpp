@@ -73,7 +73,7 @@ ForwardError forwardAgainstAnalytic(const Phantom& phantom, const Geometry& g, i
   OperatorOptions options;
   options.step = step;
   auto projector = makeOperator(Backend::Cpu, g, grid, options);
-  const std::vector<float> a = forwardAll(*projector, g, voxels.data);
+  const std::vector<float> a = forwardAll(*projector, g, test::values(voxels.data));
   const Image exact = projectPhantom(phantom, g, {});
   // delta: a sample's trilinear interpolant reads the 8 voxels around it, whose averages reach 1.5 voxels along each
   // axis, so it equals the phantom unless a surface lies within 1.5 sqrt(3) h; each sample stands for its length L
@@ -149,7 +149,7 @@ TEST(Projector, RaysIntegrateTheWholeLineWhereverTheDetectorStands) {
   const Geometry gFar = makeCircularScan(far), gThrough = makeCircularScan(through);
   auto onFar = makeOperator(Backend::Cpu, gFar, grid);
   auto onThrough = makeOperator(Backend::Cpu, gThrough, grid);
-  const std::vector<float> a = forwardAll(*onFar, gFar, voxels.data), b = forwardAll(*onThrough, gThrough, voxels.data);
+  const std::vector<float> a = forwardAll(*onFar, gFar, test::values(voxels.data)), b = forwardAll(*onThrough, gThrough, test::values(voxels.data));
   const float forwardLargest = *std::max_element(a.begin(), a.end());
   for (std::size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(b[i], a[i], 1e-4 * forwardLargest) << "pixel " << i;
 }

@@ -508,7 +508,7 @@ TEST(Iterative, CallbackFetchesTheVolumeOnlyWhenItAsks) {
                                               if (r.iteration == 3) fetched = reconstructor.volume();
                                             });
   EXPECT_EQ(calls, 3);
-  EXPECT_EQ(fetched, result.data);
+  EXPECT_EQ(fetched, test::values(result.data));
 }
 
 TEST(Iterative, SubsetOrderIsBitReversedAndCoversEveryView) {

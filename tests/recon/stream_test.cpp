@@ -61,7 +61,7 @@ TEST(Stream, SimulatedScannerKeepsItsOwnPhantomAndGeometry) {
   ASSERT_EQ(source->count(), 3u);
   std::vector<float> read(expected.data.size());
   source->read(0, 3, read.data());
-  EXPECT_EQ(read, expected.data);
+  EXPECT_EQ(read, test::values(expected.data));
 }
 
 TEST(Stream, OrderIsPreservedThroughTheFilterPool) {

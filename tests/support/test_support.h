@@ -16,6 +16,7 @@
 #include "device/gl/context.h"
 #include "glrecon/filter.h"
 #include "glrecon/operator.h"
+#include "glrecon/parallel.h"
 #include "test_config.h"
 
 namespace glrecon::test {
@@ -98,6 +99,9 @@ inline const std::string& cudaProjectorUnavailableReason() {
 
 /// float's unit roundoff (2^-24): the relative error of one correctly rounded float operation.
 inline constexpr double kFloatRoundoff = std::numeric_limits<float>::epsilon() / 2;
+
+/// An image's voxels as a plain std::vector (Image::data's allocator differs), for comparisons with one.
+inline std::vector<float> values(const Voxels& voxels) { return {voxels.begin(), voxels.end()}; }
 
 /// A fresh, empty directory for the running test (under the build tree, not the working directory).
 inline std::filesystem::path scratchDir() {

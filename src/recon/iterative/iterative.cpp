@@ -39,7 +39,8 @@ int bitReverse(int value, int bits) {
   return r;
 }
 
-double sumSquares(const std::vector<float>& v) {
+template <typename Vector>  // std::vector<float> or an image's Voxels
+double sumSquares(const Vector& v) {
   return blockedSum(v.size(), [&](std::size_t i) { return static_cast<double>(v[i]) * v[i]; });
 }
 
@@ -377,7 +378,7 @@ void IterativeReconstructor::State::setUp() {
   // ---- the starting volume ----
   x.assign(voxels, 0.0f);
   if (options.initial) {
-    x = options.initial->data;
+    x.assign(options.initial->data.begin(), options.initial->data.end());
   } else if (method == IterativeMethod::Osem) {
     // A constant whose projections have the data's total: the usual flat start of MLEM, positive everywhere.
     double sb = 0, sa = 0;
@@ -759,7 +760,7 @@ Image IterativeReconstructor::finish(IterativeReport* report) {
   checkFiniteValues(st.x.data(), st.grid.size, methodName(st.method), "reconstructed volume", 3.0e38);
   if (report) *report = st.report;
   Image out(st.grid);
-  out.data = std::move(st.x);
+  std::copy(st.x.begin(), st.x.end(), out.data.begin());
   return out;
 }
 
