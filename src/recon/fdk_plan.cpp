@@ -62,7 +62,9 @@ SlabPlan planSlabsFor(const FdkPlan& plan, DeviceSession& session) {
     if (plan.devices.size() == 1 && whole <= budget) return {};
   }
   const int devices = static_cast<int>(plan.devices.size());
-  return planSlabs(plan.grid, cost, budget, what, devices, devices, options.drainBeside.value_or(false));
+  const std::uint64_t share = cost.volumeBytesPerRow * static_cast<std::uint64_t>(plan.grid.size[1]) / devices;
+  const bool drain = options.drainBeside.value_or(plan.backend == Backend::Cuda && devices > 1 && share > (std::uint64_t{2} << 30));
+  return planSlabs(plan.grid, cost, budget, what, devices, devices, drain);
 }
 
 // Where the filter runs (glrecon/fdk.h, FilterPlace). The device's twin may still decline when it is made (too little
