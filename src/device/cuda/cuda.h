@@ -149,18 +149,11 @@ class SurfaceObject {
 
 class Stream {
  public:
-  static Stream create() {
+  /// `flags` cudaStreamNonBlocking: a stream the legacy default stream does not wait for, nor it for that stream: work
+  /// that runs beside everything else on the device, such as a readback beside the next block's kernels.
+  static Stream create(unsigned flags = cudaStreamDefault) {
     cudaStream_t stream = nullptr;
-    check(cudaStreamCreate(&stream), "cudaStreamCreate");
-    Stream s;
-    s.stream_ = Handle<cudaStream_t, cudaStreamDestroy>(stream);
-    return s;
-  }
-  /// A stream the legacy default stream does not wait for, nor it for that stream (cudaStreamNonBlocking): work that
-  /// runs beside everything else on the device, such as a readback beside the next block's kernels.
-  static Stream createNonBlocking() {
-    cudaStream_t stream = nullptr;
-    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    check(cudaStreamCreateWithFlags(&stream, flags), "cudaStreamCreateWithFlags");
     Stream s;
     s.stream_ = Handle<cudaStream_t, cudaStreamDestroy>(stream);
     return s;

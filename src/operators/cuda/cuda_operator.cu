@@ -221,7 +221,7 @@ CudaOperator::CudaOperator(const Geometry& geometry, const VolumeGrid& grid, con
   GLRECON_CUDA(cudaMemset(volume_.get(), 0, bytes));
   if (options.drainBeside && options.blockRows > 0) {
     spare_ = cuda::DeviceBuffer<float>(blockVoxels());  // made now: cudaMalloc mid-run may wait for the device
-    drainStream_ = cuda::Stream::createNonBlocking();
+    drainStream_ = cuda::Stream::create(cudaStreamNonBlocking);
     for (int b = 0; b < 2; ++b) {
       drainStaging_[b] = cuda::PinnedBuffer<float>(kDrainChunkFloats);
       drainCopied_[b] = cuda::Event::create();
