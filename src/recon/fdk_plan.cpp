@@ -33,7 +33,7 @@ std::uint64_t freeMemory(Backend backend, int device, DeviceSession& session) {
 }
 
 // One block, unless a budget is given, several devices are named, or a GPU's free memory cannot hold the volume.
-SlabPlan planSlabsFor(const FdkPlan& plan, DeviceSession& session) {
+SlabPlan planSlabsFor(const FdkPlan& plan, DeviceSession& session, const ProjectionSource& source) {
   const FdkOptions& options = plan.options;
   const SlabCost cost = operatorCost(plan.backend, plan.geometry, plan.grid, plannedWindow(plan.backend, options.window), !options.roi.empty());
   const std::uint64_t whole = cost.fixedBytes + cost.bytesPerRow * static_cast<std::uint64_t>(plan.grid.size[1]);
@@ -63,7 +63,10 @@ SlabPlan planSlabsFor(const FdkPlan& plan, DeviceSession& session) {
   }
   const int devices = static_cast<int>(plan.devices.size());
   const std::uint64_t share = cost.volumeBytesPerRow * static_cast<std::uint64_t>(plan.grid.size[1]) / devices;
-  const bool drain = options.drainBeside.value_or(plan.backend == Backend::Cuda && devices > 1 && share > (std::uint64_t{2} << 30));
+  // Only where the projections are in memory already: two slabs per device read each projection twice, so a source
+  // read from a file would be kept whole (32 GiB for 2000 x 2048^2) where one slab per device reads it through a ring.
+  const bool drain = options.drainBeside.value_or(plan.backend == Backend::Cuda && devices > 1 && share > (std::uint64_t{2} << 30) &&
+                                                  source.memory() != nullptr);
   return planSlabs(plan.grid, cost, budget, what, devices, devices, drain);
 }
 
@@ -228,7 +231,7 @@ FdkPlan planFdk(const Geometry& geometry, const VolumeGrid& grid, const FdkOptio
   plan.filter = std::make_shared<FdkFilter>(geometry, options.filter);
   plan.deviceFilter = deviceFilterWanted(plan, *plan.session);
   if (!options.roi.empty()) plan.region = makeRegionOfInterest(options.roi, geometry, grid);
-  plan.slabs = planSlabsFor(plan, *plan.session);
+  plan.slabs = planSlabsFor(plan, *plan.session, source);
   checkDensityKill(plan);
   checkHostMemoryFor(plan, source);
   return plan;
