@@ -178,9 +178,10 @@ class VolumeFileWriter {
   int fd_ = -1;
   bool inMemory_ = false;
   struct Mapping;
-  std::unique_ptr<Mapping> mapping_;
-  std::mutex mappingMutex_;  // writeRows maps a file in memory once, whichever slab worker comes first
-  bool mapWhole(std::uint64_t total);
+  std::unique_ptr<Mapping> mapping_;      // preparePages': made before any slab, handed out by mappedVolume()
+  std::unique_ptr<Mapping> rowsMapping_;  // writeRows' of a file in memory that preparePages did not map
+  std::mutex mappingMutex_;               // writeRows maps it once, whichever slab worker comes first
+  std::unique_ptr<Mapping> mapWhole(std::uint64_t total);
   void checkPrepared();  // the preparing threads joined; a full file system (in memory) an error naming the file
 };
 

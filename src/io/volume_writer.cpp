@@ -143,6 +143,7 @@ struct VolumeFileWriter::Mapping {
 
 VolumeFileWriter::~VolumeFileWriter() {
   mapping_.reset();
+  rowsMapping_.reset();
   if (fd_ >= 0) ::close(fd_);
 }
 
@@ -160,8 +161,20 @@ void VolumeFileWriter::preparePages(int threads) {
         throwInputError(path_, "output", "a writable file with room for " + std::to_string(total) + " bytes", std::strerror(error));
       return;  // no fallocate here (EOPNOTSUPP): writeVolume falls back to pwrite
     }
+  } else {
+    // Populating finds a full file system only as it goes: a file larger than the room left is refused now, before
+    // the reconstruction, as fallocate refuses it on disk (another writer may still take the room meanwhile: then
+    // the pages' population reports it).
+    struct statfs room{};
+    if (::fstatfs(fd_, &room) == 0) {
+      const std::uint64_t free = static_cast<std::uint64_t>(room.f_bavail) * static_cast<std::uint64_t>(room.f_bsize);
+      if (free < total)
+        throwInputError(path_, "output", "room for " + std::to_string(total) + " bytes in its file system (in memory)",
+                        std::to_string(free) + " bytes free");
+    }
   }
-  if (!mapWhole(total)) return;
+  mapping_ = mapWhole(total);
+  if (!mapping_) return;
   // Each thread brings its share of the voxels' pages into the page cache (never the header's bytes). On disk by a
   // write of one zero per page into the reserved blocks, which the volume overwrites later; in memory by populate(),
   // which writes nothing (other ranks may be writing their rows already) and reports a full file system.
@@ -186,13 +199,13 @@ void VolumeFileWriter::preparePages(int threads) {
   }
 }
 
-bool VolumeFileWriter::mapWhole(std::uint64_t total) {
+std::unique_ptr<VolumeFileWriter::Mapping> VolumeFileWriter::mapWhole(std::uint64_t total) {
   void* base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-  if (base == MAP_FAILED) return false;
-  mapping_ = std::make_unique<Mapping>();
-  mapping_->base = static_cast<char*>(base);
-  mapping_->bytes = total;
-  return true;
+  if (base == MAP_FAILED) return nullptr;
+  auto mapping = std::make_unique<Mapping>();
+  mapping->base = static_cast<char*>(base);
+  mapping->bytes = total;
+  return mapping;
 }
 
 void VolumeFileWriter::checkPrepared() {
@@ -233,25 +246,30 @@ void VolumeFileWriter::writeRows(int firstRow, int rows, const float* data) {
   if (inMemory_) {
     // Through a mapping (another rank's writer maps the file at its first rows): the slab workers, and the ranks of a
     // host, copy at once, where pwrite would queue behind the file's lock.
-    {
+    // A prepared mapping (made before any slab) is the one to write through; else rows get a mapping of their own,
+    // made once under the lock, which mappedVolume() never hands out (its pages are populated only as rows come).
+    Mapping* mapping = mapping_.get();
+    if (mapping) {
+      checkPrepared();
+    } else {
       std::lock_guard lock(mappingMutex_);
-      if (!mapping_ && !mapWhole(dataOffset_ + std::uint64_t{4} * size_[0] * size_[1] * size_[2]))
-        throwInputError(path_, "output", "a file that can be mapped", std::strerror(errno));
+      if (!rowsMapping_) rowsMapping_ = mapWhole(dataOffset_ + std::uint64_t{4} * size_[0] * size_[1] * size_[2]);
+      if (!rowsMapping_) throwInputError(path_, "output", "a file that can be mapped", std::strerror(errno));
+      mapping = rowsMapping_.get();
     }
-    checkPrepared();
     std::atomic<int> failed{0};
     parallelFor(static_cast<std::size_t>(size_[2]), 1, 0, [&](std::size_t k0, std::size_t k1) {
       for (std::size_t k = k0; k < k1 && !failed; ++k) {
         const std::uint64_t offset = offsetOf(k);
-        if (const int error = populate(fd_, mapping_->base, offset, offset + run)) {
+        if (const int error = populate(fd_, mapping->base, offset, offset + run)) {
           failed = error;
           return;
         }
-        std::memcpy(mapping_->base + offset, data + k * nx * rows, run);
+        std::memcpy(mapping->base + offset, data + k * nx * rows, run);
       }
     });
     if (failed)
-      throwInputError(path_, "output", "room for " + std::to_string(mapping_->bytes) + " bytes in its file system (in memory)",
+      throwInputError(path_, "output", "room for " + std::to_string(mapping->bytes) + " bytes in its file system (in memory)",
                       populateFailure(failed));
     return;
   }
@@ -274,8 +292,9 @@ void VolumeFileWriter::commit() {
     return;
   }
   // The mapped pages are in the page cache already, the file's: it is complete, closed and renamed now, and the mapping
-  // goes with the writer (unmapping half a gigabyte takes tens of milliseconds the output need not wait for).
-  if (mapping_) mapping_->join();
+  // goes with the writer (unmapping half a gigabyte takes tens of milliseconds the output need not wait for). Pages a
+  // file in memory could not be given (a full file system) are an error here too, where no rows asked for them.
+  if (mapping_) checkPrepared();
   if (::close(fd_) != 0) {
     fd_ = -1;
     throwInputError(path_, "output", "a writable file with enough space", std::strerror(errno));

@@ -63,10 +63,11 @@ SlabPlan planSlabsFor(const FdkPlan& plan, DeviceSession& session, const Project
   }
   const int devices = static_cast<int>(plan.devices.size());
   const std::uint64_t share = cost.volumeBytesPerRow * static_cast<std::uint64_t>(plan.grid.size[1]) / devices;
-  // Only where the projections are in memory already: two slabs per device read each projection twice, so a source
-  // read from a file would be kept whole (32 GiB for 2000 x 2048^2) where one slab per device reads it through a ring.
+  // Only where the projections are in memory already and filtered on the devices: two slabs per device read each
+  // projection twice, so a source read from a file, or filtered into host memory first, would be kept whole (32 GiB
+  // for 2000 x 2048^2) where one slab per device reads it through a ring.
   const bool drain = options.drainBeside.value_or(plan.backend == Backend::Cuda && devices > 1 && share > (std::uint64_t{2} << 30) &&
-                                                  source.memory() != nullptr);
+                                                  source.memory() != nullptr && plan.deviceFilter);
   return planSlabs(plan.grid, cost, budget, what, devices, devices, drain);
 }
 

@@ -14,6 +14,7 @@
 #include <future>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "device/cuda/cuda.h"
@@ -415,7 +416,8 @@ std::shared_future<void> CudaOperator::readBlockIntoBeside(const std::function<f
   checkHoldsBlock(volumeSize, volumeFirstRow);
   GLRECON_CUDA(cudaSetDevice(device_));
   launch();
-  if (draining_.valid()) draining_.get();  // the spare is free once the last readback is out
+  if (draining_.valid()) std::exchange(draining_, {}).get();  // the spare is free once the last readback is out (a
+                                                            // failed one rethrown once, not again in a later run)
   settleBlock();
   std::swap(volume_, spare_);
   const int rows = this->rows();
