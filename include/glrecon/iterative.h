@@ -131,7 +131,7 @@ class IterativeReconstructor {
   /// draw it from there; otherwise volume() has it.
   bool iterateOnOperator() const;
   /// The iterate on the host (read from the operator where it lives there).
-  const std::vector<float>& volume();
+  const Voxels& volume();
   /// The result, with the final residual (one more forward projection) in the report.
   Image finish(IterativeReport* report = nullptr);
 

@@ -96,8 +96,7 @@ void iterateWithSnapshots(IterativeReconstructor& reconstructor, const VolumeGri
     if (!live.quiet) printIteration(methodName(options.method), r, options.iterations, norm);
     if (live.snapshots.empty()) continue;
     Image v(grid);
-    const std::vector<float>& volume = reconstructor.volume();
-    std::copy(volume.begin(), volume.end(), v.data.begin());
+    v.data = reconstructor.volume();
     if (!range) range = percentileRange(v, 0.5, 99.5);
     writeOrthogonalSlices(v, live.snapshots, iterationStem(r.iteration), *range, live.overwrite, {std::nullopt, &outputs, false});
   }

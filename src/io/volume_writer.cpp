@@ -65,6 +65,11 @@ int populate(int fd, char* base, std::uint64_t begin, std::uint64_t end) {
 std::string populateFailure(int error) {
   return error == EFAULT || error == ENOSPC ? "the file system full (its size limit reached)" : std::strerror(error);
 }
+
+// A file in memory without room for its `bytes`: before the run (the free room `found`), or as its pages were populated.
+[[noreturn]] void throwNoRoom(const std::string& path, std::uint64_t bytes, const std::string& found) {
+  throwInputError(path, "output", "room for " + std::to_string(bytes) + " bytes in its file system (in memory)", found);
+}
 }  // namespace
 
 namespace {
@@ -169,8 +174,7 @@ void VolumeFileWriter::preparePages(int threads) {
     if (::fstatfs(fd_, &room) == 0) {
       const std::uint64_t free = static_cast<std::uint64_t>(room.f_bavail) * static_cast<std::uint64_t>(room.f_bsize);
       if (free < total)
-        throwInputError(path_, "output", "room for " + std::to_string(total) + " bytes in its file system (in memory)",
-                        std::to_string(free) + " bytes free");
+        throwNoRoom(path_, total, std::to_string(free) + " bytes free");
     }
   }
   mapping_ = mapWhole(total);
@@ -211,8 +215,7 @@ std::unique_ptr<VolumeFileWriter::Mapping> VolumeFileWriter::mapWhole(std::uint6
 void VolumeFileWriter::checkPrepared() {
   mapping_->join();
   if (const int error = mapping_->error.load())
-    throwInputError(path_, "output", "room for " + std::to_string(mapping_->bytes) + " bytes in its file system (in memory)",
-                    populateFailure(error));
+    throwNoRoom(path_, mapping_->bytes, populateFailure(error));
 }
 
 float* VolumeFileWriter::mappedVolume() {
@@ -268,9 +271,7 @@ void VolumeFileWriter::writeRows(int firstRow, int rows, const float* data) {
         std::memcpy(mapping->base + offset, data + k * nx * rows, run);
       }
     });
-    if (failed)
-      throwInputError(path_, "output", "room for " + std::to_string(mapping->bytes) + " bytes in its file system (in memory)",
-                      populateFailure(failed));
+    if (failed) throwNoRoom(path_, mapping->bytes, populateFailure(failed));
     return;
   }
   if (mapping_) mapping_->join();  // its threads write a zero into each page they fault in: before the rows, not after

@@ -500,7 +500,7 @@ TEST(Iterative, CallbackFetchesTheVolumeOnlyWhenItAsks) {
   o.method = IterativeMethod::Sirt;
   o.iterations = 3;
   int calls = 0;
-  std::vector<float> fetched;
+  Voxels fetched;
   const Image result = reconstructIterative(*op, c.geometry, c.projections, c.grid, o, nullptr,
                                             [&](const IterationRecord& r, IterativeReconstructor& reconstructor) {
                                               ++calls;
@@ -508,7 +508,7 @@ TEST(Iterative, CallbackFetchesTheVolumeOnlyWhenItAsks) {
                                               if (r.iteration == 3) fetched = reconstructor.volume();
                                             });
   EXPECT_EQ(calls, 3);
-  EXPECT_EQ(fetched, test::values(result.data));
+  EXPECT_EQ(fetched, result.data);
 }
 
 TEST(Iterative, SubsetOrderIsBitReversedAndCoversEveryView) {

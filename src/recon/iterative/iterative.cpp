@@ -39,8 +39,7 @@ int bitReverse(int value, int bits) {
   return r;
 }
 
-template <typename Vector>  // std::vector<float> or an image's Voxels
-double sumSquares(const Vector& v) {
+double sumSquares(const Voxels& v) {
   return blockedSum(v.size(), [&](std::size_t i) { return static_cast<double>(v[i]) * v[i]; });
 }
 
@@ -161,7 +160,8 @@ struct IterativeReconstructor::State {
   IterativeReport report;
   std::vector<std::vector<std::size_t>> order;
   std::vector<std::size_t> all;
-  std::vector<float> rayLength, zeros, x;
+  std::vector<float> rayLength, zeros;
+  Voxels x;  // the iterate: an Image's voxels, moved into the result by finish()
   float rayFloor = 0;
   bool cacheWeights = false;
   std::vector<std::vector<float>> cachedWeights;
@@ -378,7 +378,7 @@ void IterativeReconstructor::State::setUp() {
   // ---- the starting volume ----
   x.assign(voxels, 0.0f);
   if (options.initial) {
-    x.assign(options.initial->data.begin(), options.initial->data.end());
+    x = options.initial->data;
   } else if (method == IterativeMethod::Osem) {
     // A constant whose projections have the data's total: the usual flat start of MLEM, positive everywhere.
     double sb = 0, sa = 0;
@@ -729,7 +729,7 @@ ConeBeamOperator& IterativeReconstructor::op() { return state_->op; }
 
 bool IterativeReconstructor::iterateOnOperator() const { return !state_->hostCurrent && !state_->iterateInVectors; }
 
-const std::vector<float>& IterativeReconstructor::volume() {
+const Voxels& IterativeReconstructor::volume() {
   State& st = *state_;
   if (!st.hostCurrent) {
     if (st.iterateInVectors)
@@ -760,7 +760,7 @@ Image IterativeReconstructor::finish(IterativeReport* report) {
   checkFiniteValues(st.x.data(), st.grid.size, methodName(st.method), "reconstructed volume", 3.0e38);
   if (report) *report = st.report;
   Image out(st.grid);
-  std::copy(st.x.begin(), st.x.end(), out.data.begin());
+  out.data = std::move(st.x);
   return out;
 }
 
