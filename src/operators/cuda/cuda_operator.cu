@@ -26,6 +26,7 @@
 #include "glrecon/parallel.h"
 #include "glrecon/slab.h"
 #include "operators/cuda/kernels.h"
+#include "operators/plane_gather.h"
 #include "operators/projector_views.h"
 
 namespace glrecon {
@@ -64,8 +65,12 @@ struct Window {
 
 // What forward, Adjoint back and the subset update need (made at their first use).
 struct RayBuffers {
-  cuda::Array volumeArray, projectionArray;  // the volume's 3D copy; a batch of projections (layered)
+  cuda::Array volumeArray, projectionArray;  // the volume's 3D copy (interpolating pair); a batch of projections (layered)
   cuda::TextureObject volumeTexture, projectionTexture;
+  // The matched pair: the block with x and z swapped (launchSwapXZ), for the views whose rays run along x; made at the
+  // first use where it takes at most half of what is free (otherwise those views read the volume as it is, slower).
+  cuda::DeviceBuffer<float> swapped;
+  bool swapTried = false;
   cuda::DeviceBuffer<float> projections;     // forward's output batch
   cuda::DeviceBuffer<float> update, weights; // B_S(c), B_S(1)
   cuda::DeviceBuffer<unsigned char> mask;
@@ -146,6 +151,11 @@ class CudaOperator final : public ConeBeamOperator {
   /// B_S(1) of the subset on the device (kept per subset while the cache has room) and its largest value.
   const float* subsetWeights(const std::size_t* views, std::size_t count, float* largest);
   bool uploadRayViews(const std::size_t* views, int n);
+  /// The matched pair's swapped block (RayBuffers::swapped) where some of `views` run along x and it could be made;
+  /// otherwise nullptr.
+  /// `scattered`: only for the views the transpose scatters (not gathered).
+  float* swappedFor(const std::size_t* views, std::size_t count, bool scattered = false);
+  bool gathered(std::size_t view) const { return !planeGather_.empty() && planeGather_[view]; }
   /// B (Adjoint) of projections into the device volume `to`: added to it, or (`clear`) the first batch stored. The
   /// projections are in host memory, or (`onDevice`) in device memory.
   void adjointInto(const float* projections, const std::size_t* views, std::size_t count, float* to, bool clear,
@@ -187,6 +197,7 @@ class CudaOperator final : public ConeBeamOperator {
   cuda::ProjectionWindow handedOut_;   // what nextWindow() hands out
   double uploaded_ = 0;
   std::vector<detail::ProjectorView> views_;
+  std::vector<unsigned char> planeGather_;  // per view: the matched pair in plane form (empty: none)
   std::unique_ptr<RayBuffers> rays_;
   bool masked_ = false;
   std::vector<float> ones_;
@@ -559,20 +570,52 @@ RayBuffers& CudaOperator::rays() {
   if (rays_) return *rays_;
   auto r = std::make_unique<RayBuffers>();
   const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
-  r->volumeArray = cuda::Array(grid_.size[0], rows(), grid_.size[2]);  // the block's rows (moveBlock makes them anew)
+  if (options_.pair != ProjectorPair::Matched) {  // the matched pair reads the linear volume
+    r->volumeArray = cuda::Array(grid_.size[0], rows(), grid_.size[2]);  // the block's rows (moveBlock makes them anew)
+    r->volumeTexture = cuda::TextureObject(r->volumeArray.get());
+  }
   r->projectionArray = cuda::Array(nu, nv, cuda::kMaxRayViews, cudaArrayLayered);
-  r->volumeTexture = cuda::TextureObject(r->volumeArray.get());
   r->projectionTexture = cuda::TextureObject(r->projectionArray.get());
   r->projections = cuda::DeviceBuffer<float>(static_cast<std::size_t>(nu) * nv * cuda::kMaxRayViews);
   views_ = detail::projectorViews(geometry_, grid_);
+  // The matched pair's views in plane form (plane_gather.h), with one sample per plane; GLRECON_MATCHED_GATHER=off
+  // keeps them all marched and scattered (to measure what the gather gains).
+  const char* gather = std::getenv("GLRECON_MATCHED_GATHER");
+  planeGather_.clear();
+  if (options_.pair == ProjectorPair::Matched && step_ == 0.0 && !(gather && std::string(gather) == "off")) {
+    const float h[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
+    const int size[3] = {grid_.size[0], grid_.size[1], grid_.size[2]};
+    for (const detail::ProjectorView& view : views_) planeGather_.push_back(detail::planeGatherable(view, h, size, nu, nv) ? 1 : 0);
+  }
   rays_ = std::move(r);
   return *rays_;
 }
 
+float* CudaOperator::swappedFor(const std::size_t* views, std::size_t count, bool scattered) {
+  RayBuffers& r = rays();
+  const auto alongX = [&](std::size_t v) { return views_[v].mainAxis == 0 && !(scattered && gathered(v)); };
+  if (std::none_of(views, views + count, alongX)) return nullptr;
+  if (!r.swapTried) {
+    r.swapTried = true;
+    // GLRECON_MATCHED_LAYOUT=plain: every view reads the volume as it is (to measure what the swap gains).
+    const char* layout = std::getenv("GLRECON_MATCHED_LAYOUT");
+    if (layout && std::string(layout) == "plain") return nullptr;
+    std::size_t freeBytes = 0, totalBytes = 0;
+    GLRECON_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
+    if (blockVoxels() * sizeof(float) <= freeBytes / 2) r.swapped = cuda::DeviceBuffer<float>(blockVoxels());
+  }
+  return r.swapped ? r.swapped.get() : nullptr;
+}
+
 bool CudaOperator::uploadRayViews(const std::size_t* views, int n) {
   std::vector<const detail::ProjectorView*> list(n);
-  for (int p = 0; p < n; ++p) list[p] = &views_[views[p]];
-  return cuda::uploadRayViews(list.data(), n);
+  std::vector<unsigned char> planeGather(n);
+  for (int p = 0; p < n; ++p) {
+    list[p] = &views_[views[p]];
+    planeGather[p] = planeGather_.empty() ? 0 : planeGather_[views[p]];
+  }
+  const float h[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
+  return cuda::uploadRayViews(list.data(), planeGather.data(), h, n);
 }
 
 void CudaOperator::projectBatches(const std::size_t* views, std::size_t count,
@@ -586,10 +629,12 @@ void CudaOperator::projectBatches(const std::size_t* views, std::size_t count,
   RayBuffers& r = rays();
   if (options_.pair == ProjectorPair::Matched) {
     // The matched pair's A: float trilinear weights read from the volume itself (transposeKernel is its transpose).
+    float* swapped = swappedFor(views, count);
+    if (swapped) cuda::launchSwapXZ(const_cast<float*>(source), swapped, grid_.size[0], rows(), grid_.size[2], /*toSwapped=*/true);
     for (std::size_t first = 0; first < count; first += cuda::kMaxRayViews) {
       const int n = static_cast<int>(std::min<std::size_t>(cuda::kMaxRayViews, count - first));
       uploadRayViews(views + first, n);
-      cuda::launchForwardExact(source, make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), firstRow(), rows(), spacing(),
+      cuda::launchForwardExact(source, swapped, make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), firstRow(), rows(), spacing(),
                                static_cast<float>(step_), geometry_.detector.nu, geometry_.detector.nv, n, r.projections.get());
       batchDone(first, n);
     }
@@ -673,16 +718,23 @@ void CudaOperator::adjointInto(const float* projections, const std::size_t* view
   const std::size_t pixels = static_cast<std::size_t>(nu) * nv;
   if (clear && count == 0) GLRECON_CUDA(cudaMemset(to, 0, blockVoxels() * sizeof(float)));
   if (options_.pair == ProjectorPair::Matched) {
-    // A^T scatters (adds): a cleared target starts at 0.
+    // A^T scatters (adds): a cleared target starts at 0. The views along x add into the swapped block, added to `to`
+    // at the end.
     if (clear) GLRECON_CUDA(cudaMemset(to, 0, blockVoxels() * sizeof(float)));
+    float* swapped = swappedFor(views, count, /*scattered=*/true);
+    if (swapped) GLRECON_CUDA(cudaMemset(swapped, 0, blockVoxels() * sizeof(float)));
     for (std::size_t first = 0; first < count; first += cuda::kMaxRayViews) {
       const int n = static_cast<int>(std::min<std::size_t>(cuda::kMaxRayViews, count - first));
       uploadRayViews(views + first, n);
       GLRECON_CUDA(cudaMemcpy(r.projections.get(), projections + (repeatFirstBatch ? 0 : first * pixels), pixels * n * sizeof(float),
                               onDevice ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice));
-      cuda::launchTransposeBack(r.projections.get(), make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), firstRow(), rows(), spacing(),
-                                static_cast<float>(step_), nu, nv, n, to);
+      const int3 size = make_int3(grid_.size[0], grid_.size[1], grid_.size[2]);
+      const std::size_t gatheredViews = std::count_if(views + first, views + first + n, [&](std::size_t v) { return gathered(v); });
+      if (gatheredViews > 0) cuda::launchPlaneGather(r.projections.get(), size, firstRow(), rows(), nu, nv, n, to);
+      if (gatheredViews < static_cast<std::size_t>(n))
+        cuda::launchTransposeBack(r.projections.get(), size, firstRow(), rows(), spacing(), static_cast<float>(step_), nu, nv, n, to, swapped);
     }
+    if (swapped) cuda::launchSwapXZ(to, swapped, grid_.size[0], rows(), grid_.size[2], /*toSwapped=*/false);
     return;
   }
   for (std::size_t first = 0; first < count; first += cuda::kMaxRayViews) {

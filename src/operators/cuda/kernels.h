@@ -28,9 +28,10 @@ void launchFdkBack(int run, bool yInvariant, cudaStream_t stream, float* volume,
 // ---- ray_kernels.cu ----
 /// Views per forward or Adjoint launch at most: their constants in constant memory.
 inline constexpr int kMaxRayViews = 256;
-/// The constants of `n` views (synchronous: the previous launch has read the old ones). True where u, the depth and
-/// the perspective divisor do not change along y in any of them (RTK's gantry about y, untilted detectors).
-bool uploadRayViews(const glrecon::detail::ProjectorView* const* views, int n);
+/// The constants of `n` views (synchronous: the previous launch has read the old ones); `planeGather` (or nullptr: none)
+/// marks those the matched pair writes in plane form (plane_gather.h). True where u, the depth and the perspective
+/// divisor do not change along y in any of them (RTK's gantry about y, untilted detectors).
+bool uploadRayViews(const glrecon::detail::ProjectorView* const* views, const unsigned char* planeGather, const float spacing[3], int n);
 /// Forward of a volume holding y rows [firstRow, firstRow + rows) of the grid of `size` (the whole grid: 0, size.y):
 /// the whole grid's rays, sampled where they reach the rows.
 void launchForward(cudaTextureObject_t volume, int3 size, int firstRow, int rows, float3 spacing, float step, int nu, int nv, int count,
@@ -42,10 +43,19 @@ void launchAdjointBack(cudaTextureObject_t projections, int3 size, int firstRow,
                        float* volume);
 /// The matched pair: forward with float trilinear weights from the linear volume, and its exact transpose (adds to
 /// `volume`; projections in linear device memory); the volume holds rows [firstRow, firstRow + rows) of `size`'s grid.
-void launchForwardExact(const float* volume, int3 size, int firstRow, int rows, float3 spacing, float step, int nu, int nv, int count,
-                        float* out);
+/// `swapped` (or nullptr): the volume with x and z swapped (launchSwapXZ), read by the forward for views whose rays run
+/// along x, and added into by the transpose for them (the caller then adds it to the volume): their accesses
+/// neighbouring floats, not a plane apart.
+void launchForwardExact(const float* volume, const float* swapped, int3 size, int firstRow, int rows, float3 spacing, float step, int nu,
+                        int nv, int count, float* out);
 void launchTransposeBack(const float* projections, int3 size, int firstRow, int rows, float3 spacing, float step, int nu, int nv, int count,
-                         float* volume);
+                         float* volume, float* swapped);
+/// The transpose of the views marked planeGather, gathered (no atomic adds) and added to the block `volume` (rows
+/// [firstRow, firstRow + rows) of `size`'s grid); launchTransposeBack leaves those views out. Their projections are
+/// weighed in place first (each pixel times its ray's length).
+void launchPlaneGather(float* projections, int3 size, int firstRow, int rows, int nu, int nv, int count, float* volume);
+/// A block of nx x rows x nz (x fastest) into `swapped` (z fastest), or (!toSwapped) `swapped` added into it.
+void launchSwapXZ(float* volume, float* swapped, int nx, int rows, int nz, bool toSwapped);
 /// The subset's corrections from its forward projections `projected` (count views of `pixels`, the i-th being view
 /// viewIndex[i] of `data` and `lengths`): additive (b - A x) / A 1 or multiplicative b / A x, 0 where A 1 <= floor
 /// (and A x <= 0 for the multiplicative rule), as the host computes them. The sum of (b - A x)^2: per block of a fixed

@@ -6,6 +6,7 @@
 #include "device/cuda/cuda.h"
 #include "operators/cuda/block_sum.cuh"
 #include "operators/cuda/kernels.h"
+#include "operators/plane_gather.h"
 #include "operators/ray_march.h"
 
 namespace glrecon::cuda {
@@ -15,6 +16,8 @@ struct DeviceView {
   float sourceIndex[3], e0[3], eu[3], ev[3];  // the ray's fields as marchRay (ray_march.h) reads them
   int mainAxis;
   int parallel;  // parallel beam (projector_views.h): rays along e0 from each pixel; the Adjoint weight is `weight` alone
+  int planeGather;  // the matched pair in plane form (plane_gather.h): its forward by planeForward, its transpose gathered
+  glrecon::detail::PlaneView plane;  // (planeGather) its constants, made on the host: the same for both kernels
   float3 normal;
   float weight;
   float4 rows[3];
@@ -78,10 +81,37 @@ __device__ Corner cornerOf(const glrecon::detail::RaySamples& r, int k, int3 siz
   return c;
 }
 
-__global__ void forwardExactKernel(const float* volume, int3 size, int firstRow, int rows, float3 spacing, float step, int nu, int nv,
-                                   int count, float* out) {
+// Where a block's voxel (x, y, z) (y counted from the block's first row) lives: x fastest (the operator's volume), or
+// z fastest (its copy with x and z swapped). A view whose rays run along x reads and adds across y and z at each
+// plane, and a warp's neighbouring rays are neighbouring z: with x fastest that is one cache line per ray (a voxel
+// plane of 1 MiB apart at 512^2), with z fastest neighbouring floats. The arithmetic is the same either way.
+// Index: unsigned where the block has fewer than 2^32 voxels (32-bit multiply-adds, where size_t's take several
+// instructions each: measurable at 4 reads per sample), size_t otherwise.
+template <class Index>
+struct Layout {
+  const float* base;
+  Index sx, sy, sz;
+  __device__ Index at(int x, int y, int z) const { return static_cast<Index>(x) * sx + static_cast<Index>(y) * sy + static_cast<Index>(z) * sz; }
+};
+template <class Index>
+__device__ __forceinline__ Layout<Index> layoutFor(const DeviceView& o, const float* volume, const float* swapped, int3 size, int rows) {
+  if (swapped && o.mainAxis == 0)
+    return Layout<Index>{swapped, static_cast<Index>(rows) * size.z, static_cast<Index>(size.z), 1};
+  return Layout<Index>{volume, 1, static_cast<Index>(size.x), static_cast<Index>(rows) * size.x};
+}
+
+template <class Index>
+__global__ void forwardExactKernel(const float* volume, const float* swapped, int3 size, int firstRow, int rows, float3 spacing, float step,
+                                   int nu, int nv, int count, float* out) {
   const int iu = blockIdx.x * blockDim.x + threadIdx.x, iv = blockIdx.y * blockDim.y + threadIdx.y, p = blockIdx.z;
   if (iu >= nu || iv >= nv || p >= count) return;
+  const Layout<Index> layout = layoutFor<Index>(kViews[p], volume, swapped, size, rows);
+  if (kViews[p].planeGather) {
+    const glrecon::detail::PlaneView view = kViews[p].plane;  // (a copy: into registers once, not generic loads per use)
+    const auto voxel = [&](int x, int y, int z) { return layout.base[layout.at(x, y - firstRow, z)]; };
+    out[(static_cast<size_t>(p) * nv + iv) * nu + iu] = glrecon::detail::planeForward(view, iu, iv, size.x, size.z, firstRow, firstRow + rows, voxel);
+    return;
+  }
   glrecon::detail::RaySamples r;
   float result = 0.0f;
   if (rayOf(kViews[p], iu, iv, size, spacing, step, r)) {
@@ -99,7 +129,7 @@ __global__ void forwardExactKernel(const float* volume, int3 size, int firstRow,
             if (c.w[2][dz] == 0.0f || c.w[1][dy] == 0.0f || c.w[0][dx] == 0.0f) continue;
             const int x = c.i + dx, y = c.j + dy - firstRow, z = c.k + dz;
             if (x < 0 || y < 0 || z < 0 || x >= size.x || y >= rows || z >= size.z) continue;
-            value += volume[(static_cast<size_t>(z) * rows + y) * size.x + x] * (c.w[1][dy] * c.w[2][dz] * c.w[0][dx]);
+            value += layout.base[layout.at(x, y, z)] * (c.w[1][dy] * c.w[2][dz] * c.w[0][dx]);
           }
       sum += value;
     }
@@ -110,14 +140,17 @@ __global__ void forwardExactKernel(const float* volume, int3 size, int firstRow,
 
 // volume += A^T projections for forwardExactKernel's A: each ray's samples spread their value times the step over
 // the voxels they read, with the same weights (atomic adds: the order of the sums, and so their last bits, vary).
+// Views along x add into `swapped` (Layout), which the caller adds to the volume.
 __global__ void transposeKernel(const float* projections, int3 size, int firstRow, int rows, float3 spacing, float step, int nu, int nv,
-                                int count, float* volume) {
+                                int count, float* volume, float* swapped) {
   const int iu = blockIdx.x * blockDim.x + threadIdx.x, iv = blockIdx.y * blockDim.y + threadIdx.y, p = blockIdx.z;
   if (iu >= nu || iv >= nv || p >= count) return;
   const float value = projections[(static_cast<size_t>(p) * nv + iv) * nu + iu];
-  if (value == 0.0f) return;
+  if (value == 0.0f || kViews[p].planeGather) return;  // (plane form: planeGatherKernel)
   glrecon::detail::RaySamples r;
   if (!rayOf(kViews[p], iu, iv, size, spacing, step, r)) return;
+  const Layout<size_t> layout = layoutFor<size_t>(kViews[p], volume, swapped, size, rows);
+  float* target = const_cast<float*>(layout.base);
   const float w = value * r.length;
   int k0 = 0, k1 = r.count;
   if (rows < size.y) glrecon::detail::samplesReachingRows(r, firstRow, firstRow + rows, &k0, &k1);
@@ -129,8 +162,79 @@ __global__ void transposeKernel(const float* projections, int3 size, int firstRo
           if (c.w[2][dz] == 0.0f || c.w[1][dy] == 0.0f || c.w[0][dx] == 0.0f) continue;
           const int x = c.i + dx, y = c.j + dy - firstRow, z = c.k + dz;
           if (x < 0 || y < 0 || z < 0 || x >= size.x || y >= rows || z >= size.z) continue;
-          atomicAdd(volume + (static_cast<size_t>(z) * rows + y) * size.x + x, w * c.w[1][dy] * c.w[2][dz] * c.w[0][dx]);
+          atomicAdd(target + layout.at(x, y, z), w * c.w[1][dy] * c.w[2][dz] * c.w[0][dx]);
         }
+  }
+}
+
+// Each pixel of the views in plane form times its ray's length (planeWeighted), in place before planeGatherKernel.
+__global__ void planeWeightKernel(float* projections, int nu, int nv, int count) {
+  const int u = blockIdx.x * blockDim.x + threadIdx.x, v = blockIdx.y * blockDim.y + threadIdx.y, p = blockIdx.z;
+  if (u >= nu || v >= nv || p >= count || !kViews[p].planeGather) return;
+  float& value = projections[(static_cast<size_t>(p) * nv + v) * nu + u];
+  value = glrecon::detail::planeWeighted(kViews[p].plane, u, v, value);
+}
+
+// The transpose of the views in plane form (plane_gather.h), as a gather: one thread per (x, z) and a run of
+// kGatherRun rows of the block (rows of `size.y` from the grid's firstRow), every view's weighted pixels that reach them
+// summed and added once. The run's sums live in shared memory, [row][thread], so that a pixel's row picked at run time
+// indexes them (registers cannot be; selecting among 8 cost 40 instructions per pixel) without bank conflicts. A warp
+// covers 32 neighbouring x: coalesced stores.
+constexpr int kGatherRun = 8, kGatherThreads = 128;
+__global__ void __launch_bounds__(kGatherThreads) planeGatherKernel(const float* projections, int3 size, int firstRow, int nu, int nv,
+                                                                   int count, float* volume) {
+  __shared__ float sums[kGatherRun][kGatherThreads];
+  const int thread = threadIdx.y * blockDim.x + threadIdx.x;
+  const int i = blockIdx.x * blockDim.x + threadIdx.x, k = blockIdx.y * blockDim.y + threadIdx.y, j0 = blockIdx.z * kGatherRun;
+#pragma unroll
+  for (int r = 0; r < kGatherRun; ++r) sums[r][thread] = 0.0f;
+  if (i >= size.x || k >= size.z) return;  // (no barrier below: each thread reads its own sums only)
+  const auto add = [&](int r, float x) { sums[r][thread] += x; };
+  for (int p = 0; p < count; ++p) {
+    if (!kViews[p].planeGather) continue;
+    const glrecon::detail::PlaneView view = kViews[p].plane;
+    const float* projection = projections + static_cast<size_t>(p) * nv * nu;
+    const auto pixel = [&](int u, int v) { return projection[v * nu + u]; };  // (a view's pixels: fewer than 2^31)
+    if (view.m == 0)
+      glrecon::detail::planeGather<kGatherRun>(view, nu, nv, i, k, firstRow + j0, pixel, add);
+    else
+      glrecon::detail::planeGather<kGatherRun>(view, nu, nv, k, i, firstRow + j0, pixel, add);
+  }
+#pragma unroll
+  for (int r = 0; r < kGatherRun; ++r) {
+    const int j = j0 + r;
+    if (j >= size.y) break;
+    volume[(static_cast<size_t>(k) * size.y + j) * size.x + i] += sums[r][thread];
+  }
+}
+
+// x and z swapped between a block of nx x rows x nz (x fastest) and its copy (z fastest), through 32 x 32 tiles of
+// each x-z plane in shared memory so that both sides are read and written a cache line at a time. `toSwapped`: from
+// the volume into the copy (stored); otherwise the copy added into the volume.
+__global__ void __launch_bounds__(256) swapXZKernel(float* volume, float* swapped, int nx, int rows, int nz, bool toSwapped) {
+  __shared__ float tile[32][33];
+  const int y = blockIdx.z, x0 = blockIdx.x * 32, z0 = blockIdx.y * 32;
+  const size_t plane = static_cast<size_t>(rows);
+  if (toSwapped) {
+    for (int d = threadIdx.y; d < 32; d += 8) {
+      const int x = x0 + threadIdx.x, z = z0 + d;
+      if (x < nx && z < nz) tile[d][threadIdx.x] = volume[(z * plane + y) * nx + x];
+    }
+    __syncthreads();
+    for (int d = threadIdx.y; d < 32; d += 8) {
+      const int z = z0 + threadIdx.x, x = x0 + d;
+      if (x < nx && z < nz) swapped[(x * plane + y) * nz + z] = tile[threadIdx.x][d];
+    }
+  } else {
+    for (int d = threadIdx.y; d < 32; d += 8) {
+      const int z = z0 + threadIdx.x, x = x0 + d;
+      if (x < nx && z < nz) tile[threadIdx.x][d] = swapped[(x * plane + y) * nz + z];
+    }
+    __syncthreads();
+    for (int d = threadIdx.y; d < 32; d += 8) {
+      const int x = x0 + threadIdx.x, z = z0 + d;
+      if (x < nx && z < nz) volume[(z * plane + y) * nx + x] += tile[d][threadIdx.x];
+    }
   }
 }
 
@@ -270,7 +374,7 @@ __global__ void __launch_bounds__(256) dotKernel(const float* a, const float* b,
 
 }  // namespace
 
-bool uploadRayViews(const glrecon::detail::ProjectorView* const* views, int n) {
+bool uploadRayViews(const glrecon::detail::ProjectorView* const* views, const unsigned char* planeGather, const float spacing[3], int n) {
   DeviceView host[kMaxRayViews];
   bool yInvariant = true;
   for (int p = 0; p < n; ++p) {
@@ -283,6 +387,8 @@ bool uploadRayViews(const glrecon::detail::ProjectorView* const* views, int n) {
     }
     host[p].mainAxis = o.mainAxis;
     host[p].parallel = o.parallel;
+    host[p].planeGather = planeGather ? planeGather[p] : 0;
+    if (host[p].planeGather) host[p].plane = glrecon::detail::planeViewOf(o, spacing);
     host[p].normal = make_float3(o.normal[0], o.normal[1], o.normal[2]);
     host[p].weight = o.weight;
     for (int r = 0; r < 3; ++r) host[p].rows[r] = make_float4(o.matrix[r][0], o.matrix[r][1], o.matrix[r][2], o.matrix[r][3]);
@@ -300,17 +406,36 @@ void launchForward(cudaTextureObject_t volume, int3 size, int firstRow, int rows
   GLRECON_CUDA(cudaGetLastError());
 }
 
-void launchForwardExact(const float* volume, int3 size, int firstRow, int rows, float3 spacing, float step, int nu, int nv, int count,
-                        float* out) {
-  const dim3 block(16, 16, 1), blocks((nu + 15) / 16, (nv + 15) / 16, count);
-  forwardExactKernel<<<blocks, block>>>(volume, size, firstRow, rows, spacing, step, nu, nv, count, out);
+void launchForwardExact(const float* volume, const float* swapped, int3 size, int firstRow, int rows, float3 spacing, float step, int nu,
+                        int nv, int count, float* out) {
+  // Warps of 32 rays along u: neighbouring voxels along the layout's fastest axis (Layout).
+  const dim3 block(32, 8, 1), blocks((nu + 31) / 32, (nv + 7) / 8, count);
+  if (static_cast<size_t>(size.x) * rows * size.z < (size_t{1} << 32))
+    forwardExactKernel<unsigned><<<blocks, block>>>(volume, swapped, size, firstRow, rows, spacing, step, nu, nv, count, out);
+  else
+    forwardExactKernel<size_t><<<blocks, block>>>(volume, swapped, size, firstRow, rows, spacing, step, nu, nv, count, out);
   GLRECON_CUDA(cudaGetLastError());
 }
 
 void launchTransposeBack(const float* projections, int3 size, int firstRow, int rows, float3 spacing, float step, int nu, int nv, int count,
-                         float* volume) {
-  const dim3 block(16, 16, 1), blocks((nu + 15) / 16, (nv + 15) / 16, count);
-  transposeKernel<<<blocks, block>>>(projections, size, firstRow, rows, spacing, step, nu, nv, count, volume);
+                         float* volume, float* swapped) {
+  const dim3 block(32, 8, 1), blocks((nu + 31) / 32, (nv + 7) / 8, count);
+  transposeKernel<<<blocks, block>>>(projections, size, firstRow, rows, spacing, step, nu, nv, count, volume, swapped);
+  GLRECON_CUDA(cudaGetLastError());
+}
+
+void launchPlaneGather(float* projections, int3 size, int firstRow, int rows, int nu, int nv, int count, float* volume) {
+  const dim3 weighBlock(32, 8, 1), weighBlocks((nu + 31) / 32, (nv + 7) / 8, count);
+  planeWeightKernel<<<weighBlocks, weighBlock>>>(projections, nu, nv, count);
+  GLRECON_CUDA(cudaGetLastError());
+  const dim3 block(32, kGatherThreads / 32, 1), blocks((size.x + 31) / 32, (size.z + block.y - 1) / block.y, (rows + kGatherRun - 1) / kGatherRun);
+  planeGatherKernel<<<blocks, block>>>(projections, make_int3(size.x, rows, size.z), firstRow, nu, nv, count, volume);
+  GLRECON_CUDA(cudaGetLastError());
+}
+
+void launchSwapXZ(float* volume, float* swapped, int nx, int rows, int nz, bool toSwapped) {
+  const dim3 block(32, 8, 1), blocks((nx + 31) / 32, (nz + 31) / 32, rows);
+  swapXZKernel<<<blocks, block>>>(volume, swapped, nx, rows, nz, toSwapped);
   GLRECON_CUDA(cudaGetLastError());
 }
 
