@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,7 +56,10 @@ struct IterativeOptions {
   int iterations = 10;
   int subsets = 0;         ///< 0: the method's default (sart: one view per subset; osem: 8; sirt, cgls: 1)
   double lambda = 0.0;     ///< relaxation; 0: the default (sart 0.8 with subsets of one view, else 1; sirt 1)
-  bool positivity = false; ///< clamp negative voxels to 0 after every update (sart, sirt)
+  /// Clamp negative voxels to 0 after every update (sart, sirt). Unset: on for sart and sirt, as TIGRE's SART family
+  /// (attenuation is never negative, and on few views the clamp is what brings SIRT and OS-SART below FDK:
+  /// docs/iterative.md); osem's rule keeps voxels positive anyway; cgls cannot (UsageError when set true).
+  std::optional<bool> positivity;
   SubsetOrder order = SubsetOrder::Interleaved;  ///< the subsets' views and visiting order (sart, osem, asd-pocs)
   std::uint64_t orderSeed = 0;  ///< SubsetOrder::Random's seed (any value; the default 0 is a seed too); unused otherwise
   /// Stopping rules, checked on each iteration's residual (IterationRecord::residual) at its end; 0: off.

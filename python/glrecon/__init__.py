@@ -909,7 +909,7 @@ _COMMON_DOC = """
     Errors carry the command line's messages (option names as there: ``--iterations`` etc.)."""
 
 
-def sart(projections, geometry, size=None, spacing=None, origin=None, iterations=10, subsets=None, lamb=None, positivity=False,
+def sart(projections, geometry, size=None, spacing=None, origin=None, iterations=10, subsets=None, lamb=None, positivity=True,
          initial=None, roi="", backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, relaxation=None,
          projector="interpolating", stop_residual=0.0, stop_change=0.0, lmbda=None, blocksize=None, OrderStrategy=None,
          order_seed=None):
@@ -918,7 +918,7 @@ def sart(projections, geometry, size=None, spacing=None, origin=None, iterations
     subsets: 1 to the number of views (None: one view per subset; 1 is SIRT), or TIGRE's ``blocksize`` (views per
         subset: subsets = ceil(views / blocksize)); lamb (or ``relaxation``, TIGRE's ``lmbda``): in (0, 2) (None:
         0.8 with one view per subset, else 1); positivity: clamp negative voxels after every update (TIGRE's
-        ``nonneg``); TIGRE's sart is blocksize=1, os_sart blocksize=N, sirt ``sirt``.
+        ``nonneg``, on by default there and here); TIGRE's sart is blocksize=1, os_sart blocksize=N, sirt ``sirt``.
     OrderStrategy (TIGRE's, as ``--order``): how views form subsets and the order they are visited in, the same in
         every iteration. None or "angularDistance": glrecon's interleaved order (view i in subset i mod S, subsets
         visited in bit-reversed order, so consecutive ones are far apart in angle: TIGRE's aim, not its greedy
@@ -933,11 +933,11 @@ def sart(projections, geometry, size=None, spacing=None, origin=None, iterations
                       order=_order(OrderStrategy, order_seed))
 
 
-def sirt(projections, geometry, size=None, spacing=None, origin=None, iterations=10, lamb=None, positivity=False, initial=None, roi="",
+def sirt(projections, geometry, size=None, spacing=None, origin=None, iterations=10, lamb=None, positivity=True, initial=None, roi="",
          backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, relaxation=None, projector="interpolating",
          stop_residual=0.0, stop_change=0.0, lmbda=None):
     """SIRT, as ``glrecon sirt``: SART with one subset holding every view; lamb (or ``relaxation``, TIGRE's
-    ``lmbda``) in (0, 2) (None: 1); positivity: clamp negative voxels after every update.
+    ``lmbda``) in (0, 2) (None: 1); positivity: clamp negative voxels after every update (on by default).
     """
     return _iterative("sirt", projections, geometry, size, spacing, origin, iterations, 0, _relaxation(lamb, relaxation, lmbda), positivity,
                       initial, roi, backend, gpu, threads, step, progress, report, projector, stop_residual, stop_change)

@@ -301,6 +301,13 @@ void IterativeParameters::addTotalVariation(CLI::App* command) {
   command->add_option("--lambda-reduction", tv.lambdaReduction, "Relaxation factor per iteration")->capture_default_str();
 }
 
+void IterativeParameters::addPositivity(CLI::App* command, const std::string& which) {
+  positivityOption = command->add_flag("--positivity,!--no-positivity", positivity,
+                                       (which.empty() ? std::string("Clamp") : which + "clamp") +
+                                           " negative voxels to 0 after every update, or not (default: on for sart and sirt, as TIGRE's SART "
+                                           "family; osem's rule keeps voxels positive anyway)");
+}
+
 void IterativeParameters::addPrimalDual(CLI::App* command) {
   IterativeOptions& tv = totalVariation;
   command->add_option("--tv-weight", tv.tvWeight, "TV weight relative to the data term (unitless: higher is smoother, 0 is least squares with x >= 0)")
@@ -313,7 +320,7 @@ IterativeOptions IterativeParameters::options(IterativeMethod method) const {
   options.iterations = iterations;
   options.subsets = subsets;
   options.lambda = lambda;
-  options.positivity = positivity;
+  if (positivityOption && positivityOption->count() > 0) options.positivity = positivity;
   options.order = parseSubsetOrder(order);
   if (orderSeedOption && orderSeedOption->count() > 0 && options.order != SubsetOrder::Random)
     throw UsageError("--order-seed: only with --order random (found --order " + order + ")");

@@ -152,7 +152,8 @@ struct ProjectorOptions {
 struct IterativeParameters {
   int iterations = 10, subsets = 0;
   double lambda = 0.0;
-  bool positivity = false;
+  bool positivity = true;                  // --positivity / --no-positivity (sart, sirt, osem and view)
+  CLI::Option* positivityOption = nullptr;  // set by addPositivity: whether either was given (else the method's default)
   double stopResidual = 0.0, stopChange = 0.0;
   std::string order = "interleaved";  // --order: interleaved, ordered or random (parsed in options())
   std::uint64_t orderSeed = 0;        // --order-seed: random's seed
@@ -166,6 +167,8 @@ struct IterativeParameters {
   void addTotalVariation(CLI::App* command);
   /// PDHG-TV's --tv-weight.
   void addPrimalDual(CLI::App* command);
+  /// --positivity / --no-positivity (IterativeOptions::positivity: on by default for sart and sirt).
+  void addPositivity(CLI::App* command, const std::string& which);
   IterativeOptions options(IterativeMethod method) const;
 };
 

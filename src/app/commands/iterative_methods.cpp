@@ -54,7 +54,7 @@ class IterativeMethodCommand final : public Command {
       c->add_option("--lambda", parameters.lambda, "Relaxation in (0, 2) (default: 0.8 with one projection per subset, else 1)");
     if (method == IterativeMethod::AsdPocs) parameters.addTotalVariation(c);
     if (method == IterativeMethod::PdhgTv) parameters.addPrimalDual(c);
-    if (method != IterativeMethod::Cgls && method != IterativeMethod::AsdPocs && method != IterativeMethod::PdhgTv) c->add_flag("--positivity", parameters.positivity, "Clamp negative voxels to 0 after every update");
+    if (method != IterativeMethod::Cgls && method != IterativeMethod::AsdPocs && method != IterativeMethod::PdhgTv) parameters.addPositivity(c, "");
     parameters.addStoppingRules(c);
     c->add_option("--initial", initial, "Starting volume on the output grid (e.g. an FDK result; default: 0, osem: a positive constant)");
     c->add_option("--roi", roi, "Reconstruct only a region (voxels outside stay 0): fov, fov-cylinder, cylinder:..., box:..., sphere:..., MASK.mha");

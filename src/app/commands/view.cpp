@@ -40,7 +40,7 @@ class ViewCommand final : public Command {
     c->add_option("--iterations,-n", parameters.iterations, "Iterative methods: iterations")->capture_default_str();
     c->add_option("--subsets", parameters.subsets, "sart, osem: ordered subsets (default: sart one projection each, osem 8)");
     c->add_option("--lambda", parameters.lambda, "sart, sirt: relaxation in (0, 2) (default: sart 0.8 with one projection per subset, else 1)");
-    c->add_flag("--positivity", parameters.positivity, "sart, sirt, osem: clamp negative voxels to 0 after every update");
+    parameters.addPositivity(c, "sart, sirt, osem: ");
     parameters.addStoppingRules(c);
     parameters.addPrimalDual(c);
     live.add(c);

@@ -279,7 +279,7 @@ void IterativeReconstructor::State::check() {
   if (lambda == 0.0)
     lambda = ((method == IterativeMethod::Sart || method == IterativeMethod::AsdPocs) && subsets == static_cast<int>(views) && views > 1) ? 0.8 : 1.0;
   if (!(lambda > 0.0 && lambda < 2.0)) throw UsageError(field("lambda") + ": expected a relaxation in (0, 2), found " + std::to_string(lambda));
-  if (method == IterativeMethod::Cgls && options.positivity)
+  if (method == IterativeMethod::Cgls && options.positivity.value_or(false))
     throw UsageError(field("positivity") + ": cgls cannot clamp (it would break the conjugate directions); use sart, sirt or osem");
   // PDHG-TV always keeps x >= 0 (part of the problem it solves); its relaxation is its step sizes.
   if (!options.mask.empty() && options.mask.size() != voxels)
@@ -399,7 +399,8 @@ void IterativeReconstructor::State::setUp() {
     rule.multiplicative = method == IterativeMethod::Osem;
     rule.lambda = static_cast<float>(lambda);
     // ASD-POCS projects onto x >= 0 after every data step: part of the method.
-    rule.positivity = options.positivity || method == IterativeMethod::AsdPocs;
+    rule.positivity = options.positivity.value_or(method == IterativeMethod::Sart || method == IterativeMethod::Sirt) ||
+                      method == IterativeMethod::AsdPocs;
     op.setVolume(x.data());
     op.setUpdateMask(options.mask.empty() ? nullptr : options.mask.data());
     hostCurrent = false;
