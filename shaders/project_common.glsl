@@ -9,6 +9,10 @@ struct View {
   // sourceIndex + u eu + v ev (voxel index; eu, ev in voxel-index units), the whole line both ways.
   vec4 normal;       // xyz: unit detector normal; w: V_voxel SDD^2 / |eu x ev|
   vec4 rows[3];      // the 3x4 matrix: voxel index -> (u w, v w, w)
+  // The matched pair in plane form (src/operators/plane_gather.h says why and how): plane[0].x 1 for a view in it,
+  // then its PlaneView, made on the host: (flag, m, s_m, s_n), (s_y, e0_m, e0_n, e0_y), (eu_m, eu_n, ev_y, h_m / h_n),
+  // (h_m / h_y, h_m, 0, 0).
+  vec4 plane[4];
 };
 layout(std430, binding = 0) readonly buffer Views { View views[]; };
 
@@ -103,4 +107,54 @@ float backVoxel(vec3 voxel, int count) {
     sum += value * (o.e0.w != 0.0 ? o.normal.w : o.normal.w * distance / (depth * depth * depth));  // parallel: no depth
   }
   return sum;
+}
+
+// ---- The matched pair in plane form: plane_gather.h's functions, operation for operation. `precise`: the forward
+// and the gather must compute every weight to the same bits, so no operation may be fused or reordered differently
+// in the two shaders.
+bool inPlaneForm(int p) { return views[p].plane[0].x != 0.0; }
+int planeMainAxis(int p) { return int(views[p].plane[0].y); }
+
+// 1 / d_m, R_n and d_m^2 + d_n^2 of pixel column u.
+void planeColumn(int p, float fu, out float inv, out float rn, out float across) {
+  const vec4 a = views[p].plane[1], b = views[p].plane[2];
+  precise float dm = a.y + fu * b.x;
+  precise float dn = a.z + fu * b.y;
+  precise float i = 1.0 / dm;
+  precise float r = (dn * i) * b.w;
+  precise float q = dm * dm + dn * dn;
+  inv = i;
+  rn = r;
+  across = q;
+}
+float planeDy(int p, float fv) {
+  precise float dy = views[p].plane[1].w + fv * views[p].plane[2].z;
+  return dy;
+}
+float planeRy(int p, float inv, float dy) {
+  precise float r = (dy * inv) * views[p].plane[3].x;
+  return r;
+}
+float planeLength(int p, float inv, float across, float dy) {
+  precise float l = (sqrt(across + dy * dy) * abs(inv)) * views[p].plane[3].y;
+  return l;
+}
+float planePosition(float s, float cs, float r) {
+  precise float x = s + cs * r;
+  return x;
+}
+// The bilinear split of a position: voxel floor(x) takes w0 = 1 - f, the next w1 = f.
+void splitOf(float x, out int index, out float w0, out float w1) {
+  const float base = floor(x);
+  precise float f = x - base;
+  precise float g = 1.0 - f;
+  index = int(base);
+  w0 = g;
+  w1 = f;
+}
+float hatWeight(float x, int index) {
+  int i;
+  float w0, w1;
+  splitOf(x, i, w0, w1);
+  return index == i ? w0 : (index == i + 1 ? w1 : 0.0);
 }

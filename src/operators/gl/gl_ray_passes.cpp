@@ -14,9 +14,13 @@
 
 #include "device/gl/context.h"
 #include "device/gl/shader.h"
+#include "operators/plane_gather.h"
 
 namespace glrecon::detail {
 namespace {
+
+// Floats per view in the views' buffer: project_common.glsl's View (12 vec4).
+constexpr int kViewFloats = 48;
 
 GLint integer(GLenum name) {
   GLint v = 0;
@@ -54,7 +58,7 @@ GlRayPasses::GlRayPasses(bool compute, bool matched, const Geometry& geometry, c
   glTextureStorage3D(projectionLayers_.id(), 1, GL_R32F, nu_, nv_, maxLayers_);
   setBorderSampling(projectionLayers_.id(), false);
   viewBuffer_ = gl::createBuffer();
-  glNamedBufferStorage(viewBuffer_.id(), static_cast<GLsizeiptr>(maxLayers_) * 32 * sizeof(float), nullptr, GL_DYNAMIC_STORAGE_BIT);
+  glNamedBufferStorage(viewBuffer_.id(), static_cast<GLsizeiptr>(maxLayers_) * kViewFloats * sizeof(float), nullptr, GL_DYNAMIC_STORAGE_BIT);
   if (compute_) {
     forwardProgram_ = build({{GL_COMPUTE_SHADER, "project.comp"}}, {"#define FORWARD 1"});
     backProgram_ = build({{GL_COMPUTE_SHADER, "project.comp"}}, {});
@@ -69,6 +73,13 @@ GlRayPasses::GlRayPasses(bool compute, bool matched, const Geometry& geometry, c
     matchedForward_ = build({{GL_COMPUTE_SHADER, "project_matched.comp"}}, {"#define FORWARD 1"});
     matchedBack_ = build({{GL_COMPUTE_SHADER, "project_matched.comp"}}, {});
     matchedCopy_ = build({{GL_COMPUTE_SHADER, "project_matched.comp"}}, {"#define COPY 1"});
+    if (step == 0.0) {  // plane form: one sample per plane only
+      matchedWeigh_ = build({{GL_COMPUTE_SHADER, "project_matched.comp"}}, {"#define WEIGH 1"});
+      matchedGather_ = build({{GL_COMPUTE_SHADER, "project_matched.comp"}}, {"#define GATHER 1"});
+      const float h[3] = {static_cast<float>(grid.spacing.x), static_cast<float>(grid.spacing.y), static_cast<float>(grid.spacing.z)};
+      const int size[3] = {grid.size[0], grid.size[1], grid.size[2]};
+      for (const ProjectorView& view : views_) planeGather_.push_back(planeGatherable(view, h, size, nu_, nv_) ? 1 : 0);
+    }
     const std::uint64_t bytes = 4 * static_cast<std::uint64_t>(grid.voxelCount());
     const GLint64 largest = [] {
       GLint64 v = 0;
@@ -304,13 +315,33 @@ void GlRayPasses::matchedBackInto(const float* projections, const std::size_t* v
     const int n = static_cast<int>(std::min<std::size_t>(maxLayers_, count - first));
     uploadViews(views + first, n);
     uploadBatch(projections, first, n, repeatFirstBatch, unpack);
-    glUseProgram(matchedBack_.id());
-    setCommonUniforms(matchedBack_.id());
-    glUniform1i(glGetUniformLocation(matchedBack_.id(), "count"), n);
-    glBindTextureUnit(1, projectionLayers_.id());
-    glMemoryBarrier(GL_TEXTURE_FETCH_BARRIER_BIT | GL_TEXTURE_UPDATE_BARRIER_BIT);
-    glDispatchCompute((nu_ + 7) / 8, (nv_ + 7) / 8, n);
-    glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT | GL_TEXTURE_UPDATE_BARRIER_BIT);
+    const int inPlaneForm = planeGather_.empty() ? 0 : static_cast<int>(std::count_if(views + first, views + first + n, [&](std::size_t v) {
+      return planeGather_[v] != 0;
+    }));
+    glMemoryBarrier(GL_TEXTURE_FETCH_BARRIER_BIT | GL_TEXTURE_UPDATE_BARRIER_BIT | GL_SHADER_IMAGE_ACCESS_BARRIER_BIT);
+    if (inPlaneForm > 0) {
+      // The plane-form views: each pixel times its ray's length in place, then every voxel run gathers its share.
+      glUseProgram(matchedWeigh_.id());
+      setCommonUniforms(matchedWeigh_.id());
+      glUniform1i(glGetUniformLocation(matchedWeigh_.id(), "count"), n);
+      glBindImageTexture(0, projectionLayers_.id(), 0, GL_TRUE, 0, GL_READ_WRITE, GL_R32F);
+      glDispatchCompute((nu_ + 7) / 8, (nv_ + 7) / 8, n);
+      glMemoryBarrier(GL_TEXTURE_FETCH_BARRIER_BIT | GL_SHADER_IMAGE_ACCESS_BARRIER_BIT);
+      glUseProgram(matchedGather_.id());
+      setCommonUniforms(matchedGather_.id());
+      glUniform1i(glGetUniformLocation(matchedGather_.id(), "count"), n);
+      glBindTextureUnit(1, projectionLayers_.id());
+      glDispatchCompute((grid_.size[0] + 31) / 32, (grid_.size[2] + 1) / 2, (grid_.size[1] + 7) / 8);
+      glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT);
+    }
+    if (inPlaneForm < n) {
+      glUseProgram(matchedBack_.id());
+      setCommonUniforms(matchedBack_.id());
+      glUniform1i(glGetUniformLocation(matchedBack_.id(), "count"), n);
+      glBindTextureUnit(1, projectionLayers_.id());
+      glDispatchCompute((nu_ + 7) / 8, (nv_ + 7) / 8, n);
+      glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT | GL_TEXTURE_UPDATE_BARRIER_BIT);
+    }
   }
   glUseProgram(matchedCopy_.id());
   setCommonUniforms(matchedCopy_.id());
@@ -328,10 +359,17 @@ gl::Program GlRayPasses::build(const std::vector<gl::ShaderStage>& stages, const
 }
 
 void GlRayPasses::uploadViews(const std::size_t* views, int n) {
-  std::vector<float> data(static_cast<std::size_t>(n) * 32, 0.0f);
+  std::vector<float> data(static_cast<std::size_t>(n) * kViewFloats, 0.0f);
+  const float h[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
   for (int p = 0; p < n; ++p) {
     const ProjectorView& o = views_[views[p]];
-    float* d = data.data() + p * 32;
+    float* d = data.data() + p * kViewFloats;
+    if (!planeGather_.empty() && planeGather_[views[p]]) {  // View::plane (project_common.glsl)
+      const PlaneView v = planeViewOf(o, h);
+      const float plane[16] = {1.0f, static_cast<float>(v.m), v.sm, v.sn, v.sy, v.e0m, v.e0n, v.e0y,
+                               v.eum, v.eun, v.evy, v.ratioN, v.ratioY, v.hm, 0.0f, 0.0f};
+      std::copy(plane, plane + 16, d + 32);
+    }
     for (int a = 0; a < 3; ++a) {
       d[a] = o.sourceIndex[a];
       d[4 + a] = o.e0[a];

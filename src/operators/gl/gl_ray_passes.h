@@ -66,9 +66,11 @@ class GlRayPasses {
   gl::Program maxProgram_, updateProgram_;
   gl::Texture updateTarget_, weightTarget_, maskTexture_;
   gl::Buffer largest_;
-  // The matched pair: its programs and the transpose's buffer of float bits.
-  gl::Program matchedForward_, matchedBack_, matchedCopy_;
+  // The matched pair: its programs and the transpose's buffer of float bits; per view, whether it is in plane form
+  // (src/operators/plane_gather.h: its forward on its planes, its transpose weighed then gathered).
+  gl::Program matchedForward_, matchedBack_, matchedCopy_, matchedWeigh_, matchedGather_;
   gl::Buffer scatter_;
+  std::vector<unsigned char> planeGather_;
   // B_S(1) and its largest value per subset (keyed by its views), kept while they fit (see updateSubset).
   struct SubsetWeights {
     gl::Texture weights;
