@@ -224,21 +224,17 @@ GLRECON_HOST_DEVICE void planeGather(const PlaneView& p, int nu, int nv, int pla
 
 namespace glrecon::detail {
 
-/// Whether a view's rays may be written in plane form (the header's comment): cone beam, main axis x or z, u across y
-/// and v along y exactly (zero components, so that d_m, d_n and d_y each depend on one pixel index to the bit), the
-/// source beside the planes, and every corner ray's main-axis component at least 0.55 of its largest (marchRay keeps
-/// the view's axis down to 0.5) with one sign. `size`: the grid's voxels per axis; nu, nv: the detector's pixels.
+/// Whether every ray of a view keeps the view's main axis in marchRay (ray_march.h): each corner ray's main-axis
+/// component at least 0.55 of its largest (marchRay keeps the axis down to 0.5; the margin is float rounding's), with
+/// one sign (the components are linear in u and v, so the corners bound them).
 template <class View>
-bool planeGatherable(const View& o, const float spacing[3], const int size[3], int nu, int nv) {
-  if (o.parallel || (o.mainAxis != 0 && o.mainAxis != 2)) return false;
-  const int m = o.mainAxis, n = 2 - m;
-  if (o.eu[1] != 0.0f || o.ev[m] != 0.0f || o.ev[n] != 0.0f || o.ev[1] == 0.0f) return false;
-  if (!(o.sourceIndex[m] < -1.0f || o.sourceIndex[m] > static_cast<float>(size[m]))) return false;
+bool raysKeepMainAxis(const View& o, const float spacing[3], int nu, int nv) {
+  const int m = o.mainAxis;
   int sign = 0;
   for (int corner = 0; corner < 4; ++corner) {
     const double u = corner & 1 ? nu - 1.0 : 0.0, v = corner & 2 ? nv - 1.0 : 0.0;
     double dir[3];
-    for (int a = 0; a < 3; ++a) dir[a] = (o.e0[a] + u * o.eu[a] + v * o.ev[a]) / spacing[a];
+    for (int a = 0; a < 3; ++a) dir[a] = (o.parallel ? o.e0[a] : o.e0[a] + u * o.eu[a] + v * o.ev[a]) / spacing[a];
     const double largest = fmax(fabs(dir[0]), fmax(fabs(dir[1]), fabs(dir[2])));
     if (!(fabs(dir[m]) >= 0.55 * largest) || dir[m] == 0.0) return false;
     const int s = dir[m] > 0.0 ? 1 : -1;
@@ -246,6 +242,18 @@ bool planeGatherable(const View& o, const float spacing[3], const int size[3], i
     sign = s;
   }
   return true;
+}
+
+/// Whether a view's rays may be written in plane form (the header's comment): cone beam, main axis x or z, u across y
+/// and v along y exactly (zero components, so that d_m, d_n and d_y each depend on one pixel index to the bit), the
+/// source beside the planes, and every ray keeping the main axis (raysKeepMainAxis). `size`: the grid's voxels per axis; nu, nv: the detector's pixels.
+template <class View>
+bool planeGatherable(const View& o, const float spacing[3], const int size[3], int nu, int nv) {
+  if (o.parallel || (o.mainAxis != 0 && o.mainAxis != 2)) return false;
+  const int m = o.mainAxis, n = 2 - m;
+  if (o.eu[1] != 0.0f || o.ev[m] != 0.0f || o.ev[n] != 0.0f || o.ev[1] == 0.0f) return false;
+  if (!(o.sourceIndex[m] < -1.0f || o.sourceIndex[m] > static_cast<float>(size[m]))) return false;
+  return raysKeepMainAxis(o, spacing, nu, nv);
 }
 
 }  // namespace glrecon::detail

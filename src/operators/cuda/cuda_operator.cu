@@ -67,6 +67,10 @@ struct Window {
 struct RayBuffers {
   cuda::Array volumeArray, projectionArray;  // the volume's 3D copy (interpolating pair); a batch of projections (layered)
   cuda::TextureObject volumeTexture, projectionTexture;
+  // The interpolating pair's views marked kLayered: the volume's z planes and x planes as layers (launchForward).
+  cuda::Array zLayers, xLayers;
+  cuda::TextureObject zLayersTexture, xLayersTexture;
+  cuda::SurfaceObject xLayersSurface;
   // The matched pair: the block with x and z swapped (launchSwapXZ), for the views whose rays run along x; made at the
   // first use where it takes at most half of what is free (otherwise those views read the volume as it is, slower).
   cuda::DeviceBuffer<float> swapped;
@@ -155,7 +159,7 @@ class CudaOperator final : public ConeBeamOperator {
   /// otherwise nullptr.
   /// `scattered`: only for the views the transpose scatters (not gathered).
   float* swappedFor(const std::size_t* views, std::size_t count, bool scattered = false);
-  bool gathered(std::size_t view) const { return !planeGather_.empty() && planeGather_[view]; }
+  bool gathered(std::size_t view) const { return (modes_[view] & cuda::kPlaneGather) != 0; }
   /// B (Adjoint) of projections into the device volume `to`: added to it, or (`clear`) the first batch stored. The
   /// projections are in host memory, or (`onDevice`) in device memory.
   void adjointInto(const float* projections, const std::size_t* views, std::size_t count, float* to, bool clear,
@@ -197,7 +201,7 @@ class CudaOperator final : public ConeBeamOperator {
   cuda::ProjectionWindow handedOut_;   // what nextWindow() hands out
   double uploaded_ = 0;
   std::vector<detail::ProjectorView> views_;
-  std::vector<unsigned char> planeGather_;  // per view: the matched pair in plane form (empty: none)
+  std::vector<unsigned char> modes_;  // per view: how it is projected (cuda::kPlaneGather, cuda::kLayered), made with rays_
   std::unique_ptr<RayBuffers> rays_;
   bool masked_ = false;
   std::vector<float> ones_;
@@ -570,22 +574,61 @@ RayBuffers& CudaOperator::rays() {
   if (rays_) return *rays_;
   auto r = std::make_unique<RayBuffers>();
   const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
-  if (options_.pair != ProjectorPair::Matched) {  // the matched pair reads the linear volume
-    r->volumeArray = cuda::Array(grid_.size[0], rows(), grid_.size[2]);  // the block's rows (moveBlock makes them anew)
-    r->volumeTexture = cuda::TextureObject(r->volumeArray.get());
-  }
   r->projectionArray = cuda::Array(nu, nv, cuda::kMaxRayViews, cudaArrayLayered);
   r->projectionTexture = cuda::TextureObject(r->projectionArray.get());
   r->projections = cuda::DeviceBuffer<float>(static_cast<std::size_t>(nu) * nv * cuda::kMaxRayViews);
   views_ = detail::projectorViews(geometry_, grid_);
-  // The matched pair's views in plane form (plane_gather.h), with one sample per plane; GLRECON_MATCHED_GATHER=off
-  // keeps them all marched and scattered (to measure what the gather gains).
-  const char* gather = std::getenv("GLRECON_MATCHED_GATHER");
-  planeGather_.clear();
-  if (options_.pair == ProjectorPair::Matched && step_ == 0.0 && !(gather && std::string(gather) == "off")) {
-    const float h[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
-    const int size[3] = {grid_.size[0], grid_.size[1], grid_.size[2]};
-    for (const detail::ProjectorView& view : views_) planeGather_.push_back(detail::planeGatherable(view, h, size, nu, nv) ? 1 : 0);
+  modes_.assign(views_.size(), 0);
+  const float h[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
+  const int size[3] = {grid_.size[0], grid_.size[1], grid_.size[2]};
+  if (options_.pair == ProjectorPair::Matched) {
+    // The matched pair reads the linear volume; its views in plane form (plane_gather.h), with one sample per plane.
+    // GLRECON_MATCHED_GATHER=off keeps them all marched and scattered (to measure what the gather gains).
+    const char* gather = std::getenv("GLRECON_MATCHED_GATHER");
+    if (step_ == 0.0 && !(gather && std::string(gather) == "off"))
+      for (std::size_t v = 0; v < views_.size(); ++v)
+        if (detail::planeGatherable(views_[v], h, size, nu, nv)) modes_[v] = cuda::kPlaneGather;
+  } else {
+    // The interpolating pair: views whose rays all run along z or x read layers of planes (launchForward), the others
+    // the 3D copy; the layers where they fit the device's layered textures and, with the 3D copy, half of what is free.
+    // GLRECON_FORWARD_LAYERS=off keeps every view on the 3D copy (to measure what the layers gain).
+    cudaDeviceProp properties{};
+    GLRECON_CUDA(cudaGetDeviceProperties(&properties, device_));
+    const int* limit = properties.maxTexture2DLayered;
+    const char* layers = std::getenv("GLRECON_FORWARD_LAYERS");
+    bool alongZ = false, alongX = false, plain = false;
+    for (std::size_t v = 0; v < views_.size(); ++v) {
+      const int m = views_[v].mainAxis;
+      const bool fits = m == 2 ? size[0] <= limit[0] && rows() <= limit[1] && size[2] <= limit[2]
+                               : size[2] <= limit[0] && rows() <= limit[1] && size[0] <= limit[2];
+      if (step_ == 0.0 && (m == 0 || m == 2) && fits && detail::raysKeepMainAxis(views_[v], h, nu, nv) && !(layers && std::string(layers) == "off")) {
+        modes_[v] = cuda::kLayered;
+        (m == 2 ? alongZ : alongX) = true;
+      } else {
+        plain = true;
+      }
+    }
+    std::size_t freeBytes = 0, totalBytes = 0;
+    GLRECON_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
+    const std::size_t bytes = blockVoxels() * sizeof(float);
+    if ((alongZ + alongX + 1) * bytes > freeBytes / 2) {  // no room for the layers: the 3D copy alone
+      std::fill(modes_.begin(), modes_.end(), 0);
+      alongZ = alongX = false;
+      plain = true;
+    }
+    if (plain) {
+      r->volumeArray = cuda::Array(grid_.size[0], rows(), grid_.size[2]);  // the block's rows (moveBlock makes them anew)
+      r->volumeTexture = cuda::TextureObject(r->volumeArray.get());
+    }
+    if (alongZ) {
+      r->zLayers = cuda::Array(grid_.size[0], rows(), grid_.size[2], cudaArrayLayered);
+      r->zLayersTexture = cuda::TextureObject(r->zLayers.get());
+    }
+    if (alongX) {
+      r->xLayers = cuda::Array(grid_.size[2], rows(), grid_.size[0], cudaArrayLayered | cudaArraySurfaceLoadStore);
+      r->xLayersTexture = cuda::TextureObject(r->xLayers.get());
+      r->xLayersSurface = cuda::SurfaceObject(r->xLayers.get());
+    }
   }
   rays_ = std::move(r);
   return *rays_;
@@ -609,13 +652,13 @@ float* CudaOperator::swappedFor(const std::size_t* views, std::size_t count, boo
 
 bool CudaOperator::uploadRayViews(const std::size_t* views, int n) {
   std::vector<const detail::ProjectorView*> list(n);
-  std::vector<unsigned char> planeGather(n);
+  std::vector<unsigned char> modes(n);
   for (int p = 0; p < n; ++p) {
     list[p] = &views_[views[p]];
-    planeGather[p] = planeGather_.empty() ? 0 : planeGather_[views[p]];
+    modes[p] = modes_[views[p]];
   }
   const float h[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
-  return cuda::uploadRayViews(list.data(), planeGather.data(), h, n);
+  return cuda::uploadRayViews(list.data(), modes.data(), h, n);
 }
 
 void CudaOperator::projectBatches(const std::size_t* views, std::size_t count,
@@ -640,17 +683,21 @@ void CudaOperator::projectBatches(const std::size_t* views, std::size_t count,
     }
     return;
   }
-  // The rays sample the volume's 3D copy (trilinear, border 0).
-  cudaMemcpy3DParms copy{};
-  copy.srcPtr = make_cudaPitchedPtr(const_cast<float*>(source), grid_.size[0] * sizeof(float), grid_.size[0], rows());
-  copy.dstArray = r.volumeArray.get();
-  copy.extent = make_cudaExtent(grid_.size[0], rows(), grid_.size[2]);
-  copy.kind = cudaMemcpyDeviceToDevice;
-  GLRECON_CUDA(cudaMemcpy3D(&copy));
+  // The rays sample the volume's 3D copy (trilinear, border 0), or its planes as layers (bilinear, border 0).
+  for (cudaArray_t array : {r.volumeArray.get(), r.zLayers.get()}) {
+    if (!array) continue;
+    cudaMemcpy3DParms copy{};
+    copy.srcPtr = make_cudaPitchedPtr(const_cast<float*>(source), grid_.size[0] * sizeof(float), grid_.size[0], rows());
+    copy.dstArray = array;
+    copy.extent = make_cudaExtent(grid_.size[0], rows(), grid_.size[2]);
+    copy.kind = cudaMemcpyDeviceToDevice;
+    GLRECON_CUDA(cudaMemcpy3D(&copy));
+  }
+  if (r.xLayers) cuda::launchFillXLayers(source, grid_.size[0], rows(), grid_.size[2], r.xLayersSurface.get());
   for (std::size_t first = 0; first < count; first += cuda::kMaxRayViews) {
     const int n = static_cast<int>(std::min<std::size_t>(cuda::kMaxRayViews, count - first));
     uploadRayViews(views + first, n);
-    cuda::launchForward(r.volumeTexture.get(), make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), firstRow(), rows(), spacing(),
+    cuda::launchForward(r.volumeTexture.get(), r.zLayersTexture.get(), r.xLayersTexture.get(), make_int3(grid_.size[0], grid_.size[1], grid_.size[2]), firstRow(), rows(), spacing(),
                         static_cast<float>(step_), geometry_.detector.nu, geometry_.detector.nv, n, r.projections.get());
     batchDone(first, n);
   }

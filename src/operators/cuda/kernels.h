@@ -28,14 +28,22 @@ void launchFdkBack(int run, bool yInvariant, cudaStream_t stream, float* volume,
 // ---- ray_kernels.cu ----
 /// Views per forward or Adjoint launch at most: their constants in constant memory.
 inline constexpr int kMaxRayViews = 256;
-/// The constants of `n` views (synchronous: the previous launch has read the old ones); `planeGather` (or nullptr: none)
-/// marks those the matched pair writes in plane form (plane_gather.h). True where u, the depth and the perspective
-/// divisor do not change along y in any of them (RTK's gantry about y, untilted detectors).
-bool uploadRayViews(const glrecon::detail::ProjectorView* const* views, const unsigned char* planeGather, const float spacing[3], int n);
+/// How a view is projected, bits of uploadRayViews' `modes`: the matched pair in plane form (plane_gather.h); the
+/// interpolating forward from the volume's planes as layers (launchForward).
+inline constexpr unsigned char kPlaneGather = 1, kLayered = 2;
+/// The constants of `n` views (synchronous: the previous launch has read the old ones), with their modes (or nullptr:
+/// none). True where u, the depth and the perspective divisor do not change along y in any of them (RTK's gantry about
+/// y, untilted detectors).
+bool uploadRayViews(const glrecon::detail::ProjectorView* const* views, const unsigned char* modes, const float spacing[3], int n);
 /// Forward of a volume holding y rows [firstRow, firstRow + rows) of the grid of `size` (the whole grid: 0, size.y):
 /// the whole grid's rays, sampled where they reach the rows.
-void launchForward(cudaTextureObject_t volume, int3 size, int firstRow, int rows, float3 spacing, float step, int nu, int nv, int count,
-                   float* out);
+/// `volume`: the block's 3D copy (trilinear), for the views not marked kLayered (0 where there are none); `zLayers`,
+/// `xLayers`: its z planes and its x planes as layered 2D arrays (launchFillXLayers), for those marked kLayered whose
+/// main axis is z or x (0 where there are none).
+void launchForward(cudaTextureObject_t volume, cudaTextureObject_t zLayers, cudaTextureObject_t xLayers, int3 size, int firstRow, int rows,
+                   float3 spacing, float step, int nu, int nv, int count, float* out);
+/// The block (nx x rows x nz, x fastest) into the layers of a layered array with surface load/store (layer x: nz x rows).
+void launchFillXLayers(const float* volume, int nx, int rows, int nz, cudaSurfaceObject_t surface);
 /// Adjoint back into a block of `size` (nx, rows, nz) whose rows start at the grid's row firstRow. `yInvariant`
 /// (uploadRayViews' answer): runs of y voxels per thread, as the Fdk kernel's (the same products in another order:
 /// within the interpolating pair's bounds of cpu, not its bits).

@@ -17,6 +17,7 @@ struct DeviceView {
   int mainAxis;
   int parallel;  // parallel beam (projector_views.h): rays along e0 from each pixel; the Adjoint weight is `weight` alone
   int planeGather;  // the matched pair in plane form (plane_gather.h): its forward by planeForward, its transpose gathered
+  int layered;      // the interpolating pair's forward from the volume's planes as layers (launchForward)
   glrecon::detail::PlaneView plane;  // (planeGather) its constants, made on the host: the same for both kernels
   float3 normal;
   float weight;
@@ -33,9 +34,13 @@ __device__ __forceinline__ bool rayOf(const DeviceView& o, int iu, int iv, int3 
 }
 
 // The volume holds y rows [firstRow, firstRow + rows) of the grid of `size` (a block: the rays are the whole grid's,
-// sampled where they reach the block; outside it the texture's border is 0).
-__global__ void forwardKernel(cudaTextureObject_t volume, int3 size, int firstRow, int rows, float3 spacing, float step, int nu, int nv,
-                              int count, float* out) {
+// sampled where they reach the block; outside it the texture's border is 0). `volume`: its 3D copy (trilinear);
+// `zLayers` / `xLayers`: its z planes / x planes as layers of a 2D array ((x, y) and (z, y)), for the views marked
+// layered, whose rays all keep their main axis z or x: a sample on plane c is then a bilinear fetch from layer c, which
+// the texture units serve at twice the rate of a trilinear one (the same value: on its plane the main axis's weight is
+// 1 and 0, exactly, in 8 bits as in float).
+__global__ void forwardKernel(cudaTextureObject_t volume, cudaTextureObject_t zLayers, cudaTextureObject_t xLayers, int3 size, int firstRow,
+                              int rows, float3 spacing, float step, int nu, int nv, int count, float* out) {
   const int iu = blockIdx.x * blockDim.x + threadIdx.x, iv = blockIdx.y * blockDim.y + threadIdx.y, p = blockIdx.z;
   if (iu >= nu || iv >= nv || p >= count) return;
   glrecon::detail::RaySamples r;
@@ -47,14 +52,42 @@ __global__ void forwardKernel(cudaTextureObject_t volume, int3 size, int firstRo
     int k0 = 0, k1 = r.count;
     if (rows < size.y) glrecon::detail::samplesReachingRows(r, firstRow, firstRow + rows, &k0, &k1);
     float sum = 0.0f;
+    if (kViews[p].layered) {
+      const bool alongZ = kViews[p].mainAxis == 2;
+      const cudaTextureObject_t layers = alongZ ? zLayers : xLayers;
+      const float a0 = alongZ ? x0 : z0, da = alongZ ? r.delta[0] : r.delta[2];
+      const int c0 = static_cast<int>(r.first[alongZ ? 2 : 0]), dc = r.delta[alongZ ? 2 : 0] > 0.0f ? 1 : -1;
 #pragma unroll 4
-    for (int k = k0; k < k1; ++k) {
-      const float fk = static_cast<float>(k);
-      sum += tex3D<float>(volume, x0 + fk * r.delta[0], y0 + fk * r.delta[1], z0 + fk * r.delta[2]);
+      for (int k = k0; k < k1; ++k) {
+        const float fk = static_cast<float>(k);
+        sum += tex2DLayered<float>(layers, a0 + fk * da, y0 + fk * r.delta[1], c0 + k * dc);
+      }
+    } else {
+#pragma unroll 4
+      for (int k = k0; k < k1; ++k) {
+        const float fk = static_cast<float>(k);
+        sum += tex3D<float>(volume, x0 + fk * r.delta[0], y0 + fk * r.delta[1], z0 + fk * r.delta[2]);
+      }
     }
     result = sum * r.length;
   }
   out[(static_cast<size_t>(p) * nv + iv) * nu + iu] = result;
+}
+
+// The block's x planes into the layers of `surface` (layer x: width nz, height rows), through 32 x 32 tiles of each
+// x-z plane in shared memory: read along x, written along z.
+__global__ void __launch_bounds__(256) fillXLayersKernel(const float* volume, int nx, int rows, int nz, cudaSurfaceObject_t surface) {
+  __shared__ float tile[32][33];
+  const int y = blockIdx.z, x0 = blockIdx.x * 32, z0 = blockIdx.y * 32;
+  for (int d = threadIdx.y; d < 32; d += 8) {
+    const int x = x0 + threadIdx.x, z = z0 + d;
+    if (x < nx && z < nz) tile[d][threadIdx.x] = volume[(static_cast<size_t>(z) * rows + y) * nx + x];
+  }
+  __syncthreads();
+  for (int d = threadIdx.y; d < 32; d += 8) {
+    const int z = z0 + threadIdx.x, x = x0 + d;
+    if (x < nx && z < nz) surf2DLayeredwrite(tile[threadIdx.x][d], surface, z * static_cast<int>(sizeof(float)), y, x);
+  }
 }
 
 // The matched pair (ProjectorPair::Matched): the forward projection with trilinear weights in float, as the cpu
@@ -374,7 +407,7 @@ __global__ void __launch_bounds__(256) dotKernel(const float* a, const float* b,
 
 }  // namespace
 
-bool uploadRayViews(const glrecon::detail::ProjectorView* const* views, const unsigned char* planeGather, const float spacing[3], int n) {
+bool uploadRayViews(const glrecon::detail::ProjectorView* const* views, const unsigned char* modes, const float spacing[3], int n) {
   DeviceView host[kMaxRayViews];
   bool yInvariant = true;
   for (int p = 0; p < n; ++p) {
@@ -387,7 +420,8 @@ bool uploadRayViews(const glrecon::detail::ProjectorView* const* views, const un
     }
     host[p].mainAxis = o.mainAxis;
     host[p].parallel = o.parallel;
-    host[p].planeGather = planeGather ? planeGather[p] : 0;
+    host[p].planeGather = modes && (modes[p] & kPlaneGather) ? 1 : 0;
+    host[p].layered = modes && (modes[p] & kLayered) ? 1 : 0;
     if (host[p].planeGather) host[p].plane = glrecon::detail::planeViewOf(o, spacing);
     host[p].normal = make_float3(o.normal[0], o.normal[1], o.normal[2]);
     host[p].weight = o.weight;
@@ -399,10 +433,10 @@ bool uploadRayViews(const glrecon::detail::ProjectorView* const* views, const un
   return yInvariant;
 }
 
-void launchForward(cudaTextureObject_t volume, int3 size, int firstRow, int rows, float3 spacing, float step, int nu, int nv, int count,
-                   float* out) {
+void launchForward(cudaTextureObject_t volume, cudaTextureObject_t zLayers, cudaTextureObject_t xLayers, int3 size, int firstRow, int rows,
+                   float3 spacing, float step, int nu, int nv, int count, float* out) {
   const dim3 block(16, 16, 1), blocks((nu + 15) / 16, (nv + 15) / 16, count);
-  forwardKernel<<<blocks, block>>>(volume, size, firstRow, rows, spacing, step, nu, nv, count, out);
+  forwardKernel<<<blocks, block>>>(volume, zLayers, xLayers, size, firstRow, rows, spacing, step, nu, nv, count, out);
   GLRECON_CUDA(cudaGetLastError());
 }
 
@@ -430,6 +464,12 @@ void launchPlaneGather(float* projections, int3 size, int firstRow, int rows, in
   GLRECON_CUDA(cudaGetLastError());
   const dim3 block(32, kGatherThreads / 32, 1), blocks((size.x + 31) / 32, (size.z + block.y - 1) / block.y, (rows + kGatherRun - 1) / kGatherRun);
   planeGatherKernel<<<blocks, block>>>(projections, make_int3(size.x, rows, size.z), firstRow, nu, nv, count, volume);
+  GLRECON_CUDA(cudaGetLastError());
+}
+
+void launchFillXLayers(const float* volume, int nx, int rows, int nz, cudaSurfaceObject_t surface) {
+  const dim3 block(32, 8, 1), blocks((nx + 31) / 32, (nz + 31) / 32, rows);
+  fillXLayersKernel<<<blocks, block>>>(volume, nx, rows, nz, surface);
   GLRECON_CUDA(cudaGetLastError());
 }
 
