@@ -75,11 +75,19 @@ SlabCost operatorCost(Backend backend, const Geometry& geometry, const VolumeGri
 /// OperatorOptions::window asking for the largest window the device allows.
 inline constexpr int kMaximumWindow = -1;
 
-/// The iterative methods' B (Weighting::Adjoint; A is the same ray-driven projector for both).
+/// The iterative methods' pair A, B (Weighting::Adjoint). Interpolating and Matched share A (one ray per pixel, the
+/// volume trilinear between voxel centres); DistanceDriven has its own A, which models the pixels' and the voxels' size.
 enum class ProjectorPair {
   Interpolating,  ///< B voxel-driven (a bilinear detector sample per voxel): fast, close to A^T but not equal
   Matched,        ///< B = A^T exactly: each ray's samples spread over their 8 voxels with A's trilinear weights
+  /// A: on each voxel plane across the main axis, the mean of the box voxels over the pixel's shadow (De Man & Basu's
+  /// distance-driven model); B = A^T exactly. cpu and cuda, for views of a gantry about y with an untilted detector
+  /// (src/operators/plane_gather.h); makeOperator refuses other backends and geometries, naming the view.
+  DistanceDriven,
 };
+/// "interpolating", "matched" or "distance-driven" (UsageError naming the field `projector` otherwise).
+ProjectorPair parseProjectorPair(const std::string& name);
+const char* projectorPairName(ProjectorPair pair);
 
 struct OperatorOptions {
   ProjectorPair pair = ProjectorPair::Interpolating;

@@ -88,11 +88,7 @@ ScanInput scanInput(const py::array& input, const py::object& spacing, const py:
 
 OperatorOptions projectorOptions(int gpu, int threads, double step, const std::string& pair) {
   OperatorOptions po;
-  if (pair == "matched") {
-    po.pair = ProjectorPair::Matched;
-  } else if (pair != "interpolating") {
-    throw UsageError(field("projector") + ": expected interpolating or matched, found '" + quoted(pair) + "'");
-  }
+  po.pair = parseProjectorPair(pair);
   po.device = gpu;
   po.threads = threads;
   po.step = step;

@@ -254,8 +254,9 @@ void ProjectorOptions::add(CLI::App* command, bool several) {
 
 void ProjectorOptions::addPair(CLI::App* command) {
   command->add_option("--projector", pair,
-                      "Projector pair: interpolating (fast; B close to A^T) or matched (B = A^T exactly, CGLS's assumption)")
-      ->check(CLI::IsMember({"interpolating", "matched"}))
+                      "Projector pair: interpolating (fast; B close to A^T), matched (B = A^T exactly, CGLS's assumption) or "
+                      "distance-driven (B = A^T, modelling the pixels' and voxels' size; cpu and cuda, a gantry about y)")
+      ->check(CLI::IsMember({"interpolating", "matched", "distance-driven"}))
       ->capture_default_str();
 }
 
@@ -268,7 +269,7 @@ std::vector<int> ProjectorOptions::devices() const {
 
 OperatorOptions ProjectorOptions::operatorOptions() const {
   OperatorOptions options;
-  options.pair = pair == "matched" ? ProjectorPair::Matched : ProjectorPair::Interpolating;
+  options.pair = parseProjectorPair(pair);
   options.device = devices().front();
   options.threads = threads;
   options.step = step;

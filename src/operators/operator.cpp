@@ -11,11 +11,13 @@
 #include <glm/geometric.hpp>
 
 #include "glrecon/errors.h"
+#include "glrecon/limits.h"
 #include "glrecon/operator.h"
 #include "glrecon/slab.h"
 #include "glrecon/validate.h"
-#include "operators/ray_march.h"
+#include "operators/plane_gather.h"
 #include "operators/projector_views.h"
+#include "operators/ray_march.h"
 
 namespace glrecon {
 
@@ -27,6 +29,22 @@ ConeBeamOperator::ConeBeamOperator(Backend backend, const Geometry& geometry, co
 }
 
 ConeBeamOperator::~ConeBeamOperator() = default;
+
+ProjectorPair parseProjectorPair(const std::string& name) {
+  if (name == "interpolating") return ProjectorPair::Interpolating;
+  if (name == "matched") return ProjectorPair::Matched;
+  if (name == "distance-driven") return ProjectorPair::DistanceDriven;
+  throw UsageError(field("projector") + ": expected interpolating, matched or distance-driven, found '" + quoted(name) + "'");
+}
+
+const char* projectorPairName(ProjectorPair pair) {
+  switch (pair) {
+    case ProjectorPair::Interpolating: return "interpolating";
+    case ProjectorPair::Matched: return "matched";
+    case ProjectorPair::DistanceDriven: return "distance-driven";
+  }
+  return "?";
+}
 
 VolumeGrid ConeBeamOperator::blockGrid() const { return options_.blockRows > 0 ? slabGrid(grid_, firstRow_, rows_) : grid_; }
 
@@ -139,6 +157,21 @@ double projectorStep(double step, const VolumeGrid& grid) {
     throwGeometryError("projector", field("step"), expected, found);
   }
   return step;
+}
+
+void checkDistanceDrivenGeometry(const Geometry& geometry, const VolumeGrid& grid, double step, const std::string& context) {
+  if (step != 0.0)
+    throw UsageError(field("step") + ": the distance-driven pair integrates across the voxel planes, expected 0, found " + std::to_string(step));
+  const std::vector<ProjectorView> views = projectorViews(geometry, grid);
+  const float h[3] = {static_cast<float>(grid.spacing.x), static_cast<float>(grid.spacing.y), static_cast<float>(grid.spacing.z)};
+  const int size[3] = {grid.size[0], grid.size[1], grid.size[2]};
+  for (std::size_t p = 0; p < views.size(); ++p)
+    if (!planeGatherable(views[p], h, size, geometry.detector.nu, geometry.detector.nv))
+      throwGeometryError(context, "projection " + std::to_string(p) + " (projector distance-driven)",
+                         "a cone-beam view of a gantry about y: the detector's u across y and v along y, the source beside the volume, "
+                         "every ray running mostly along x or z (its component there at least 0.55 of its largest; --projector matched takes any "
+                         "geometry)",
+                         geometry.parallel() ? "parallel beam" : "a view outside that form");
 }
 
 void checkProjectorGeometry(const Geometry& geometry, const VolumeGrid& grid, const std::string& context) {

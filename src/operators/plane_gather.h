@@ -220,6 +220,170 @@ GLRECON_HOST_DEVICE void planeGather(const PlaneView& p, int nu, int nv, int pla
   }
 }
 
+// ---- The distance-driven pair (ProjectorPair::DistanceDriven; De Man & Basu, Phys. Med. Biol. 2004) in plane form:
+// on plane c, a pixel's shadow is the box between the positions of the rays through its edges (u -+ 1/2 along n;
+// v -+ 1/2 along y, through its centre column), and each voxel is its box [k - 1/2, k + 1/2] on each axis. The weight
+// of voxel (k, j) for the pixel is (overlap along n / shadow along n) (overlap along y / shadow along y) times the
+// centre ray's length per plane: the mean of the piecewise-constant volume over the shadow, integrated along the ray.
+// So the pair models both the voxels' and the pixels' size (the interpolating and matched pairs take pencil rays).
+// The forward and the gather compute every shadow and overlap by these functions, to the same bits.
+
+/// A shadow's ends (lo <= hi) and 1 / (hi - lo).
+struct Shadow {
+  float lo, hi, inv;
+};
+GLRECON_HOST_DEVICE Shadow shadowOf(float a, float b) {
+  Shadow s;
+  s.lo = fminf(a, b);
+  s.hi = fmaxf(a, b);
+  s.inv = divRn(1.0f, subRn(s.hi, s.lo));
+  return s;
+}
+/// The fraction of the shadow over voxel k's box (0 where they do not overlap).
+GLRECON_HOST_DEVICE float overlapOf(const Shadow& s, int k) {
+  const float kf = static_cast<float>(k);
+  const float lo = fmaxf(s.lo, subRn(kf, 0.5f)), hi = fminf(s.hi, addRn(kf, 0.5f));
+  return hi > lo ? mulRn(subRn(hi, lo), s.inv) : 0.0f;
+}
+/// The first and last voxel whose box a shadow overlaps (exact: k - 1/2 and k + 1/2 are floats exactly).
+GLRECON_HOST_DEVICE int firstOverlapped(float lo) {
+  int k = static_cast<int>(floorf(lo + 0.5f));
+  if (static_cast<float>(k) + 0.5f <= lo) ++k;
+  if (static_cast<float>(k - 1) + 0.5f > lo) --k;
+  return k;
+}
+GLRECON_HOST_DEVICE int lastOverlapped(float hi) {
+  int k = static_cast<int>(floorf(hi + 0.5f));
+  if (static_cast<float>(k) - 0.5f >= hi) --k;
+  if (static_cast<float>(k + 1) - 0.5f < hi) ++k;
+  return k;
+}
+
+/// A pixel's edge rays: R_n at u -+ 1/2 and R_y at v -+ 1/2 (through the centre column's 1 / d_m).
+struct DdPixel {
+  float rnLo, rnHi, ryLo, ryHi;
+};
+GLRECON_HOST_DEVICE DdPixel ddPixel(const PlaneView& p, const PlaneColumn& centre, int u, int v) {
+  DdPixel d;
+  d.rnLo = planeColumn(p, static_cast<float>(u) - 0.5f).rn;
+  d.rnHi = planeColumn(p, static_cast<float>(u) + 0.5f).rn;
+  d.ryLo = planeRy(p, centre, planeDy(p, static_cast<float>(v) - 0.5f));
+  d.ryHi = planeRy(p, centre, planeDy(p, static_cast<float>(v) + 0.5f));
+  return d;
+}
+
+/// The planes [c0, c1] (within [0, sizeM)) on which positions s + (c - s_m) r for r in [ra, rb] (an axis's two edge
+/// rays) may fall within [lo, hi]: the union of each edge's range, a plane's margin either side; false where none.
+GLRECON_HOST_DEVICE bool edgePlanes(double s, double sm, double ra, double rb, double lo, double hi, double* c0, double* c1) {
+  double first = 1e300, last = -1e300;
+  const double rs[2] = {ra, rb};
+  for (int e = 0; e < 2; ++e) {
+    if (rs[e] == 0.0) {
+      if (s < lo || s > hi) continue;
+      first = -1e300;
+      last = 1e300;
+      continue;
+    }
+    const double t0 = (lo - s) / rs[e] + sm, t1 = (hi - s) / rs[e] + sm;
+    first = fmin(first, fmin(t0, t1));
+    last = fmax(last, fmax(t0, t1));
+  }
+  // Between the edges the shadow's ends move monotonically, so a plane where the shadow meets [lo, hi] has an edge
+  // in it, or the shadow covers it whole (then an edge on each side: covered by the two ranges' hull here).
+  if (first > last) return false;
+  *c0 = floor(first) - 1.0;
+  *c1 = ceil(last) + 1.0;
+  return true;
+}
+
+/// The distance-driven forward projection of pixel (u, v) (a planeGatherable view). `voxel(x, y, z)` as planeForward.
+template <class Voxel>
+GLRECON_HOST_DEVICE float ddForward(const PlaneView& p, int u, int v, int sizeX, int sizeZ, int y0, int y1, const Voxel& voxel) {
+  const PlaneColumn c = planeColumn(p, static_cast<float>(u));
+  const DdPixel d = ddPixel(p, c, u, v);
+  const int sizeM = p.m == 0 ? sizeX : sizeZ, sizeN = p.m == 0 ? sizeZ : sizeX;
+  double n0 = 0, n1 = 0, r0 = 0, r1 = 0;
+  if (!edgePlanes(p.sn, p.sm, d.rnLo, d.rnHi, -0.5, sizeN - 0.5, &n0, &n1)) return 0.0f;
+  if (!edgePlanes(p.sy, p.sm, d.ryLo, d.ryHi, y0 - 0.5, y1 - 0.5, &r0, &r1)) return 0.0f;
+  const double first = fmax(fmax(n0, r0), 0.0), last = fmin(fmin(n1, r1), sizeM - 1.0);
+  if (last < first) return 0.0f;
+  float sum = 0.0f;
+  for (int plane = static_cast<int>(first); plane <= static_cast<int>(last); ++plane) {
+    const float cs = subRn(static_cast<float>(plane), p.sm);
+    const Shadow n = shadowOf(planePosition(p.sn, cs, d.rnLo), planePosition(p.sn, cs, d.rnHi));
+    const Shadow y = shadowOf(planePosition(p.sy, cs, d.ryLo), planePosition(p.sy, cs, d.ryHi));
+    const int k0 = firstOverlapped(n.lo) < 0 ? 0 : firstOverlapped(n.lo), k1 = lastOverlapped(n.hi) >= sizeN ? sizeN - 1 : lastOverlapped(n.hi);
+    const int j0 = firstOverlapped(y.lo) < y0 ? y0 : firstOverlapped(y.lo), j1 = lastOverlapped(y.hi) >= y1 ? y1 - 1 : lastOverlapped(y.hi);
+    float value = 0.0f;
+    for (int row = j0; row <= j1; ++row) {
+      const float wy = overlapOf(y, row);
+      if (wy == 0.0f) continue;
+      for (int across = k0; across <= k1; ++across) {
+        const float wn = overlapOf(n, across);
+        if (wn == 0.0f) continue;
+        value += (p.m == 0 ? voxel(plane, row, across) : voxel(across, row, plane)) * mulRn(wy, wn);
+      }
+    }
+    sum += value;
+  }
+  return sum * planeLength(p, c, planeDy(p, static_cast<float>(v)));
+}
+
+/// The distance-driven transpose for voxels (plane c, across index `across`, grid rows [row0, row0 + Run)), as
+/// planeGather: add(r, x) for every pixel whose shadow overlaps row row0 + r, x its weighted value (planeWeighted, the
+/// centre ray's length) times ddForward's weight for that voxel, to the bit.
+template <int Run, class Weighted, class Add>
+GLRECON_HOST_DEVICE void ddGather(const PlaneView& p, int nu, int nv, int plane, int across, int row0, const Weighted& weighted, const Add& add) {
+  const float cs = subRn(static_cast<float>(plane), p.sm);
+  // The continuous u at which the ray meets the voxel's edges across +- 1/2; pixels whose [u - 1/2, u + 1/2] meets
+  // that span overlap it.
+  const float perT = divFast(1.0f, cs * p.ratioN);
+  float us[2];
+  for (int e = 0; e < 2; ++e) {
+    const float t = (static_cast<float>(across) + (e == 0 ? -0.5f : 0.5f) - p.sn) * perT;
+    us[e] = divFast(t * p.e0m - p.e0n, p.eun - t * p.eum);
+  }
+  int u0 = 0, u1 = -1;
+  if (!isnan(us[0]) && !isnan(us[1])) {
+    const float lo = fminf(us[0], us[1]), hi = fmaxf(us[0], us[1]);
+    us[0] = lo - 0.5f;
+    us[1] = hi + 0.5f;
+  }
+  if (!pixelRange(us[0], us[1], nu, &u0, &u1)) return;
+  const float perEv = divFast(1.0f, p.evy);
+  for (int u = u0; u <= u1; ++u) {
+    const Shadow n = shadowOf(planePosition(p.sn, cs, planeColumn(p, static_cast<float>(u) - 0.5f).rn),
+                              planePosition(p.sn, cs, planeColumn(p, static_cast<float>(u) + 0.5f).rn));
+    const float wn = overlapOf(n, across);
+    if (wn == 0.0f) continue;
+    const PlaneColumn c = planeColumn(p, static_cast<float>(u));
+    // The continuous v at which the rays through column u meet the run's edges, rows row0 - 1/2 and row0 + Run - 1/2.
+    const float perDy = divFast(1.0f, cs * c.inv * p.ratioY);
+    float vs[2];
+    for (int e = 0; e < 2; ++e)
+      vs[e] = ((static_cast<float>(e == 0 ? row0 : row0 + Run) - 0.5f - p.sy) * perDy - p.e0y) * perEv;
+    int v0 = 0, v1 = -1;
+    if (!isnan(vs[0]) && !isnan(vs[1])) {
+      const float lo = fminf(vs[0], vs[1]), hi = fmaxf(vs[0], vs[1]);
+      vs[0] = lo - 0.5f;
+      vs[1] = hi + 0.5f;
+    }
+    if (!pixelRange(vs[0], vs[1], nv, &v0, &v1)) continue;
+    for (int v = v0; v <= v1; ++v) {
+      const Shadow y = shadowOf(planePosition(p.sy, cs, planeRy(p, c, planeDy(p, static_cast<float>(v) - 0.5f))),
+                                planePosition(p.sy, cs, planeRy(p, c, planeDy(p, static_cast<float>(v) + 0.5f))));
+      const int j0 = firstOverlapped(y.lo), j1 = lastOverlapped(y.hi);
+      if (j1 < row0 || j0 >= row0 + Run) continue;
+      const float value = weighted(u, v);
+      if (value == 0.0f) continue;
+      for (int row = j0 < row0 ? row0 : j0; row <= j1 && row < row0 + Run; ++row) {
+        const float wy = overlapOf(y, row);
+        if (wy != 0.0f) add(row - row0, value * mulRn(wy, wn));
+      }
+    }
+  }
+}
+
 }  // namespace glrecon::detail
 
 namespace glrecon::detail {

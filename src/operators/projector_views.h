@@ -29,6 +29,11 @@ std::vector<ProjectorView> projectorViews(const Geometry& geometry, const Volume
 /// outside the grid's bounds.
 double projectorStep(double step, const VolumeGrid& grid);
 
+/// ProjectorPair::DistanceDriven's geometry (plane_gather.h's planeGatherable for every view) and step (0: the
+/// voxel planes); throws GeometryError naming the first view that is not of a gantry about y with an untilted
+/// detector, UsageError for a step.
+void checkDistanceDrivenGeometry(const Geometry& geometry, const VolumeGrid& grid, double step, const std::string& context);
+
 /// Throws GeometryError when a ray has zero length (the source on a pixel centre) or the volume is not in front of every
 /// source.
 void checkProjectorGeometry(const Geometry& geometry, const VolumeGrid& grid, const std::string& context);

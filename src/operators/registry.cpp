@@ -105,6 +105,12 @@ std::unique_ptr<ConeBeamOperator> makeOperator(Backend backend, const Geometry& 
   if (options.pair == ProjectorPair::Matched && backend == Backend::GraphicsMp)
     throw UsageError(field("projector") + " matched: expected cpu, graphics, compute or cuda, found " + std::string(info.name) +
                      " (an FDK backprojector only)");
+  if (options.pair == ProjectorPair::DistanceDriven) {
+    if (backend != Backend::Cpu && backend != Backend::Cuda)
+      throw UsageError(field("projector") + " distance-driven: expected the cpu or cuda backend, found " + std::string(info.name) +
+                       " (graphics and compute have the matched pair: --projector matched)");
+    detail::checkDistanceDrivenGeometry(geometry, grid, options.step, std::string(info.name) + " operator");
+  }
   if (backend == Backend::Cpu) {
     // Its volume and the update a back projection accumulates, a float each per voxel of its block, checked before
     // they are allocated (a huge grid from Python gave std::bad_alloc or the OOM killer).

@@ -31,6 +31,19 @@ TEST_F(CudaProjector, MatchedPairMatchesCpuAndIsTheTranspose) {
   matchedPairMatchesCpu("cuda");
 }
 
+// The distance-driven pair: the same functions as cpu's (plane_gather.h) on the device, so within float rounding of
+// it, and its own exact transpose; a block of rows as well (the slabs' operators).
+TEST_F(CudaProjector, DistanceDrivenPairMatchesCpuAndIsTheTranspose) {
+  matchedPairMatchesCpu("cuda", circularScan(12, 40), ProjectorPair::DistanceDriven);
+  CircularScanSpec spec;
+  spec.projections = 7;
+  spec.nu = 30;
+  spec.nv = 26;
+  spec.spacingU = spec.spacingV = 14.0;
+  spec.projectionOffsetX = 9.0;
+  matchedPairMatchesCpu("cuda", makeCircularScan(spec), ProjectorPair::DistanceDriven);
+}
+
 }  // namespace
 }  // namespace glrecon
 

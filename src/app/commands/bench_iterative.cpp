@@ -31,8 +31,8 @@ class BenchIterativeCommand final : public Command {
     c->add_option("--backends", backends, "Comma-separated backends to run (those that cannot run are reported and skipped)")->capture_default_str();
     c->add_option("--gpu", gpu, "GPU backends: device index")->capture_default_str();
     c->add_option("--threads", threads, "cpu backend: threads (0: all)")->capture_default_str();
-    c->add_option("--projector", pair, "Projector pair: interpolating or matched")
-        ->check(CLI::IsMember({"interpolating", "matched"}))
+    c->add_option("--projector", pair, "Projector pair: interpolating, matched or distance-driven")
+        ->check(CLI::IsMember({"interpolating", "matched", "distance-driven"}))
         ->capture_default_str();
     c->callback([this] { run(); });
   }
@@ -78,7 +78,7 @@ class BenchIterativeCommand final : public Command {
     OperatorOptions po;
     po.device = gpu;
     po.threads = threads;
-    po.pair = pair == "matched" ? ProjectorPair::Matched : ProjectorPair::Interpolating;
+    po.pair = parseProjectorPair(pair);
     BackendOption backend(name);
     auto p = makeOperator(backend.projector(), geometry, grid, po);
     std::vector<std::size_t> views(geometry.size());

@@ -18,6 +18,7 @@
 #include "glrecon/errors.h"
 #include "glrecon/parallel.h"
 #include "glrecon/slab.h"
+#include "operators/plane_gather.h"
 #include "operators/ray_march.h"
 
 namespace glrecon {
@@ -239,6 +240,7 @@ void CpuOperator::updateSubset(const float* correction, const std::size_t* views
 // whose trilinear footprint reaches the block's rows are taken (a skipped sample adds exactly 0), so the blocks' sums
 // add up to the whole grid's projection up to the order of the additions (the split operator, glrecon/split.h).
 void CpuOperator::forward(const std::size_t* views, std::size_t count, float* projections) {
+  if (options_.pair == ProjectorPair::DistanceDriven) return distanceDrivenForward(views, count, projections);
   const auto start = std::chrono::steady_clock::now();
   const PaddedVolume padded(volume_.data.data(), volume_.size);
   const float step = static_cast<float>(step_);
@@ -275,6 +277,62 @@ void CpuOperator::forward(const std::size_t* views, std::size_t count, float* pr
   });
   for (double s : samples) timings_.samples += s;
   timings_.forward += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void CpuOperator::distanceDrivenForward(const std::size_t* views, std::size_t count, float* projections) {
+  const auto start = std::chrono::steady_clock::now();
+  const float h[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
+  const int nx = grid_.size[0], nz = grid_.size[2], y0 = firstRow(), y1 = y0 + rows();
+  const float* volume = volume_.data.data();
+  const std::size_t sy = static_cast<std::size_t>(nx), sz = sy * rows();
+  const auto voxel = [&](int x, int y, int z) { return volume[z * sz + (y - y0) * sy + x]; };
+  parallelFor(count * nv_, 4, threads_, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t row = begin; row < end; ++row) {
+      const detail::PlaneView view = detail::planeViewOf(views_[views[row / nv_]], h);
+      const int iv = static_cast<int>(row % nv_);
+      for (int iu = 0; iu < nu_; ++iu) projections[row * nu_ + iu] = detail::ddForward(view, iu, iv, nx, nz, y0, y1, voxel);
+    }
+  });
+  timings_.forward += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// volume += A^T projections for the distance-driven pair: each pixel weighed by its centre ray's length, then every
+// (x, z) column's runs of rows gather, per view, the pixels whose shadows overlap them (ddGather). One task per z:
+// each voxel is written by one task, in view order, so the bits do not depend on the thread count.
+void CpuOperator::distanceDrivenBack(const float* projections, const std::size_t* views, std::size_t count, float* volume) {
+  constexpr int kRun = 8;
+  const float h[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
+  const int nx = grid_.size[0], nz = grid_.size[2], y0 = firstRow(), held = rows();
+  const std::size_t pixels = static_cast<std::size_t>(nu_) * nv_;
+  std::vector<detail::PlaneView> planeViews(count);
+  std::vector<float> weighted(count * pixels);
+  parallelFor(count, 1, threads_, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t p = begin; p < end; ++p) {
+      planeViews[p] = detail::planeViewOf(views_[views[p]], h);
+      for (int v = 0; v < nv_; ++v)
+        for (int u = 0; u < nu_; ++u) {
+          const std::size_t i = p * pixels + static_cast<std::size_t>(v) * nu_ + u;
+          weighted[i] = detail::planeWeighted(planeViews[p], u, v, projections[i]);
+        }
+    }
+  });
+  const std::size_t sy = static_cast<std::size_t>(nx), sz = sy * held;
+  parallelFor(static_cast<std::size_t>(nz), 1, threads_, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t k = begin; k < end; ++k)
+      for (int i = 0; i < nx; ++i)
+        for (int j0 = 0; j0 < held; j0 += kRun) {
+          float sums[kRun] = {};
+          const auto add = [&](int r, float x) { sums[r] += x; };
+          for (std::size_t p = 0; p < count; ++p) {
+            const detail::PlaneView& view = planeViews[p];
+            const float* own = weighted.data() + p * pixels;
+            const auto pixel = [&](int u, int v) { return own[static_cast<std::size_t>(v) * nu_ + u]; };
+            const int plane = view.m == 0 ? i : static_cast<int>(k), across = view.m == 0 ? static_cast<int>(k) : i;
+            detail::ddGather<kRun>(view, nu_, nv_, plane, across, y0 + j0, pixel, add);
+          }
+          for (int r = 0; r < kRun && j0 + r < held; ++r) volume[k * sz + (j0 + r) * sy + i] += sums[r];
+        }
+  });
 }
 
 // volume += A^T projections, the exact transpose of forward(): every ray is marched as forward() marches it (the same

@@ -33,9 +33,13 @@ class CpuOperator final : public ConeBeamOperator {
   void fdkBack(const float* projections, const std::size_t* views, std::size_t count);
   void adjointBack(const float* projections, const std::size_t* views, std::size_t count, float* volume);
   void transposeBack(const float* projections, const std::size_t* views, std::size_t count, float* volume);
+  /// The distance-driven pair (plane_gather.h's ddForward and ddGather, as the cuda kernels run them).
+  void distanceDrivenForward(const std::size_t* views, std::size_t count, float* projections);
+  void distanceDrivenBack(const float* projections, const std::size_t* views, std::size_t count, float* volume);
   /// B of the pair chosen (OperatorOptions::pair) into `volume`.
   void pairBack(const float* projections, const std::size_t* views, std::size_t count, float* volume) {
     if (options_.pair == ProjectorPair::Matched) return transposeBack(projections, views, count, volume);
+    if (options_.pair == ProjectorPair::DistanceDriven) return distanceDrivenBack(projections, views, count, volume);
     adjointBack(projections, views, count, volume);
   }
 

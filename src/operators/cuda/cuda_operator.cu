@@ -581,7 +581,10 @@ RayBuffers& CudaOperator::rays() {
   modes_.assign(views_.size(), 0);
   const float h[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
   const int size[3] = {grid_.size[0], grid_.size[1], grid_.size[2]};
-  if (options_.pair == ProjectorPair::Matched) {
+  if (options_.pair == ProjectorPair::DistanceDriven) {
+    // Every view in plane form (makeOperator checked planeGatherable for each).
+    std::fill(modes_.begin(), modes_.end(), static_cast<unsigned char>(cuda::kPlaneGather | cuda::kDistanceDriven));
+  } else if (options_.pair == ProjectorPair::Matched) {
     // The matched pair reads the linear volume; its views in plane form (plane_gather.h), with one sample per plane.
     // GLRECON_MATCHED_GATHER=off keeps them all marched and scattered (to measure what the gather gains).
     const char* gather = std::getenv("GLRECON_MATCHED_GATHER");
@@ -670,7 +673,7 @@ void CudaOperator::projectBatches(const std::size_t* views, std::size_t count,
   launch();
   GLRECON_CUDA(cudaDeviceSynchronize());
   RayBuffers& r = rays();
-  if (options_.pair == ProjectorPair::Matched) {
+  if (options_.pair != ProjectorPair::Interpolating) {
     // The matched pair's A: float trilinear weights read from the volume itself (transposeKernel is its transpose).
     float* swapped = swappedFor(views, count);
     if (swapped) cuda::launchSwapXZ(const_cast<float*>(source), swapped, grid_.size[0], rows(), grid_.size[2], /*toSwapped=*/true);
@@ -764,7 +767,7 @@ void CudaOperator::adjointInto(const float* projections, const std::size_t* view
   const int nu = geometry_.detector.nu, nv = geometry_.detector.nv;
   const std::size_t pixels = static_cast<std::size_t>(nu) * nv;
   if (clear && count == 0) GLRECON_CUDA(cudaMemset(to, 0, blockVoxels() * sizeof(float)));
-  if (options_.pair == ProjectorPair::Matched) {
+  if (options_.pair != ProjectorPair::Interpolating) {
     // A^T scatters (adds): a cleared target starts at 0. The views along x add into the swapped block, added to `to`
     // at the end.
     if (clear) GLRECON_CUDA(cudaMemset(to, 0, blockVoxels() * sizeof(float)));
@@ -777,7 +780,8 @@ void CudaOperator::adjointInto(const float* projections, const std::size_t* view
                               onDevice ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice));
       const int3 size = make_int3(grid_.size[0], grid_.size[1], grid_.size[2]);
       const std::size_t gatheredViews = std::count_if(views + first, views + first + n, [&](std::size_t v) { return gathered(v); });
-      if (gatheredViews > 0) cuda::launchPlaneGather(r.projections.get(), size, firstRow(), rows(), nu, nv, n, to);
+      if (gatheredViews > 0) cuda::launchPlaneGather(r.projections.get(), size, firstRow(), rows(), nu, nv, n,
+                                                     options_.pair == ProjectorPair::DistanceDriven, to);
       if (gatheredViews < static_cast<std::size_t>(n))
         cuda::launchTransposeBack(r.projections.get(), size, firstRow(), rows(), spacing(), static_cast<float>(step_), nu, nv, n, to, swapped);
     }

@@ -29,8 +29,9 @@ void launchFdkBack(int run, bool yInvariant, cudaStream_t stream, float* volume,
 /// Views per forward or Adjoint launch at most: their constants in constant memory.
 inline constexpr int kMaxRayViews = 256;
 /// How a view is projected, bits of uploadRayViews' `modes`: the matched pair in plane form (plane_gather.h); the
-/// interpolating forward from the volume's planes as layers (launchForward).
-inline constexpr unsigned char kPlaneGather = 1, kLayered = 2;
+/// interpolating forward from the volume's planes as layers (launchForward); with kPlaneGather, the distance-driven
+/// pair (ddForward, ddGather) instead of the matched one.
+inline constexpr unsigned char kPlaneGather = 1, kLayered = 2, kDistanceDriven = 4;
 /// The constants of `n` views (synchronous: the previous launch has read the old ones), with their modes (or nullptr:
 /// none). True where u, the depth and the perspective divisor do not change along y in any of them (RTK's gantry about
 /// y, untilted detectors).
@@ -61,7 +62,7 @@ void launchTransposeBack(const float* projections, int3 size, int firstRow, int 
 /// The transpose of the views marked planeGather, gathered (no atomic adds) and added to the block `volume` (rows
 /// [firstRow, firstRow + rows) of `size`'s grid); launchTransposeBack leaves those views out. Their projections are
 /// weighed in place first (each pixel times its ray's length).
-void launchPlaneGather(float* projections, int3 size, int firstRow, int rows, int nu, int nv, int count, float* volume);
+void launchPlaneGather(float* projections, int3 size, int firstRow, int rows, int nu, int nv, int count, bool distanceDriven, float* volume);
 /// A block of nx x rows x nz (x fastest) into `swapped` (z fastest), or (!toSwapped) `swapped` added into it.
 void launchSwapXZ(float* volume, float* swapped, int nx, int rows, int nz, bool toSwapped);
 /// The subset's corrections from its forward projections `projected` (count views of `pixels`, the i-th being view

@@ -18,6 +18,7 @@ struct DeviceView {
   int parallel;  // parallel beam (projector_views.h): rays along e0 from each pixel; the Adjoint weight is `weight` alone
   int planeGather;  // the matched pair in plane form (plane_gather.h): its forward by planeForward, its transpose gathered
   int layered;      // the interpolating pair's forward from the volume's planes as layers (launchForward)
+  int distanceDriven;  // (planeGather) the distance-driven pair: ddForward and ddGather
   glrecon::detail::PlaneView plane;  // (planeGather) its constants, made on the host: the same for both kernels
   float3 normal;
   float weight;
@@ -142,7 +143,9 @@ __global__ void forwardExactKernel(const float* volume, const float* swapped, in
   if (kViews[p].planeGather) {
     const glrecon::detail::PlaneView view = kViews[p].plane;  // (a copy: into registers once, not generic loads per use)
     const auto voxel = [&](int x, int y, int z) { return layout.base[layout.at(x, y - firstRow, z)]; };
-    out[(static_cast<size_t>(p) * nv + iv) * nu + iu] = glrecon::detail::planeForward(view, iu, iv, size.x, size.z, firstRow, firstRow + rows, voxel);
+    out[(static_cast<size_t>(p) * nv + iv) * nu + iu] =
+        kViews[p].distanceDriven ? glrecon::detail::ddForward(view, iu, iv, size.x, size.z, firstRow, firstRow + rows, voxel)
+                                 : glrecon::detail::planeForward(view, iu, iv, size.x, size.z, firstRow, firstRow + rows, voxel);
     return;
   }
   glrecon::detail::RaySamples r;
@@ -214,6 +217,7 @@ __global__ void planeWeightKernel(float* projections, int nu, int nv, int count)
 // indexes them (registers cannot be; selecting among 8 cost 40 instructions per pixel) without bank conflicts. A warp
 // covers 32 neighbouring x: coalesced stores.
 constexpr int kGatherRun = 8, kGatherThreads = 128;
+template <bool DistanceDriven>
 __global__ void __launch_bounds__(kGatherThreads) planeGatherKernel(const float* projections, int3 size, int firstRow, int nu, int nv,
                                                                    int count, float* volume) {
   __shared__ float sums[kGatherRun][kGatherThreads];
@@ -228,10 +232,11 @@ __global__ void __launch_bounds__(kGatherThreads) planeGatherKernel(const float*
     const glrecon::detail::PlaneView view = kViews[p].plane;
     const float* projection = projections + static_cast<size_t>(p) * nv * nu;
     const auto pixel = [&](int u, int v) { return projection[v * nu + u]; };  // (a view's pixels: fewer than 2^31)
-    if (view.m == 0)
-      glrecon::detail::planeGather<kGatherRun>(view, nu, nv, i, k, firstRow + j0, pixel, add);
+    const int plane = view.m == 0 ? i : k, across = view.m == 0 ? k : i;
+    if (DistanceDriven)
+      glrecon::detail::ddGather<kGatherRun>(view, nu, nv, plane, across, firstRow + j0, pixel, add);
     else
-      glrecon::detail::planeGather<kGatherRun>(view, nu, nv, k, i, firstRow + j0, pixel, add);
+      glrecon::detail::planeGather<kGatherRun>(view, nu, nv, plane, across, firstRow + j0, pixel, add);
   }
 #pragma unroll
   for (int r = 0; r < kGatherRun; ++r) {
@@ -422,6 +427,7 @@ bool uploadRayViews(const glrecon::detail::ProjectorView* const* views, const un
     host[p].parallel = o.parallel;
     host[p].planeGather = modes && (modes[p] & kPlaneGather) ? 1 : 0;
     host[p].layered = modes && (modes[p] & kLayered) ? 1 : 0;
+    host[p].distanceDriven = modes && (modes[p] & kDistanceDriven) ? 1 : 0;
     if (host[p].planeGather) host[p].plane = glrecon::detail::planeViewOf(o, spacing);
     host[p].normal = make_float3(o.normal[0], o.normal[1], o.normal[2]);
     host[p].weight = o.weight;
@@ -458,12 +464,15 @@ void launchTransposeBack(const float* projections, int3 size, int firstRow, int 
   GLRECON_CUDA(cudaGetLastError());
 }
 
-void launchPlaneGather(float* projections, int3 size, int firstRow, int rows, int nu, int nv, int count, float* volume) {
+void launchPlaneGather(float* projections, int3 size, int firstRow, int rows, int nu, int nv, int count, bool distanceDriven, float* volume) {
   const dim3 weighBlock(32, 8, 1), weighBlocks((nu + 31) / 32, (nv + 7) / 8, count);
   planeWeightKernel<<<weighBlocks, weighBlock>>>(projections, nu, nv, count);
   GLRECON_CUDA(cudaGetLastError());
   const dim3 block(32, kGatherThreads / 32, 1), blocks((size.x + 31) / 32, (size.z + block.y - 1) / block.y, (rows + kGatherRun - 1) / kGatherRun);
-  planeGatherKernel<<<blocks, block>>>(projections, make_int3(size.x, rows, size.z), firstRow, nu, nv, count, volume);
+  if (distanceDriven)
+    planeGatherKernel<true><<<blocks, block>>>(projections, make_int3(size.x, rows, size.z), firstRow, nu, nv, count, volume);
+  else
+    planeGatherKernel<false><<<blocks, block>>>(projections, make_int3(size.x, rows, size.z), firstRow, nu, nv, count, volume);
   GLRECON_CUDA(cudaGetLastError());
 }
 
