@@ -158,3 +158,53 @@ float hatWeight(float x, int index) {
   splitOf(x, i, w0, w1);
   return index == i ? w0 : (index == i + 1 ? w1 : 0.0);
 }
+
+// The distance-driven pair (plane_gather.h's Shadow, overlapOf, firstOverlapped, lastOverlapped): views whose
+// plane[3].z is 1.
+bool distanceDriven(int p) { return views[p].plane[3].z != 0.0; }
+void shadowOf(float a, float b, out float lo, out float hi, out float inv) {
+  lo = min(a, b);
+  hi = max(a, b);
+  precise float w = hi - lo;
+  precise float i = 1.0 / w;
+  inv = i;
+}
+float overlapOf(float lo, float hi, float inv, int k) {
+  precise float kl = float(k) - 0.5;
+  precise float kh = float(k) + 0.5;
+  const float a = max(lo, kl), b = min(hi, kh);
+  precise float o = (b - a) * inv;
+  return b > a ? o : 0.0;
+}
+int firstOverlapped(float lo) {
+  int k = int(floor(lo + 0.5));
+  if (float(k) + 0.5 <= lo) ++k;
+  if (float(k - 1) + 0.5 > lo) --k;
+  return k;
+}
+int lastOverlapped(float hi) {
+  int k = int(floor(hi + 0.5));
+  if (float(k) - 0.5 >= hi) --k;
+  if (float(k + 1) - 0.5 < hi) ++k;
+  return k;
+}
+// The planes on which an axis's two edge rays (ratios ra, rb) may fall within [lo, hi] (plane_gather.h's edgePlanes).
+bool edgePlanes(float s, float sm, float ra, float rb, float lo, float hi, inout float first, inout float last) {
+  float f = 3.0e38, l = -3.0e38;
+  const float rs[2] = float[2](ra, rb);
+  for (int e = 0; e < 2; ++e) {
+    if (rs[e] == 0.0) {
+      if (s < lo || s > hi) continue;
+      f = -3.0e38;
+      l = 3.0e38;
+      continue;
+    }
+    const float t0 = (lo - s) / rs[e] + sm, t1 = (hi - s) / rs[e] + sm;
+    f = min(f, min(t0, t1));
+    l = max(l, max(t0, t1));
+  }
+  if (f > l) return false;
+  first = max(first, floor(f) - 1.0);
+  last = min(last, ceil(l) + 1.0);
+  return true;
+}

@@ -81,7 +81,98 @@ float planeForward(int p, int u, int v) {
 }
 #endif
 
+#if defined(FORWARD)
+// plane_gather.h's ddForward.
+float ddForward(int p, int u, int v) {
+  const vec4 a = views[p].plane[0], b = views[p].plane[1];
+  const int m = int(a.y), n = 2 - m, sizeM = volumeSize[m], sizeN = volumeSize[n];
+  float inv, rn, across, edgeInv, rnLo, rnHi, edgeAcross;
+  planeColumn(p, float(u), inv, rn, across);
+  planeColumn(p, float(u) - 0.5, edgeInv, rnLo, edgeAcross);
+  planeColumn(p, float(u) + 0.5, edgeInv, rnHi, edgeAcross);
+  const float ryLo = planeRy(p, inv, planeDy(p, float(v) - 0.5)), ryHi = planeRy(p, inv, planeDy(p, float(v) + 0.5));
+  float first = 0.0, last = float(sizeM - 1);
+  if (!edgePlanes(a.w, a.z, rnLo, rnHi, -0.5, float(sizeN) - 0.5, first, last)) return 0.0;
+  if (!edgePlanes(b.x, a.z, ryLo, ryHi, -0.5, float(volumeSize.y) - 0.5, first, last)) return 0.0;
+  float sum = 0.0;
+  for (int plane = int(first); plane <= int(last); ++plane) {
+    precise float cs = float(plane) - a.z;
+    float nLo, nHi, nInv, yLo, yHi, yInv;
+    shadowOf(planePosition(a.w, cs, rnLo), planePosition(a.w, cs, rnHi), nLo, nHi, nInv);
+    shadowOf(planePosition(b.x, cs, ryLo), planePosition(b.x, cs, ryHi), yLo, yHi, yInv);
+    const int k0 = max(firstOverlapped(nLo), 0), k1 = min(lastOverlapped(nHi), sizeN - 1);
+    const int j0 = max(firstOverlapped(yLo), 0), j1 = min(lastOverlapped(yHi), volumeSize.y - 1);
+    float value = 0.0;
+    for (int row = j0; row <= j1; ++row) {
+      const float wy = overlapOf(yLo, yHi, yInv, row);
+      if (wy == 0.0) continue;
+      for (int at = k0; at <= k1; ++at) {
+        const float wn = overlapOf(nLo, nHi, nInv, at);
+        if (wn == 0.0) continue;
+        precise float w = wy * wn;
+        value += texelFetch(volumeTexture, m == 0 ? ivec3(plane, row, at) : ivec3(at, row, plane), 0).r * w;
+      }
+    }
+    sum += value;
+  }
+  return sum * planeLength(p, inv, across, planeDy(p, float(v)));
+}
+#endif
+
 #if defined(GATHER)
+// plane_gather.h's ddGather: the distance-driven transpose for voxels (plane, across, rows row0 .. + kGatherRun - 1).
+void ddGather(int p, int plane, int acrossIndex, int row0, uint thread) {
+  const vec4 a = views[p].plane[0], b = views[p].plane[1], c = views[p].plane[2], d = views[p].plane[3];
+  precise float cs = float(plane) - a.z;
+  float us[2];
+  for (int e = 0; e < 2; ++e) {
+    const float t = (float(acrossIndex) + (e == 0 ? -0.5 : 0.5) - a.w) / (cs * c.w);
+    us[e] = (t * b.y - b.z) / (c.y - t * c.x);
+  }
+  float firstU = min(us[0], us[1]) - 0.51, lastU = max(us[0], us[1]) + 0.51;
+  if (isnan(us[0]) || isnan(us[1])) {
+    firstU = 0.0;
+    lastU = float(detectorSize.x - 1);
+  }
+  if (!(lastU >= 0.0) || !(firstU <= float(detectorSize.x - 1))) return;
+  const int u0 = firstU <= 0.0 ? 0 : int(ceil(firstU)), u1 = lastU >= float(detectorSize.x - 1) ? detectorSize.x - 1 : int(floor(lastU));
+  for (int u = u0; u <= u1; ++u) {
+    float i0, rnLo, q0, i1, rnHi, q1, inv, rn, across;
+    planeColumn(p, float(u) - 0.5, i0, rnLo, q0);
+    planeColumn(p, float(u) + 0.5, i1, rnHi, q1);
+    float nLo, nHi, nInv;
+    shadowOf(planePosition(a.w, cs, rnLo), planePosition(a.w, cs, rnHi), nLo, nHi, nInv);
+    const float wn = overlapOf(nLo, nHi, nInv, acrossIndex);
+    if (wn == 0.0) continue;
+    planeColumn(p, float(u), inv, rn, across);
+    const float perDy = 1.0 / (cs * inv * d.x);
+    float vs[2];
+    for (int e = 0; e < 2; ++e) vs[e] = ((float(e == 0 ? row0 : row0 + kGatherRun) - 0.5 - b.x) * perDy - b.w) / c.z;
+    float firstV = min(vs[0], vs[1]) - 0.51, lastV = max(vs[0], vs[1]) + 0.51;
+    if (isnan(vs[0]) || isnan(vs[1])) {
+      firstV = 0.0;
+      lastV = float(detectorSize.y - 1);
+    }
+    if (!(lastV >= 0.0) || !(firstV <= float(detectorSize.y - 1))) continue;
+    const int v0 = firstV <= 0.0 ? 0 : int(ceil(firstV)), v1 = lastV >= float(detectorSize.y - 1) ? detectorSize.y - 1 : int(floor(lastV));
+    for (int v = v0; v <= v1; ++v) {
+      float yLo, yHi, yInv;
+      shadowOf(planePosition(b.x, cs, planeRy(p, inv, planeDy(p, float(v) - 0.5))),
+               planePosition(b.x, cs, planeRy(p, inv, planeDy(p, float(v) + 0.5))), yLo, yHi, yInv);
+      const int j0 = firstOverlapped(yLo), j1 = lastOverlapped(yHi);
+      if (j1 < row0 || j0 >= row0 + kGatherRun) continue;
+      const float value = texelFetch(projectionLayers, ivec3(u, v, p), 0).r;
+      if (value == 0.0) continue;
+      for (int row = max(j0, row0); row <= j1 && row < row0 + kGatherRun; ++row) {
+        const float wy = overlapOf(yLo, yHi, yInv, row);
+        if (wy == 0.0) continue;
+        precise float w = wy * wn;
+        runSums[row - row0][thread] += value * w;
+      }
+    }
+  }
+}
+
 // plane_gather.h's planeGather: voxels (plane, across, rows row0 .. row0 + kGatherRun - 1) of view p, into runSums.
 void planeGather(int p, int plane, int acrossIndex, int row0, uint thread) {
   const vec4 a = views[p].plane[0], b = views[p].plane[1], c = views[p].plane[2], d = views[p].plane[3];
@@ -143,10 +234,11 @@ void main() {
   if (x >= volumeSize.x || z >= volumeSize.z) return;
   for (int p = 0; p < count; ++p) {
     if (!inPlaneForm(p)) continue;
-    if (planeMainAxis(p) == 0)
-      planeGather(p, x, z, row0, thread);
+    const int plane = planeMainAxis(p) == 0 ? x : z, acrossIndex = planeMainAxis(p) == 0 ? z : x;
+    if (distanceDriven(p))
+      ddGather(p, plane, acrossIndex, row0, thread);
     else
-      planeGather(p, z, x, row0, thread);
+      planeGather(p, plane, acrossIndex, row0, thread);
   }
   for (int r = 0; r < kGatherRun && row0 + r < volumeSize.y; ++r) {
     const uint index = indexOf(ivec3(x, row0 + r, z));
@@ -167,7 +259,7 @@ void main() {
   if (id.x >= detectorSize.x || id.y >= detectorSize.y || id.z >= count) return;
 #if defined(FORWARD)
   if (inPlaneForm(id.z)) {
-    imageStore(target, id, vec4(planeForward(id.z, id.x, id.y)));
+    imageStore(target, id, vec4(distanceDriven(id.z) ? ddForward(id.z, id.x, id.y) : planeForward(id.z, id.x, id.y)));
     return;
   }
 #else

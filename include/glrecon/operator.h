@@ -81,8 +81,8 @@ enum class ProjectorPair {
   Interpolating,  ///< B voxel-driven (a bilinear detector sample per voxel): fast, close to A^T but not equal
   Matched,        ///< B = A^T exactly: each ray's samples spread over their 8 voxels with A's trilinear weights
   /// A: on each voxel plane across the main axis, the mean of the box voxels over the pixel's shadow (De Man & Basu's
-  /// distance-driven model); B = A^T exactly. cpu and cuda, for views of a gantry about y with an untilted detector
-  /// (src/operators/plane_gather.h); makeOperator refuses other backends and geometries, naming the view.
+  /// distance-driven model); B = A^T exactly. Every backend but graphics-mp, for views of a gantry about y with an
+  /// untilted detector (src/operators/plane_gather.h); makeOperator refuses other geometries, naming the view.
   DistanceDriven,
 };
 /// "interpolating", "matched" or "distance-driven" (UsageError naming the field `projector` otherwise).

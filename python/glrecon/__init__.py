@@ -898,7 +898,7 @@ _COMMON_DOC = """
     backend: a name of ``projectors()``; gpu: device index; threads: cpu threads (0: all); step: ray-marching
         step in mm (None: one sample per voxel plane, Joseph's).
     projector: "interpolating" (fast; B close to A^T), "matched" (B = A^T exactly) or "distance-driven" (B = A^T,
-        modelling the pixels' and voxels' size; cpu and cuda, a gantry about y), as ``--projector``.
+        modelling the pixels' and voxels' size; a gantry about y), as ``--projector``.
     stop_residual, stop_change: stopping rules (0: off), as ``--stop-residual`` / ``--stop-change``: stop once the
         residual is at most that fraction of ||b||, or once an iteration lowered it by less than that fraction of it.
     progress: None, True (the command line's line per iteration on stderr) or ``progress(iteration, iterations)``

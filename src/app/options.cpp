@@ -255,7 +255,7 @@ void ProjectorOptions::add(CLI::App* command, bool several) {
 void ProjectorOptions::addPair(CLI::App* command) {
   command->add_option("--projector", pair,
                       "Projector pair: interpolating (fast; B close to A^T), matched (B = A^T exactly, CGLS's assumption) or "
-                      "distance-driven (B = A^T, modelling the pixels' and voxels' size; cpu and cuda, a gantry about y)")
+                      "distance-driven (B = A^T, modelling the pixels' and voxels' size; a gantry about y)")
       ->check(CLI::IsMember({"interpolating", "matched", "distance-driven"}))
       ->capture_default_str();
 }

@@ -106,9 +106,9 @@ std::unique_ptr<ConeBeamOperator> makeOperator(Backend backend, const Geometry& 
     throw UsageError(field("projector") + " matched: expected cpu, graphics, compute or cuda, found " + std::string(info.name) +
                      " (an FDK backprojector only)");
   if (options.pair == ProjectorPair::DistanceDriven) {
-    if (backend != Backend::Cpu && backend != Backend::Cuda)
-      throw UsageError(field("projector") + " distance-driven: expected the cpu or cuda backend, found " + std::string(info.name) +
-                       " (graphics and compute have the matched pair: --projector matched)");
+    if (backend == Backend::GraphicsMp)
+      throw UsageError(field("projector") + " distance-driven: expected cpu, graphics, compute or cuda, found " + std::string(info.name) +
+                       " (an FDK backprojector only)");
     detail::checkDistanceDrivenGeometry(geometry, grid, options.step, std::string(info.name) + " operator");
   }
   if (backend == Backend::Cpu) {

@@ -39,6 +39,13 @@ TEST_F(GraphicsProjector, MatchedPairMatchesCpuAndIsTheTranspose) {
   matchedPairMatchesCpu("compute");
 }
 
+// The distance-driven pair in GLSL (project_matched.comp): plane_gather.h's functions, so within float rounding of
+// cpu's (llvmpipe: the software bound), and its own exact transpose.
+TEST_F(GraphicsProjector, DistanceDrivenPairMatchesCpuAndIsTheTranspose) {
+  matchedPairMatchesCpu("compute", circularScan(12, 40), ProjectorPair::DistanceDriven);
+  matchedPairMatchesCpu("graphics", circularScan(12, 40), ProjectorPair::DistanceDriven);
+}
+
 }  // namespace
 }  // namespace glrecon
 

@@ -33,8 +33,7 @@ void GlOperator::requireWholeGrid(const char* what) const {
 
 detail::GlRayPasses& GlOperator::passes() {
   volume_.context().makeCurrent();
-  if (!passes_) passes_ = std::make_unique<detail::GlRayPasses>(backend() == Backend::Compute, options_.pair == ProjectorPair::Matched,
-                                                                geometry_, grid_, step_);
+  if (!passes_) passes_ = std::make_unique<detail::GlRayPasses>(backend() == Backend::Compute, options_.pair, geometry_, grid_, step_);
   return *passes_;
 }
 

@@ -40,8 +40,8 @@ void setBorderSampling(GLuint texture, bool volume) {
 
 }  // namespace
 
-GlRayPasses::GlRayPasses(bool compute, bool matched, const Geometry& geometry, const VolumeGrid& grid, double step)
-    : compute_(compute), matched_(matched), grid_(grid), nu_(geometry.detector.nu), nv_(geometry.detector.nv), step_(static_cast<float>(step)) {
+GlRayPasses::GlRayPasses(bool compute, ProjectorPair pair, const Geometry& geometry, const VolumeGrid& grid, double step)
+    : compute_(compute), matched_(pair != ProjectorPair::Interpolating), distanceDriven_(pair == ProjectorPair::DistanceDriven), grid_(grid), nu_(geometry.detector.nu), nv_(geometry.detector.nv), step_(static_cast<float>(step)) {
   views_ = projectorViews(geometry, grid);
   const GLint max3d = integer(GL_MAX_3D_TEXTURE_SIZE), max2d = integer(GL_MAX_TEXTURE_SIZE);
   if (grid.size[0] > max3d || grid.size[1] > max3d || grid.size[2] > max3d || nu_ > max2d || nv_ > max2d)
@@ -367,7 +367,7 @@ void GlRayPasses::uploadViews(const std::size_t* views, int n) {
     if (!planeGather_.empty() && planeGather_[views[p]]) {  // View::plane (project_common.glsl)
       const PlaneView v = planeViewOf(o, h);
       const float plane[16] = {1.0f, static_cast<float>(v.m), v.sm, v.sn, v.sy, v.e0m, v.e0n, v.e0y,
-                               v.eum, v.eun, v.evy, v.ratioN, v.ratioY, v.hm, 0.0f, 0.0f};
+                               v.eum, v.eun, v.evy, v.ratioN, v.ratioY, v.hm, distanceDriven_ ? 1.0f : 0.0f, 0.0f};
       std::copy(plane, plane + 16, d + 32);
     }
     for (int a = 0; a < 3; ++a) {

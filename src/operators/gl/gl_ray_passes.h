@@ -15,7 +15,7 @@ class GlRayPasses {
  public:
   /// `compute`: compute shaders; else the raster path. The context must be current.
   /// `matched`: the matched pair (project_matched.comp, compute shaders on either path).
-  GlRayPasses(bool compute, bool matched, const Geometry& geometry, const VolumeGrid& grid, double step);
+  GlRayPasses(bool compute, ProjectorPair pair, const Geometry& geometry, const VolumeGrid& grid, double step);
   ~GlRayPasses();
   GlRayPasses(const GlRayPasses&) = delete;
   GlRayPasses& operator=(const GlRayPasses&) = delete;
@@ -51,7 +51,7 @@ class GlRayPasses {
 
   void matchedBackInto(const float* projections, const std::size_t* views, std::size_t count, GLuint target, bool clear,
                        bool repeatFirstBatch, GLuint unpack);
-  bool compute_, matched_;
+  bool compute_, matched_, distanceDriven_;
   VolumeGrid grid_;
   int nu_, nv_;
   float step_;
