@@ -263,6 +263,12 @@ def test_operator_forward_back_transpose_and_scipy(scan):
         A.back(np.zeros((23, 32, 32), np.float32))
     with pytest.raises(glrecon.UsageError, match="projector"):
         glrecon.Operator(g, 16, 16.0, projector="exact")
+    # The distance-driven pair: its own A (not project()'s), B its exact transpose to the same bound.
+    D = glrecon.Operator(g, 16, 16.0, projector="distance-driven")
+    dx, dty = D.forward(x), D.back(y)
+    assert not np.array_equal(dx, ax)
+    gap = abs(np.vdot(dx.astype(np.float64), y) - np.vdot(x.astype(np.float64), dty))
+    assert gap <= 1e-5 * np.linalg.norm(dx) * np.linalg.norm(y)
     scipy_linalg = pytest.importorskip("scipy.sparse.linalg")
     b = np.asarray(p, np.float32).reshape(-1)
     result = scipy_linalg.lsqr(A.as_linear_operator(), b, iter_lim=8)
