@@ -108,6 +108,17 @@ std::vector<float> centredRandom(std::size_t n, unsigned seed) {
   return x;
 }
 
+// The largest |top + bottom - whole| (a forward projection of two blocks of rows against the whole grid's) over the
+// largest |whole|.
+double partsGap(const std::vector<float>& whole, const std::vector<float>& top, const std::vector<float>& bottom) {
+  double worst = 0, scale = 0;
+  for (std::size_t i = 0; i < whole.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(top[i]) + bottom[i] - whole[i]));
+    scale = std::max(scale, static_cast<double>(std::abs(whole[i])));
+  }
+  return worst / scale;
+}
+
 // The plane form is the cpu backend's matched pair up to where positions round (c - s_m)·R against first + k·delta:
 // a few ulp of positions ~30 voxels from the origin, expectClose's software bound (RMS 1e-5, max 1e-4 of the
 // largest value). And its gather is its transpose: every weight is computed to the same bits on both sides, so
@@ -167,13 +178,8 @@ TEST(PlaneGather, BlocksOfRowsAddToTheWholeGrid) {
   pair.forward(3, x, 0, 20, whole.data());
   pair.forward(3, x, 0, 9, top.data());
   pair.forward(3, x, 9, 20, bottom.data());
-  double worst = 0, scale = 0;
-  for (std::size_t i = 0; i < pixels; ++i) {
-    worst = std::max(worst, std::abs(static_cast<double>(top[i]) + bottom[i] - whole[i]));
-    scale = std::max(scale, static_cast<double>(std::abs(whole[i])));
-  }
   // The same products summed in two parts: float sums of ~100 terms of |x| <= 0.5 (1e-5 of the largest).
-  EXPECT_LT(worst, 1e-5 * scale);
+  EXPECT_LT(partsGap(whole, top, bottom), 1e-5);
   const std::vector<float> y = centredRandom(pixels, 6);
   std::vector<float> wholeB(grid.voxelCount(), 0.0f), blocksB(grid.voxelCount(), 0.0f);
   pair.gather(3, y.data(), 0, 20, wholeB);
@@ -205,12 +211,7 @@ TEST(PlaneGather, DistanceDrivenGatherIsTheTranspose) {
   pair.ddForwardView(5, x, 0, 28, whole.data());
   pair.ddForwardView(5, x, 0, 11, top.data());
   pair.ddForwardView(5, x, 11, 28, bottom.data());
-  double worst = 0, scale = 0;
-  for (std::size_t i = 0; i < pixels; ++i) {
-    worst = std::max(worst, std::abs(static_cast<double>(top[i]) + bottom[i] - whole[i]));
-    scale = std::max(scale, static_cast<double>(std::abs(whole[i])));
-  }
-  EXPECT_LT(worst, 1e-5 * scale);  // the same products summed in two parts (float sums of ~100 terms)
+  EXPECT_LT(partsGap(whole, top, bottom), 1e-5);  // as BlocksOfRowsAddToTheWholeGrid's
 }
 
 // What distance-driven models: a pixel's value is the mean of the piecewise-constant volume over the pixel's shadow on
