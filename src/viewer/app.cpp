@@ -229,7 +229,7 @@ class App {
         if (kIterativeMethods[i] == *setup.method) method_ = i + 1;
     iterations_ = setup.iterative.iterations;
     subsetsText_ = setup.iterative.subsets ? std::to_string(setup.iterative.subsets) : "auto";
-    matched_ = setup.pair == ProjectorPair::Matched;
+    pair_ = setup.pair;
     roi_ = setup.roi;
     style_.mode = setup.mip ? VolumeMode::Mip : VolumeMode::Dvr;
     autoResolution_ = setup.autoResolution;
@@ -389,7 +389,7 @@ class App {
     if (!roi_.empty()) o.mask = makeRegionOfInterest(roi_, geometry, grid).mask;
     r.projections = readWhole(*r.scan.source);
     OperatorOptions po;
-    po.pair = matched_ ? ProjectorPair::Matched : ProjectorPair::Interpolating;
+    po.pair = pair_;
     po.device = setup_.options.gpu;
     po.threads = setup_.options.threads;
     po.context = &window_.context();
@@ -703,7 +703,7 @@ class App {
     char window[96];
     std::snprintf(window, sizeof window, "window %.9g %.9g\n", static_cast<double>(low_), static_cast<double>(high_));
     out << "method " << kMethodNames[method_] << " " << iterations_ << " " << (subsetsText_.empty() ? "auto" : subsetsText_) << " "
-        << (matched_ ? "matched" : "interpolating") << "\n";
+        << projectorPairName(pair_) << "\n";
     if (run_ && run_->iterative) out << "iteration " << run_->iterative->last().iteration << " " << run_->iterative->last().subset << "\n";
     out << window << "status " << status_ << "\nerror " << error_ << "\n" << widgets_;
     widgets_.clear();
@@ -767,13 +767,15 @@ class App {
       } else {
         ImGui::InputInt("iterations", &iterations_);
         if (takesSubsets(*chosenMethod())) ImGui::InputText("subsets", &subsetsText_);
-        int pair = matched_ ? 1 : 0;
-        ImGui::RadioButton("interpolating", &pair, 0);
+        int pair = static_cast<int>(pair_);
+        ImGui::RadioButton("interpolating", &pair, static_cast<int>(ProjectorPair::Interpolating));
         ImGui::SameLine();
-        ImGui::RadioButton("matched", &pair, 1);
+        ImGui::RadioButton("matched", &pair, static_cast<int>(ProjectorPair::Matched));
+        ImGui::SameLine();
+        ImGui::RadioButton("distance-driven", &pair, static_cast<int>(ProjectorPair::DistanceDriven));
         ImGui::SameLine();
         ImGui::TextUnformatted("projector");
-        matched_ = pair == 1;
+        pair_ = static_cast<ProjectorPair>(pair);
       }
       ImGui::InputInt("size (voxels)", &size_);
       ImGui::InputFloat("spacing (mm)", &spacing_, 0.1f, 1.0f, "%.3f");
@@ -933,7 +935,7 @@ class App {
           method_ = i;
           const bool pdhg = chosenMethod() == IterativeMethod::PdhgTv;
           iterations_ = pdhg ? 300 : 10;
-          matched_ = pdhg;
+          pair_ = pdhg ? ProjectorPair::Matched : ProjectorPair::Interpolating;
         }
         mark((std::string("method ") + kMethodNames[i]).c_str());
       }
@@ -1355,7 +1357,7 @@ class App {
   std::string windowText_ = "auto";
   int method_ = 0, iterations_ = 10;  // method_: kMethodNames' index (0 FDK)
   std::string subsetsText_ = "auto", roi_;
-  bool matched_ = false;
+  ProjectorPair pair_ = ProjectorPair::Interpolating;
   std::optional<Preview> preview_;
   bool collapsePreview_ = false;  // a run has started: the preview closes once (the user may open it again)
   VolumeGrid grid_;

@@ -55,6 +55,7 @@ TEST_F(AppSetup, IterativeMethodsWriteWhatTheirCommandsWrite) {
                         {"cpu", "sirt", "--iterations 2 --roi sphere:10,0,-20,70"},
                         {"cpu", "pdhg-tv", "--iterations 4"},  // matched by default, in both
                         {"cpu", "osem", "--iterations 2 --projector matched"},
+                        {"cpu", "asd-pocs", "--iterations 2 --projector distance-driven"},
                         {"compute", "sart", "--subsets 6 --iterations 2"}};
   for (const Case& c : cases) {
     const std::string name = c.backend + "-" + c.method;

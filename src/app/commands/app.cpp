@@ -32,8 +32,9 @@ class AppCommand final : public Command {
         ->capture_default_str();
     iterationsOption = c->add_option("--iterations,-n", parameters.iterations, "Iterative methods: iterations (default 10; pdhg-tv 300)");
     c->add_option("--subsets", parameters.subsets, "sart, osem, asd-pocs: ordered subsets (default: sart one projection each, osem 8)");
-    c->add_option("--projector", pair, "Iterative methods: interpolating or matched (default: matched for pdhg-tv, else interpolating)")
-        ->check(CLI::IsMember({"interpolating", "matched"}));
+    c->add_option("--projector", pair,
+                  "Iterative methods: interpolating, matched or distance-driven (default: matched for pdhg-tv, else interpolating)")
+        ->check(CLI::IsMember({"interpolating", "matched", "distance-driven"}));
     c->add_option("--roi", setup.roi,
                   "Reconstruct only a region (outside: 0): fov, fov-cylinder, cylinder:X,Z,R,Y0,Y1, box:X0,Y0,Z0,X1,Y1,Z1, sphere:X,Y,Z,R "
                   "(mm; rotation axis y) or a binary mask .mha on the output grid");
@@ -129,7 +130,7 @@ class AppCommand final : public Command {
         throw UsageError("--subsets: expected with sart, osem or asd-pocs (the methods of ordered subsets), found --method " + method);
       if (parameters.subsets < 0) throw UsageError("--subsets: expected a whole number >= 1, found " + std::to_string(parameters.subsets));
       setup.iterative = parameters.options(*setup.method);
-      setup.pair = (pair.empty() ? pdhg : pair == "matched") ? ProjectorPair::Matched : ProjectorPair::Interpolating;
+      setup.pair = pair.empty() ? (pdhg ? ProjectorPair::Matched : ProjectorPair::Interpolating) : parseProjectorPair(pair);
       if (setup.measure > 0) throw UsageError("--measure: expected with --method fdk (it compares the app with fdk --stream), found " + method);
     }
     if (!(setup.fps >= 1 && setup.fps <= 1000)) throw UsageError("--fps: expected 1 to 1000 frames per second, found " + std::to_string(setup.fps));
