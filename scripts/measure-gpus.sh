@@ -6,7 +6,7 @@
 #                                         file1024 file2048 shm2048 mpi2048 iterative (default: all but tests and trace1024);
 #                                         mpi2048 needs Open MPI in .gl/mpi
 # warm: the GPU hosts' memory grows as it is first used (about 3 s for each 8 GiB, KINDS.md), which the first 2048^3 run
-# would pay; it is claimed once first. TEST_BINARIES, TEST_FILTER, TEST_SECONDS choose the tests; BACKENDS the benches'. shm2048: file to file through /dev/shm (memory), so that the pipeline is measured
+# would pay; it is claimed once first. TEST_BINARIES, TEST_FILTER, TEST_SECONDS choose the tests; BACKENDS the benches'; PAIRS the iterative step's projector pairs. shm2048: file to file through /dev/shm (memory), so that the pipeline is measured
 # and not the local disk (which writes 32 GiB in 17-34 s there).
 set -uo pipefail
 for f in .gl/*.deb; do dpkg -x $f /; done; mkdir -p /opt/deps; for f in .gl/libs/*.deb; do dpkg -x $f /opt/deps; done
@@ -100,9 +100,12 @@ if has iterative; then
   # SIRT at 512^3 from 360 x 512^2 on cuda: one GPU whole, one GPU in 2 slabs, two GPUs a slab each (the split
   # operator's threads); each command prints its iterations' times.
   it=/tmp/scan512; [ -f $it/projections.mha ] || "$bin" phantom -o $it --projections 360 --detector 512 --detector-spacing 1 --overwrite -q
-  for run in "--gpu 0" "--gpu 0 --slabs 2" "--gpu 0,1 --slabs 2"; do
-    /usr/bin/time -f "sirt 512^3 $run: wall %e s" "$bin" sirt -g $it/geometry.xml -p $it/projections.mha -o /tmp/it.mha --overwrite \
-      --size 512 --spacing 0.5 --backend cuda --iterations 10 $run 2>&1 | grep -E "iteration 10/|iterations,|slab|wall|rror"
+  # PAIRS: the projector pairs to run (default interpolating).
+  for pair in ${PAIRS:-interpolating}; do
+    for run in "--gpu 0" "--gpu 0 --slabs 2" "--gpu 0,1 --slabs 2"; do
+      /usr/bin/time -f "sirt 512^3 $pair $run: wall %e s" "$bin" sirt -g $it/geometry.xml -p $it/projections.mha -o /tmp/it.mha --overwrite \
+        --size 512 --spacing 0.5 --backend cuda --iterations 10 --projector $pair $run 2>&1 | grep -E "iteration 10/|iterations,|slab|wall|rror"
+    done
   done 2>&1 | tee "$out/iterative.txt"
 fi
 rm -f /tmp/v.mha /dev/shm/v.mha /tmp/it.mha
