@@ -112,6 +112,8 @@ float backVoxel(vec3 voxel, int count) {
 // ---- The matched pair in plane form: plane_gather.h's functions, operation for operation. `precise`: the forward
 // and the gather must compute every weight to the same bits, so no operation may be fused or reordered differently
 // in the two shaders.
+// plane_gather.h's rangeMargin: the gathers' margin on their pixel ranges.
+float rangeMargin(float cs) { return 0.01 + 1e-6 * abs(cs); }
 bool inPlaneForm(int p) { return views[p].plane[0].x != 0.0; }
 int planeMainAxis(int p) { return int(views[p].plane[0].y); }
 
@@ -188,23 +190,27 @@ int lastOverlapped(float hi) {
   if (float(k + 1) - 0.5 < hi) ++k;
   return k;
 }
-// The planes on which an axis's two edge rays (ratios ra, rb) may fall within [lo, hi] (plane_gather.h's edgePlanes).
+// The planes on which a pixel's shadow along an axis (edge ratios ra, rb) meets [lo, hi] (plane_gather.h's edgePlanes:
+// two linear conditions on cs = c - s_m, whose sign is the same on every plane), narrowing [first, last].
 bool edgePlanes(float s, float sm, float ra, float rb, float lo, float hi, inout float first, inout float last) {
-  float f = 3.0e38, l = -3.0e38;
-  const float rs[2] = float[2](ra, rb);
+  const bool ahead = sm < 0.0;
+  const float lower = ahead ? min(ra, rb) : max(ra, rb), upper = ahead ? max(ra, rb) : min(ra, rb);
+  float f = ahead ? 0.0 : -3.0e38, l = ahead ? 3.0e38 : 0.0;
+  const float rs[2] = float[2](lower, upper), rhs[2] = float[2](hi - s, lo - s);
   for (int e = 0; e < 2; ++e) {
+    const bool atMost = e == 0;
     if (rs[e] == 0.0) {
-      if (s < lo || s > hi) continue;
-      f = -3.0e38;
-      l = 3.0e38;
+      if (atMost ? rhs[e] < 0.0 : rhs[e] > 0.0) return false;
       continue;
     }
-    const float t0 = (lo - s) / rs[e] + sm, t1 = (hi - s) / rs[e] + sm;
-    f = min(f, min(t0, t1));
-    l = max(l, max(t0, t1));
+    const float t = rhs[e] / rs[e];
+    if ((rs[e] > 0.0) == atMost)
+      l = min(l, t);
+    else
+      f = max(f, t);
   }
   if (f > l) return false;
-  first = max(first, floor(f) - 1.0);
-  last = min(last, ceil(l) + 1.0);
+  first = max(first, floor(f + sm) - 1.0);
+  last = min(last, ceil(l + sm) + 1.0);
   return true;
 }

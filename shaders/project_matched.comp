@@ -129,7 +129,7 @@ void ddGather(int p, int plane, int acrossIndex, int row0, uint thread) {
     const float t = (float(acrossIndex) + (e == 0 ? -0.5 : 0.5) - a.w) / (cs * c.w);
     us[e] = (t * b.y - b.z) / (c.y - t * c.x);
   }
-  float firstU = min(us[0], us[1]) - 0.51, lastU = max(us[0], us[1]) + 0.51;
+  float firstU = min(us[0], us[1]) - 0.5 - rangeMargin(cs), lastU = max(us[0], us[1]) + 0.5 + rangeMargin(cs);
   if (isnan(us[0]) || isnan(us[1])) {
     firstU = 0.0;
     lastU = float(detectorSize.x - 1);
@@ -148,7 +148,7 @@ void ddGather(int p, int plane, int acrossIndex, int row0, uint thread) {
     const float perDy = 1.0 / (cs * inv * d.x);
     float vs[2];
     for (int e = 0; e < 2; ++e) vs[e] = ((float(e == 0 ? row0 : row0 + kGatherRun) - 0.5 - b.x) * perDy - b.w) / c.z;
-    float firstV = min(vs[0], vs[1]) - 0.51, lastV = max(vs[0], vs[1]) + 0.51;
+    float firstV = min(vs[0], vs[1]) - 0.5 - rangeMargin(cs), lastV = max(vs[0], vs[1]) + 0.5 + rangeMargin(cs);
     if (isnan(vs[0]) || isnan(vs[1])) {
       firstV = 0.0;
       lastV = float(detectorSize.y - 1);
@@ -186,7 +186,7 @@ void planeGather(int p, int plane, int acrossIndex, int row0, uint thread) {
     us[0] = 0.0;
     us[1] = float(detectorSize.x - 1);
   }
-  const float firstU = min(us[0], us[1]) - 0.01, lastU = max(us[0], us[1]) + 0.01;
+  const float firstU = min(us[0], us[1]) - rangeMargin(cs), lastU = max(us[0], us[1]) + rangeMargin(cs);
   if (!(lastU >= 0.0) || !(firstU <= float(detectorSize.x - 1))) return;
   const int u0 = firstU <= 0.0 ? 0 : int(ceil(firstU)), u1 = lastU >= float(detectorSize.x - 1) ? detectorSize.x - 1 : int(floor(lastU));
   for (int u = u0; u <= u1; ++u) {
@@ -201,7 +201,7 @@ void planeGather(int p, int plane, int acrossIndex, int row0, uint thread) {
       vs[0] = 0.0;
       vs[1] = float(detectorSize.y - 1);
     }
-    const float firstV = min(vs[0], vs[1]) - 0.01, lastV = max(vs[0], vs[1]) + 0.01;
+    const float firstV = min(vs[0], vs[1]) - rangeMargin(cs), lastV = max(vs[0], vs[1]) + rangeMargin(cs);
     if (!(lastV >= 0.0) || !(firstV <= float(detectorSize.y - 1))) continue;
     const int v0 = firstV <= 0.0 ? 0 : int(ceil(firstV)), v1 = lastV >= float(detectorSize.y - 1) ? detectorSize.y - 1 : int(floor(lastV));
     for (int v = v0; v <= v1; ++v) {

@@ -166,12 +166,11 @@ void checkDistanceDrivenGeometry(const Geometry& geometry, const VolumeGrid& gri
   const float h[3] = {static_cast<float>(grid.spacing.x), static_cast<float>(grid.spacing.y), static_cast<float>(grid.spacing.z)};
   const int size[3] = {grid.size[0], grid.size[1], grid.size[2]};
   for (std::size_t p = 0; p < views.size(); ++p)
-    if (!planeGatherable(views[p], h, size, geometry.detector.nu, geometry.detector.nv))
+    if (const char* why = planeFormRefusal(views[p], h, size, geometry.detector.nu, geometry.detector.nv))
       throwGeometryError(context, "projection " + std::to_string(p) + " (projector distance-driven)",
                          "a cone-beam view of a gantry about y: the detector's u across y and v along y, the source beside the volume, "
-                         "every ray running mostly along x or z (its component there at least 0.55 of its largest; --projector matched takes any "
-                         "geometry)",
-                         geometry.parallel() ? "parallel beam" : "a view outside that form");
+                         "every ray running mostly along x or z (--projector matched takes any geometry)",
+                         why);
 }
 
 void checkProjectorGeometry(const Geometry& geometry, const VolumeGrid& grid, const std::string& context) {

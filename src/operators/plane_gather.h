@@ -31,7 +31,7 @@ GLRECON_HOST_DEVICE float sqrtRn(float a) { return __fsqrt_rn(a); }
 // Where rounding does not matter (the pixel ranges, widened by a margin): the fast approximate division.
 GLRECON_HOST_DEVICE float divFast(float a, float b) { return __fdividef(a, b); }
 #else
-// Host builds do not fuse (x86-64 without -march=native has no FMA; the tests that use these build without it).
+// Host builds must not fuse: the files that use these build with -ffp-contract=off (CMakeLists.txt).
 GLRECON_HOST_DEVICE float mulRn(float a, float b) { return a * b; }
 GLRECON_HOST_DEVICE float addRn(float a, float b) { return a + b; }
 GLRECON_HOST_DEVICE float subRn(float a, float b) { return a - b; }
@@ -159,21 +159,26 @@ GLRECON_HOST_DEVICE float planeForward(const PlaneView& p, int u, int v, int siz
   return sum * planeLength(p, c, dy);
 }
 
-/// The pixel range [*lo, *hi] (within [0, count)) between two pixel coordinates found in float, widened by a
-/// hundredth of a pixel (their rounding, and divFast's 2 ulp; the weights decide exactly). False where it is empty.
-/// NaN bounds (a degenerate solve) give the whole axis.
-GLRECON_HOST_DEVICE bool pixelRange(float a, float b, int count, int* lo, int* hi) {
+/// The pixel range [*lo, *hi] (within [0, count)) between two pixel coordinates found in float, widened by `margin`
+/// pixels (their rounding; the weights decide exactly). False where it is empty. NaN bounds (a degenerate solve) give
+/// the whole axis.
+GLRECON_HOST_DEVICE bool pixelRange(float a, float b, int count, int* lo, int* hi, float margin) {
   if (isnan(a) || isnan(b)) {
     *lo = 0;
     *hi = count - 1;
     return count > 0;
   }
-  const float first = fminf(a, b) - 0.01f, last = fmaxf(a, b) + 0.01f;
+  const float first = fminf(a, b) - margin, last = fmaxf(a, b) + margin;
   if (!(last >= 0.0f) || !(first <= static_cast<float>(count - 1))) return false;
   *lo = first <= 0.0f ? 0 : static_cast<int>(ceilf(first));
   *hi = last >= static_cast<float>(count - 1) ? count - 1 : static_cast<int>(floorf(last));
   return *lo <= *hi;
 }
+
+/// The gather's margin on its pixel ranges: a hundredth of a pixel (divFast's 2 ulp and the solve's rounding at
+/// ordinary distances), growing with the plane's distance from the source in voxels, cs, whose float rounding grows
+/// the solve's (a source 2e5 voxels away, 5 um voxels at 1 m, missed pixels of weight up to 2^-7 with 0.01 alone).
+GLRECON_HOST_DEVICE float rangeMargin(float cs) { return 0.01f + 1e-6f * fabsf(cs); }
 
 /// The pixel's value times its ray's length per plane, as the transpose weighs it (the cuda operator multiplies a
 /// batch in place before its gather: planeLength once per pixel, not once per voxel reached).
@@ -196,7 +201,7 @@ GLRECON_HOST_DEVICE void planeGather(const PlaneView& p, int nu, int nv, int pla
     us[e] = divFast(t * p.e0m - p.e0n, p.eun - t * p.eum);
   }
   int u0 = 0, u1 = -1;
-  if (!pixelRange(us[0], us[1], nu, &u0, &u1)) return;
+  if (!pixelRange(us[0], us[1], nu, &u0, &u1, rangeMargin(cs))) return;
   const float perEv = divFast(1.0f, p.evy);
   for (int u = u0; u <= u1; ++u) {
     const PlaneColumn c = planeColumn(p, static_cast<float>(u));
@@ -207,7 +212,7 @@ GLRECON_HOST_DEVICE void planeGather(const PlaneView& p, int nu, int nv, int pla
     float vs[2];
     for (int e = 0; e < 2; ++e) vs[e] = ((static_cast<float>(e == 0 ? row0 - 1 : row0 + Run) - p.sy) * perDy - p.e0y) * perEv;
     int v0 = 0, v1 = -1;
-    if (!pixelRange(vs[0], vs[1], nv, &v0, &v1)) continue;
+    if (!pixelRange(vs[0], vs[1], nv, &v0, &v1, rangeMargin(cs))) continue;
     for (int v = v0; v <= v1; ++v) {
       const Split y = splitOf(planePosition(p.sy, cs, planeRy(p, c, planeDy(p, static_cast<float>(v)))));
       const int r = y.index - row0;
@@ -272,27 +277,34 @@ GLRECON_HOST_DEVICE DdPixel ddPixel(const PlaneView& p, const PlaneColumn& centr
   return d;
 }
 
-/// The planes [c0, c1] (within [0, sizeM)) on which positions s + (c - s_m) r for r in [ra, rb] (an axis's two edge
-/// rays) may fall within [lo, hi]: the union of each edge's range, a plane's margin either side; false where none.
+/// The planes [*c0, *c1] on which a pixel's shadow along an axis (source s, edge ratios ra, rb) meets [lo, hi]: with
+/// cs = c - s_m of one sign on every plane (the source is beside them), the shadow's lower end is s + cs r_lower and
+/// its upper end s + cs r_upper for fixed r_lower, r_upper, and it meets [lo, hi] where lower <= hi and upper >= lo,
+/// two linear conditions on cs; a plane's margin either side for their rounding. False where none. (The shadow grows
+/// with the distance from the source, so it can cover [lo, hi] whole with both edges outside: a range from the edges'
+/// own crossings alone missed those planes.)
 GLRECON_HOST_DEVICE bool edgePlanes(double s, double sm, double ra, double rb, double lo, double hi, double* c0, double* c1) {
-  double first = 1e300, last = -1e300;
-  const double rs[2] = {ra, rb};
+  const bool ahead = sm < 0.0;  // the planes lie at cs > 0
+  const double lower = ahead ? fmin(ra, rb) : fmax(ra, rb), upper = ahead ? fmax(ra, rb) : fmin(ra, rb);
+  double first = ahead ? 0.0 : -1e300, last = ahead ? 1e300 : 0.0;  // in cs
+  // cs lower <= hi - s, cs upper >= lo - s.
+  const double bounds[2][2] = {{lower, hi - s}, {upper, lo - s}};
   for (int e = 0; e < 2; ++e) {
-    if (rs[e] == 0.0) {
-      if (s < lo || s > hi) continue;
-      first = -1e300;
-      last = 1e300;
+    const double r = bounds[e][0], rhs = bounds[e][1];
+    const bool atMost = e == 0;  // r cs <= rhs (else r cs >= rhs)
+    if (r == 0.0) {
+      if (atMost ? rhs < 0.0 : rhs > 0.0) return false;
       continue;
     }
-    const double t0 = (lo - s) / rs[e] + sm, t1 = (hi - s) / rs[e] + sm;
-    first = fmin(first, fmin(t0, t1));
-    last = fmax(last, fmax(t0, t1));
+    const double t = rhs / r;
+    if ((r > 0.0) == atMost)
+      last = fmin(last, t);
+    else
+      first = fmax(first, t);
   }
-  // Between the edges the shadow's ends move monotonically, so a plane where the shadow meets [lo, hi] has an edge
-  // in it, or the shadow covers it whole (then an edge on each side: covered by the two ranges' hull here).
   if (first > last) return false;
-  *c0 = floor(first) - 1.0;
-  *c1 = ceil(last) + 1.0;
+  *c0 = floor(first + sm) - 1.0;
+  *c1 = ceil(last + sm) + 1.0;
   return true;
 }
 
@@ -302,7 +314,7 @@ GLRECON_HOST_DEVICE float ddForward(const PlaneView& p, int u, int v, int sizeX,
   const PlaneColumn c = planeColumn(p, static_cast<float>(u));
   const DdPixel d = ddPixel(p, c, u, v);
   const int sizeM = p.m == 0 ? sizeX : sizeZ, sizeN = p.m == 0 ? sizeZ : sizeX;
-  double n0 = 0, n1 = 0, r0 = 0, r1 = 0;
+  double n0 = 0, n1 = 0, r0 = 0, r1 = 0;  // (fmax / fmin below clamp the open ends, +-1e300, to the planes)
   if (!edgePlanes(p.sn, p.sm, d.rnLo, d.rnHi, -0.5, sizeN - 0.5, &n0, &n1)) return 0.0f;
   if (!edgePlanes(p.sy, p.sm, d.ryLo, d.ryHi, y0 - 0.5, y1 - 0.5, &r0, &r1)) return 0.0f;
   const double first = fmax(fmax(n0, r0), 0.0), last = fmin(fmin(n1, r1), sizeM - 1.0);
@@ -349,7 +361,7 @@ GLRECON_HOST_DEVICE void ddGather(const PlaneView& p, int nu, int nv, int plane,
     us[0] = lo - 0.5f;
     us[1] = hi + 0.5f;
   }
-  if (!pixelRange(us[0], us[1], nu, &u0, &u1)) return;
+  if (!pixelRange(us[0], us[1], nu, &u0, &u1, rangeMargin(cs))) return;
   const float perEv = divFast(1.0f, p.evy);
   for (int u = u0; u <= u1; ++u) {
     const Shadow n = shadowOf(planePosition(p.sn, cs, planeColumn(p, static_cast<float>(u) - 0.5f).rn),
@@ -368,7 +380,7 @@ GLRECON_HOST_DEVICE void ddGather(const PlaneView& p, int nu, int nv, int plane,
       vs[0] = lo - 0.5f;
       vs[1] = hi + 0.5f;
     }
-    if (!pixelRange(vs[0], vs[1], nv, &v0, &v1)) continue;
+    if (!pixelRange(vs[0], vs[1], nv, &v0, &v1, rangeMargin(cs))) continue;
     for (int v = v0; v <= v1; ++v) {
       const Shadow y = shadowOf(planePosition(p.sy, cs, planeRy(p, c, planeDy(p, static_cast<float>(v) - 0.5f))),
                                 planePosition(p.sy, cs, planeRy(p, c, planeDy(p, static_cast<float>(v) + 0.5f))));
@@ -408,16 +420,24 @@ bool raysKeepMainAxis(const View& o, const float spacing[3], int nu, int nv) {
   return true;
 }
 
-/// Whether a view's rays may be written in plane form (the header's comment): cone beam, main axis x or z, u across y
-/// and v along y exactly (zero components, so that d_m, d_n and d_y each depend on one pixel index to the bit), the
-/// source beside the planes, and every ray keeping the main axis (raysKeepMainAxis). `size`: the grid's voxels per axis; nu, nv: the detector's pixels.
+/// Why a view's rays may not be written in plane form (the header's comment), or nullptr where they may: cone beam,
+/// main axis x or z, u across y and v along y exactly (zero components, so that d_m, d_n and d_y each depend on one
+/// pixel index to the bit), the source beside the planes, and every ray keeping the main axis (raysKeepMainAxis).
+/// `size`: the grid's voxels per axis; nu, nv: the detector's pixels.
+template <class View>
+const char* planeFormRefusal(const View& o, const float spacing[3], const int size[3], int nu, int nv) {
+  if (o.parallel) return "parallel beam";
+  if (o.mainAxis != 0 && o.mainAxis != 2) return "its rays run mostly along y, the rotation axis";
+  const int m = o.mainAxis, n = 2 - m;
+  if (o.eu[1] != 0.0f || o.ev[m] != 0.0f || o.ev[n] != 0.0f || o.ev[1] == 0.0f)
+    return "a tilted detector: its u not across y or its v not along y, exactly";
+  if (!(o.sourceIndex[m] < -1.0f || o.sourceIndex[m] > static_cast<float>(size[m]))) return "the source within the volume's extent";
+  if (!raysKeepMainAxis(o, spacing, nu, nv)) return "a ray too far off the x or z axis (a cone wider than about 60 degrees)";
+  return nullptr;
+}
 template <class View>
 bool planeGatherable(const View& o, const float spacing[3], const int size[3], int nu, int nv) {
-  if (o.parallel || (o.mainAxis != 0 && o.mainAxis != 2)) return false;
-  const int m = o.mainAxis, n = 2 - m;
-  if (o.eu[1] != 0.0f || o.ev[m] != 0.0f || o.ev[n] != 0.0f || o.ev[1] == 0.0f) return false;
-  if (!(o.sourceIndex[m] < -1.0f || o.sourceIndex[m] > static_cast<float>(size[m]))) return false;
-  return raysKeepMainAxis(o, spacing, nu, nv);
+  return planeFormRefusal(o, spacing, size, nu, nv) == nullptr;
 }
 
 }  // namespace glrecon::detail

@@ -216,7 +216,9 @@ TEST(PlaneGather, DistanceDrivenGatherIsTheTranspose) {
 
 // What distance-driven models: a pixel's value is the mean of the piecewise-constant volume over the pixel's shadow on
 // each plane, integrated along the ray. Reference: the same planes sampled by S x S sub-rays spread over the pixel,
-// each reading the voxel its position falls in (box voxels), averaged, times the centre ray's length. On each plane
+// each the true ray through its point of the pixel, reading the voxel its position falls in (box voxels), averaged,
+// times the centre ray's length. (The pair takes the shadow along y through the centre column; the sub-rays' own
+// columns differ from it by a pixel's width over the source's distance, 1e-2 of a shadow at most here.) On each plane
 // the sub-rays' mean differs from the shadow's mean by at most the fraction of the shadow the sub-rays' grid
 // misplaces, 1/S per axis, times the largest voxel difference (1 here): 2/S = 6% of the largest value per plane, so
 // the pixels' RMS difference, over planes whose errors do not all align, stays below 2/S of the values' RMS. The
@@ -254,7 +256,7 @@ TEST(PlaneGather, DistanceDrivenAveragesTheVolumeOverEachPixelsShadow) {
               const float su = static_cast<float>(u) - 0.5f + (a + 0.5f) / S, sv = static_cast<float>(v) - 0.5f + (b + 0.5f) / S;
               const detail::PlaneColumn col = detail::planeColumn(view, su);
               const float n = detail::planePosition(view.sn, cs, col.rn);
-              const float y = detail::planePosition(view.sy, cs, detail::planeRy(view, centre, detail::planeDy(view, sv)));
+              const float y = detail::planePosition(view.sy, cs, detail::planeRy(view, col, detail::planeDy(view, sv)));
               const int k = static_cast<int>(std::floor(n + 0.5f)), j = static_cast<int>(std::floor(y + 0.5f));
               if (k < 0 || k >= 24 || j < 0 || j >= 24) continue;
               mean += view.m == 0 ? x[(static_cast<std::size_t>(k) * 24 + j) * 24 + plane] : x[(static_cast<std::size_t>(plane) * 24 + j) * 24 + k];
@@ -318,11 +320,65 @@ TEST(PlaneGather, DistanceDrivenIsRefusedWhereItCannotRun) {
     ADD_FAILURE() << "a tilted view was taken";
   } catch (const GeometryError& e) {
     EXPECT_NE(std::string(e.what()).find("projection 2 (projector distance-driven)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("a tilted detector"), std::string::npos) << e.what();
   }
   o.step = 2.0;
   EXPECT_THROW(makeOperator(Backend::Cpu, plain, grid, o), UsageError);
   EXPECT_EQ(parseProjectorPair("distance-driven"), ProjectorPair::DistanceDriven);
   EXPECT_THROW(parseProjectorPair("footprint"), UsageError);
+}
+
+// The distance-driven matrix against its transpose, entry by entry, where a pixel's shadow is wider than the grid
+// along y (one row, and one-row blocks of six) and than a voxel across: every entry of A (forward of each voxel's unit
+// vector) equals B's (the gather of each pixel's unit vector) up to the products' rounding, 1e-6 of the largest; a
+// plane A skipped would show as an entry of B with no partner. And the blocks' forward projections add to the grid's.
+TEST(PlaneGather, DistanceDrivenMatrixIsItsTransposeOnThinGrids) {
+  CircularScanSpec spec;
+  spec.projections = 4;
+  spec.firstAngle = 10.0;
+  spec.nu = spec.nv = 6;
+  spec.spacingU = spec.spacingV = 40.0;  // 26 mm at the isocentre: 2.6 voxels across, 2.6 rows
+  const Geometry g = makeCircularScan(spec);
+  const std::size_t pixels = 36, entries = g.size() * pixels;
+  for (const int rows : {1, 6}) {
+    const VolumeGrid grid = VolumeGrid::centred({8, rows, 8}, {10.0, 10.0, 10.0});
+    const PlanePair pair(g, grid);
+    const std::size_t voxels = grid.voxelCount();
+    std::vector<double> a(entries * voxels), b(entries * voxels);  // [pixel][voxel]
+    for (std::size_t j = 0; j < voxels; ++j) {
+      std::vector<float> x(voxels, 0.0f), column(entries);
+      x[j] = 1.0f;
+      const int row = static_cast<int>(j / 8 % rows);
+      for (std::size_t p = 0; p < g.size(); ++p) pair.ddForwardView(p, x, row, row + 1, column.data() + p * pixels);  // its block
+      for (std::size_t i = 0; i < entries; ++i) a[i * voxels + j] = column[i];
+    }
+    for (std::size_t i = 0; i < entries; ++i) {
+      std::vector<float> y(entries, 0.0f), back(voxels, 0.0f);
+      y[i] = 1.0f;
+      for (int row = 0; row < rows; ++row) pair.ddGatherViews(y.data(), row, row + 1, back);  // one-row blocks
+      for (std::size_t j = 0; j < voxels; ++j) b[i * voxels + j] = back[j];
+    }
+    double largest = 0, worst = 0;
+    std::size_t nonZero = 0;
+    for (std::size_t e = 0; e < a.size(); ++e) {
+      largest = std::max(largest, std::abs(a[e]));
+      worst = std::max(worst, std::abs(a[e] - b[e]));
+      nonZero += a[e] != 0.0;
+    }
+    EXPECT_GT(nonZero, entries) << rows << " rows";
+    EXPECT_LT(worst, 1e-6 * largest) << rows << " rows";
+    if (rows == 6) {
+      const std::vector<float> x = centredRandom(voxels, 13);
+      std::vector<float> whole(pixels), sum(pixels, 0.0f), part(pixels);
+      pair.ddForwardView(2, x, 0, 6, whole.data());
+      for (int row = 0; row < 6; ++row) {
+        pair.ddForwardView(2, x, row, row + 1, part.data());
+        for (std::size_t i = 0; i < pixels; ++i) sum[i] += part[i];
+      }
+      std::vector<float> zero(pixels, 0.0f);
+      EXPECT_LT(partsGap(whole, sum, zero), 1e-5);
+    }
+  }
 }
 
 TEST(PlaneGather, ViewsOutsideThePlaneFormAreRefused) {

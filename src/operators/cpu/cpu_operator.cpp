@@ -296,43 +296,47 @@ void CpuOperator::distanceDrivenForward(const std::size_t* views, std::size_t co
   timings_.forward += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// volume += A^T projections for the distance-driven pair: each pixel weighed by its centre ray's length, then every
-// (x, z) column's runs of rows gather, per view, the pixels whose shadows overlap them (ddGather). One task per z:
-// each voxel is written by one task, in view order, so the bits do not depend on the thread count.
+// volume += A^T projections for the distance-driven pair: per batch of up to kDdBatch views (a batch's weighed copy,
+// not every projection's: 2048^2 pixels are 16 MiB a view), each pixel weighed by its centre ray's length, then every
+// (x, z) column's runs of rows gather the batch's pixels whose shadows overlap them (ddGather) and add them once. One
+// task per z: each voxel is written by one task, in view order, so the bits do not depend on the thread count.
 void CpuOperator::distanceDrivenBack(const float* projections, const std::size_t* views, std::size_t count, float* volume) {
   constexpr int kRun = 8;
+  constexpr std::size_t kDdBatch = 32;
   const float h[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
   const int nx = grid_.size[0], nz = grid_.size[2], y0 = firstRow(), held = rows();
-  const std::size_t pixels = static_cast<std::size_t>(nu_) * nv_;
-  std::vector<detail::PlaneView> planeViews(count);
-  std::vector<float> weighted(count * pixels);
-  parallelFor(count, 1, threads_, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t p = begin; p < end; ++p) {
-      planeViews[p] = detail::planeViewOf(views_[views[p]], h);
-      for (int v = 0; v < nv_; ++v)
-        for (int u = 0; u < nu_; ++u) {
-          const std::size_t i = p * pixels + static_cast<std::size_t>(v) * nu_ + u;
-          weighted[i] = detail::planeWeighted(planeViews[p], u, v, projections[i]);
-        }
-    }
-  });
-  const std::size_t sy = static_cast<std::size_t>(nx), sz = sy * held;
-  parallelFor(static_cast<std::size_t>(nz), 1, threads_, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t k = begin; k < end; ++k)
-      for (int i = 0; i < nx; ++i)
-        for (int j0 = 0; j0 < held; j0 += kRun) {
-          float sums[kRun] = {};
-          const auto add = [&](int r, float x) { sums[r] += x; };
-          for (std::size_t p = 0; p < count; ++p) {
-            const detail::PlaneView& view = planeViews[p];
-            const float* own = weighted.data() + p * pixels;
-            const auto pixel = [&](int u, int v) { return own[static_cast<std::size_t>(v) * nu_ + u]; };
-            const int plane = view.m == 0 ? i : static_cast<int>(k), across = view.m == 0 ? static_cast<int>(k) : i;
-            detail::ddGather<kRun>(view, nu_, nv_, plane, across, y0 + j0, pixel, add);
+  const std::size_t pixels = static_cast<std::size_t>(nu_) * nv_, sy = static_cast<std::size_t>(nx), sz = sy * held;
+  std::vector<detail::PlaneView> planeViews(std::min(count, kDdBatch));
+  std::vector<float> weighted(std::min(count, kDdBatch) * pixels);
+  for (std::size_t first = 0; first < count; first += kDdBatch) {
+    const std::size_t n = std::min(kDdBatch, count - first);
+    parallelFor(n, 1, threads_, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t p = begin; p < end; ++p) {
+        planeViews[p] = detail::planeViewOf(views_[views[first + p]], h);
+        for (int v = 0; v < nv_; ++v)
+          for (int u = 0; u < nu_; ++u) {
+            const std::size_t at = static_cast<std::size_t>(v) * nu_ + u;
+            weighted[p * pixels + at] = detail::planeWeighted(planeViews[p], u, v, projections[(first + p) * pixels + at]);
           }
-          for (int r = 0; r < kRun && j0 + r < held; ++r) volume[k * sz + (j0 + r) * sy + i] += sums[r];
-        }
-  });
+      }
+    });
+    parallelFor(static_cast<std::size_t>(nz), 1, threads_, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t k = begin; k < end; ++k)
+        for (int i = 0; i < nx; ++i)
+          for (int j0 = 0; j0 < held; j0 += kRun) {
+            float sums[kRun] = {};
+            const auto add = [&](int r, float x) { sums[r] += x; };
+            for (std::size_t p = 0; p < n; ++p) {
+              const detail::PlaneView& view = planeViews[p];
+              const float* own = weighted.data() + p * pixels;
+              const auto pixel = [&](int u, int v) { return own[static_cast<std::size_t>(v) * nu_ + u]; };
+              const int plane = view.m == 0 ? i : static_cast<int>(k), across = view.m == 0 ? static_cast<int>(k) : i;
+              detail::ddGather<kRun>(view, nu_, nv_, plane, across, y0 + j0, pixel, add);
+            }
+            for (int r = 0; r < kRun && j0 + r < held; ++r) volume[k * sz + (j0 + r) * sy + i] += sums[r];
+          }
+    });
+  }
 }
 
 // volume += A^T projections, the exact transpose of forward(): every ray is marched as forward() marches it (the same

@@ -155,8 +155,8 @@ class CudaOperator final : public ConeBeamOperator {
   /// B_S(1) of the subset on the device (kept per subset while the cache has room) and its largest value.
   const float* subsetWeights(const std::size_t* views, std::size_t count, float* largest);
   bool uploadRayViews(const std::size_t* views, int n);
-  /// The matched pair's swapped block (RayBuffers::swapped) where some of `views` run along x and it could be made;
-  /// otherwise nullptr.
+  /// The matched pair's swapped block (RayBuffers::swapped) where some of `views` run along x and it could be made
+  /// (with room for 5 volumes more); otherwise nullptr.
   /// `scattered`: only for the views the transpose scatters (not gathered).
   float* swappedFor(const std::size_t* views, std::size_t count, bool scattered = false);
   bool gathered(std::size_t view) const { return (modes_[view] & cuda::kPlaneGather) != 0; }
@@ -593,7 +593,7 @@ RayBuffers& CudaOperator::rays() {
         if (detail::planeGatherable(views_[v], h, size, nu, nv)) modes_[v] = cuda::kPlaneGather;
   } else {
     // The interpolating pair: views whose rays all run along z or x read layers of planes (launchForward), the others
-    // the 3D copy; the layers where they fit the device's layered textures and, with the 3D copy, half of what is free.
+    // the 3D copy; the layers where they fit the device's layered textures and leave room (below).
     // GLRECON_FORWARD_LAYERS=off keeps every view on the 3D copy (to measure what the layers gain).
     cudaDeviceProp properties{};
     GLRECON_CUDA(cudaGetDeviceProperties(&properties, device_));
@@ -614,7 +614,9 @@ RayBuffers& CudaOperator::rays() {
     std::size_t freeBytes = 0, totalBytes = 0;
     GLRECON_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
     const std::size_t bytes = blockVoxels() * sizeof(float);
-    if ((alongZ + alongX + 1) * bytes > freeBytes / 2) {  // no room for the layers: the 3D copy alone
+    // The layers replace the 3D copy (or join it): made where they leave room for 5 volumes more (the subset update's
+    // B_S(c) and B_S(1), CGLS's and PDHG's vectors), else the 3D copy alone, as before them.
+    if ((alongZ + alongX + plain + 5) * bytes > freeBytes) {
       std::fill(modes_.begin(), modes_.end(), 0);
       alongZ = alongX = false;
       plain = true;
@@ -648,7 +650,9 @@ float* CudaOperator::swappedFor(const std::size_t* views, std::size_t count, boo
     if (layout && std::string(layout) == "plain") return nullptr;
     std::size_t freeBytes = 0, totalBytes = 0;
     GLRECON_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
-    if (blockVoxels() * sizeof(float) <= freeBytes / 2) r.swapped = cuda::DeviceBuffer<float>(blockVoxels());
+    // A speed-up only: made where it leaves room for what the methods allocate after the first forward projection
+    // (the subset update's B_S(c) and B_S(1), CGLS's and PDHG's vectors: up to 5 volumes).
+    if (6 * blockVoxels() * sizeof(float) <= freeBytes) r.swapped = cuda::DeviceBuffer<float>(blockVoxels());
   }
   return r.swapped ? r.swapped.get() : nullptr;
 }

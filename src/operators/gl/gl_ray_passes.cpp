@@ -326,13 +326,14 @@ void GlRayPasses::matchedBackInto(const float* projections, const std::size_t* v
       glUniform1i(glGetUniformLocation(matchedWeigh_.id(), "count"), n);
       glBindImageTexture(0, projectionLayers_.id(), 0, GL_TRUE, 0, GL_READ_WRITE, GL_R32F);
       glDispatchCompute((nu_ + 7) / 8, (nv_ + 7) / 8, n);
-      glMemoryBarrier(GL_TEXTURE_FETCH_BARRIER_BIT | GL_SHADER_IMAGE_ACCESS_BARRIER_BIT);
+      // The gather fetches the weighed layers; the next batch's upload replaces them (after the gather's reads).
+      glMemoryBarrier(GL_TEXTURE_FETCH_BARRIER_BIT | GL_SHADER_IMAGE_ACCESS_BARRIER_BIT | GL_TEXTURE_UPDATE_BARRIER_BIT);
       glUseProgram(matchedGather_.id());
       setCommonUniforms(matchedGather_.id());
       glUniform1i(glGetUniformLocation(matchedGather_.id(), "count"), n);
       glBindTextureUnit(1, projectionLayers_.id());
       glDispatchCompute((grid_.size[0] + 31) / 32, (grid_.size[2] + 1) / 2, (grid_.size[1] + 7) / 8);
-      glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT);
+      glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT | GL_TEXTURE_UPDATE_BARRIER_BIT);
     }
     if (inPlaneForm < n) {
       glUseProgram(matchedBack_.id());
