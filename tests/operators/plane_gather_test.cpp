@@ -100,13 +100,7 @@ struct PlanePair {
   }
 };
 
-std::vector<float> centredRandom(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> centred(-0.5f, 0.5f);
-  std::vector<float> x(n);
-  for (float& v : x) v = centred(rng);
-  return x;
-}
+std::vector<float> centredRandom(std::size_t n, unsigned seed) { return test::uniformValues(n, seed, -0.5f, 0.5f); }
 
 // The largest |top + bottom - whole| (a forward projection of two blocks of rows against the whole grid's) over the
 // largest |whole|.

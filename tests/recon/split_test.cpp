@@ -36,13 +36,7 @@ Geometry tiltedScan() {
   return makeCircularScan(spec);
 }
 
-std::vector<float> randomVolume(std::size_t n, unsigned seed) {
-  std::mt19937 random(seed);
-  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = value(random);
-  return v;
-}
+std::vector<float> randomVolume(std::size_t n, unsigned seed) { return test::uniformValues(n, seed, -1.0f, 1.0f); }
 
 TEST(Split, RowsAreGranulesAsEvenAsTheyCanBe) {
   EXPECT_EQ(splitRows(72, 3), (std::vector<int>{0, 16, 48, 72}));

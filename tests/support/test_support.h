@@ -10,6 +10,7 @@
 #include <functional>
 #include <fstream>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,15 @@ inline constexpr double kFloatRoundoff = std::numeric_limits<float>::epsilon() /
 
 /// An image's voxels as a plain std::vector (Image::data's allocator differs), for comparisons with one.
 inline std::vector<float> values(const Voxels& voxels) { return {voxels.begin(), voxels.end()}; }
+
+/// n floats drawn uniformly from [low, high) by std::mt19937(seed): the same values on every platform's libstdc++.
+inline std::vector<float> uniformValues(std::size_t n, unsigned seed, float low, float high) {
+  std::mt19937 random(seed);
+  std::uniform_real_distribution<float> value(low, high);
+  std::vector<float> v(n);
+  for (float& x : v) x = value(random);
+  return v;
+}
 
 /// A fresh, empty directory for the running test (under the build tree, not the working directory).
 inline std::filesystem::path scratchDir() {
