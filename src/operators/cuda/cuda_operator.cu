@@ -71,8 +71,8 @@ struct RayBuffers {
   cuda::Array zLayers, xLayers;
   cuda::TextureObject zLayersTexture, xLayersTexture;
   cuda::SurfaceObject xLayersSurface;
-  // The matched pair: the block with x and z swapped (launchSwapXZ), for the views whose rays run along x; made at the
-  // first use where it takes at most half of what is free (otherwise those views read the volume as it is, slower).
+  // The exact pairs: the block with x and z swapped (launchSwapXZ), for the views whose rays run along x; made at the
+  // first use where 5 volumes more still fit (swappedFor; otherwise those views read the volume as it is, slower).
   cuda::DeviceBuffer<float> swapped;
   bool swapTried = false;
   cuda::DeviceBuffer<float> projections;     // forward's output batch
@@ -678,7 +678,8 @@ void CudaOperator::projectBatches(const std::size_t* views, std::size_t count,
   GLRECON_CUDA(cudaDeviceSynchronize());
   RayBuffers& r = rays();
   if (options_.pair != ProjectorPair::Interpolating) {
-    // The matched pair's A: float trilinear weights read from the volume itself (transposeKernel is its transpose).
+    // The exact pairs' A (matched, distance-driven): float weights read from the volume itself, so that the gather or
+    // transposeKernel is its transpose.
     float* swapped = swappedFor(views, count);
     if (swapped) cuda::launchSwapXZ(const_cast<float*>(source), swapped, grid_.size[0], rows(), grid_.size[2], /*toSwapped=*/true);
     for (std::size_t first = 0; first < count; first += cuda::kMaxRayViews) {
@@ -772,8 +773,8 @@ void CudaOperator::adjointInto(const float* projections, const std::size_t* view
   const std::size_t pixels = static_cast<std::size_t>(nu) * nv;
   if (clear && count == 0) GLRECON_CUDA(cudaMemset(to, 0, blockVoxels() * sizeof(float)));
   if (options_.pair != ProjectorPair::Interpolating) {
-    // A^T scatters (adds): a cleared target starts at 0. The views along x add into the swapped block, added to `to`
-    // at the end.
+    // A^T gathers (plane form) or scatters (adds): a cleared target starts at 0. The scattered views along x add into
+    // the swapped block, added to `to` at the end.
     if (clear) GLRECON_CUDA(cudaMemset(to, 0, blockVoxels() * sizeof(float)));
     float* swapped = swappedFor(views, count, /*scattered=*/true);
     if (swapped) GLRECON_CUDA(cudaMemset(swapped, 0, blockVoxels() * sizeof(float)));
