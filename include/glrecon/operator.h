@@ -210,6 +210,10 @@ class OperatorVectors {
   /// on the host.
   virtual void fromOperatorVolume(Id to) = 0;
   virtual void toOperatorVolume(Id from) = 0;
+  /// to = other's `from` (or, `add`, to + other's `from`: one float addition per item), `other` the vectors of another
+  /// operator of the same backend (a split operator's parts, glrecon/split.h: cuda copies between devices). The base
+  /// throws std::logic_error (vectors on the host are never parts of a split).
+  virtual void takeFrom(Id to, OperatorVectors& other, Id from, bool add);
 };
 
 class ConeBeamOperator {
@@ -297,6 +301,16 @@ class ConeBeamOperator {
   /// After setSubsetData: A_S x of the subset's views and its correction, formed and kept on the device for the next
   /// updateSubset(nullptr, ...), so that nothing crosses to the host; returns sum over the subset's rays of (b - A x)^2.
   virtual double correctSubset(const std::size_t* views, std::size_t count);
+  /// correctSubset in three steps, for an operator of part of the grid (a slab of a split operator, glrecon/split.h)
+  /// whose parts' projections are summed where they are kept: projectSubset keeps A_S x of the held rows on the
+  /// device (false where nothing is kept: the base); takeSubsetProjection makes the kept projection its sum with
+  /// `other`'s (`add`: kept + other's, one float addition per ray) or a copy of `other`'s, `other` being an operator of
+  /// the same backend that kept one (cuda: a peer copy between devices); correctProjectedSubset forms the correction
+  /// of the kept projection as correctSubset does, for updateSubset(nullptr, ...), and returns its sum of squares.
+  /// setSubsetData(nullptr, ...) drops the data kept.
+  virtual bool projectSubset(const std::size_t* views, std::size_t count);
+  virtual void takeSubsetProjection(ConeBeamOperator& other, bool add);
+  virtual double correctProjectedSubset(const std::size_t* views, std::size_t count);
 
   // ---- projections resident on the device (filled by the FDK filter's device twins, glrecon/filter.h) ----
   /// The window of device projections to fill next (GPU backends; nullptr for cpu): free (the pass that last read it
@@ -315,7 +329,9 @@ class ConeBeamOperator {
   // ---- vectors kept on the device (glrecon::OperatorVectors) ----
   /// Vectors where this operator computes, for a method needing `volumes` volume and `scans` projection vectors; nullptr
   /// where it keeps none (cpu, the GL backends) or its device lacks the memory: the caller then keeps host vectors.
-  virtual std::unique_ptr<OperatorVectors> makeVectors(int volumes, int scans);
+  /// `fields`: the method needs field() and the differences (the TV methods), which a block's vectors lack (its
+  /// differences cross into its neighbours' rows).
+  virtual std::unique_ptr<OperatorVectors> makeVectors(int volumes, int scans, bool fields);
 
   // ---- regions of interest (Xu & Mueller 3.3, early fragment kill) ----
   /// Restricts Fdk back to a region on the block's grid: voxels inside receive exactly the updates they would

@@ -12,7 +12,12 @@
 /// The iterative methods (glrecon/iterative.h) run over it unchanged: their host vectors are the whole grid on every
 /// rank, and every rank computes the same values from the same sums, so rank 0 alone writes the result.
 /// Backends: cpu and cuda (the GL backends' iterative passes hold the whole grid: makeSplitOperator refuses them). The
-/// corrections of the subset methods are formed on the host (the sums cross the devices). A process's parts on
+/// subset methods' corrections: where every part of a one-process split keeps the data on its device (cuda,
+/// setSubsetData), each subset's projections are summed on the devices, in part order on the first part's device (peer
+/// copies between GPUs, where the host's sum moved every part's projections out and the corrections back in), the sum
+/// copied to the other parts, and each part forms the corrections next to its rows: the same bits as the host's sum
+/// and corrections. Across ranks, or where a device lacks the room, they are formed on the
+/// host. A process's parts on
 /// different GPUs are called side by side, a thread per GPU, each GPU's parts in turn; cpu parts one after another
 /// (each takes every core). On cuda a process holds at most 8 parts (one constant-memory matrix bank each): more are
 /// refused before any is made (a UsageError naming slabs: --slabs).
@@ -30,6 +35,7 @@ struct SplitOptions {
   int parts = 0;                ///< slabs of y rows; 0: one per rank and device
   std::vector<int> devices;     ///< this process's devices, given to its parts in turn (empty: OperatorOptions::device)
   Cluster* cluster = nullptr;   ///< the MPI job, whose ranks hold consecutive parts; nullptr: this process holds them all
+  bool sumOnDevices = true;     ///< the subset methods' sums on the devices where they can be (false: on the host)
 };
 
 /// The first row of each of `parts` slabs of a grid of `rows` y rows, and `rows` last: slab p holds [first[p],

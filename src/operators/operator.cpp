@@ -238,10 +238,24 @@ float ConeBeamOperator::subsetLargestWeight(const std::size_t* views, std::size_
 
 bool ConeBeamOperator::setSubsetData(const float*, const float*, float, bool) { return false; }
 
-std::unique_ptr<OperatorVectors> ConeBeamOperator::makeVectors(int, int) { return nullptr; }
+std::unique_ptr<OperatorVectors> ConeBeamOperator::makeVectors(int, int, bool) { return nullptr; }
+
+void OperatorVectors::takeFrom(Id, OperatorVectors&, Id, bool) {
+  throw std::logic_error("OperatorVectors::takeFrom: these vectors cannot reach another operator's");
+}
 
 double ConeBeamOperator::correctSubset(const std::size_t*, std::size_t) {
   throw std::logic_error("correctSubset: this operator keeps no data on a device (setSubsetData returned false)");
+}
+
+bool ConeBeamOperator::projectSubset(const std::size_t*, std::size_t) { return false; }
+
+void ConeBeamOperator::takeSubsetProjection(ConeBeamOperator&, bool) {
+  throw std::logic_error("takeSubsetProjection: this operator keeps no projections on a device (projectSubset returned false)");
+}
+
+double ConeBeamOperator::correctProjectedSubset(const std::size_t*, std::size_t) {
+  throw std::logic_error("correctProjectedSubset: this operator keeps no projections on a device (projectSubset returned false)");
 }
 
 }  // namespace glrecon

@@ -4,6 +4,7 @@
 #include "glrecon/split.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
 #include <map>
 #include <thread>
@@ -37,6 +38,8 @@ std::pair<int, int> slabsOfRank(int parts, int ranks, int rank) {
 
 namespace {
 
+class SplitVectors;
+
 class SplitOperator final : public ConeBeamOperator {
  public:
   SplitOperator(Backend backend, const Geometry& geometry, const VolumeGrid& grid, const OperatorOptions& options, const SplitOptions& split)
@@ -67,6 +70,9 @@ class SplitOperator final : public ConeBeamOperator {
       parts_.push_back(std::move(part));
     }
     step_ = parts_.front()->step();
+    // GLRECON_SPLIT_SUMS=host sums on the host as before (to measure what the devices' sums gain).
+    const char* sums = std::getenv("GLRECON_SPLIT_SUMS");
+    sumOnDevices_ = split.sumOnDevices && !(sums && std::string(sums) == "host");
     partScratch_.resize(parts_.size());
     partials_.resize(parts_.size());
   }
@@ -166,9 +172,38 @@ class SplitOperator final : public ConeBeamOperator {
     }
   }
 
+  // The subset methods' data on the devices: only where this process holds every part (no ranks) and every part
+  // keeps it (cuda, with the room); otherwise none keeps it (the host forms the corrections).
+  bool setSubsetData(const float* projections, const float* rayLengths, float rayFloor, bool multiplicative) override {
+    subsetsOnDevices_ = false;
+    if (!projections || cluster_->size() > 1 || !sumOnDevices_) {
+      for (auto& p : parts_) p->setSubsetData(nullptr, nullptr, 0.0f, false);
+      return false;
+    }
+    std::vector<char> kept(parts_.size(), 0);
+    forEachPart([&](std::size_t i) { kept[i] = parts_[i]->setSubsetData(projections, rayLengths, rayFloor, multiplicative); });
+    subsetsOnDevices_ = std::all_of(kept.begin(), kept.end(), [](char k) { return k != 0; });
+    if (!subsetsOnDevices_)
+      for (auto& p : parts_) p->setSubsetData(nullptr, nullptr, 0.0f, false);
+    return subsetsOnDevices_;
+  }
+  // A_S x of every part kept on its device, summed ((p0 + p1) + p2) ... on part 0's device (the host's order,
+  // Cluster::sumInOrder), the sum copied to the other parts, each part's corrections formed from it.
+  double correctSubset(const std::size_t* views, std::size_t count) override {
+    if (!subsetsOnDevices_) return ConeBeamOperator::correctSubset(views, count);
+    forEachPart([&](std::size_t i) {
+      if (!parts_[i]->projectSubset(views, count)) throw std::logic_error("correctSubset: a part kept no projection");
+    });
+    for (std::size_t i = 1; i < parts_.size(); ++i) parts_.front()->takeSubsetProjection(*parts_[i], /*add=*/true);
+    for (std::size_t i = 1; i < parts_.size(); ++i) parts_[i]->takeSubsetProjection(*parts_.front(), /*add=*/false);
+    std::vector<double> squares(parts_.size());
+    forEachPart([&](std::size_t i) { squares[i] = parts_[i]->correctProjectedSubset(views, count); });
+    return squares.front();  // every part's: the same corrections of the same sum
+  }
+
   void updateSubset(const float* correction, const std::size_t* views, std::size_t count, const SubsetRule& rule,
                     const float* cachedWeights) override {
-    if (!correction) throw std::logic_error("updateSubset: a split operator forms no corrections on a device");
+    if (!correction && !subsetsOnDevices_) throw std::logic_error("updateSubset: no corrections on the devices (setSubsetData returned false)");
     // The floor below which a voxel is left alone comes from the whole volume's largest B_S(1), as one block's: found
     // once per subset (from the caller's weights, or from each part's computed for it) and kept.
     SubsetRule whole = rule;
@@ -183,9 +218,11 @@ class SplitOperator final : public ConeBeamOperator {
         moveSlabRows(grid_.size, first_[static_cast<std::size_t>(p)], rowsOf(p), cachedWeights, partScratch_[i].data(), /*toBlock=*/true);
         weights = partScratch_[i].data();
       }
-      parts_[i]->updateSubset(correction, views, count, whole, weights);
+      parts_[i]->updateSubset(correction, views, count, whole, weights);  // nullptr: the part's own corrections
     });
   }
+
+  std::unique_ptr<OperatorVectors> makeVectors(int volumes, int scans, bool fields) override;
 
   // Where every part computes its rows' B_S(1) (cuda), the caller keeps no weights: each part's would go unread.
   bool computesSubsetWeights() const override {
@@ -246,6 +283,8 @@ class SplitOperator final : public ConeBeamOperator {
 
   std::unique_ptr<Cluster> own_;
   Cluster* cluster_ = nullptr;
+  bool sumOnDevices_ = true;       // SplitOptions::sumOnDevices
+  bool subsetsOnDevices_ = false;  // every part keeps the subset methods' data (setSubsetData)
   std::vector<int> first_;     // the slabs' first rows, and the grid's rows last
   std::vector<int> rankPart_;  // rank r's parts: [rankPart_[r], rankPart_[r + 1])
   std::vector<std::unique_ptr<ConeBeamOperator>> parts_;
@@ -255,7 +294,130 @@ class SplitOperator final : public ConeBeamOperator {
   std::vector<float> scratch_;                   // readVolume's rank-to-rank rows
   std::vector<std::vector<float>> partScratch_;  // each part's rows on their way to or from it
   std::map<std::vector<std::size_t>, float> largest_;  // per subset: the largest B_S(1) over every part
+  friend class SplitVectors;
 };
+
+// OperatorVectors over the parts' own (cuda, one process: the methods without fields, CGLS): a volume vector is every
+// part's rows in its part's vectors, a projection vector a copy of every view's projections in each part's, kept equal.
+// forward sums the parts' projections on the devices in part order ((p0 + p1) + p2 on part 0's, as the host sums them)
+// and copies the sum to the others; back and the element-wise operations run on each part's; a volume's sums add the
+// parts' in part order (they differ from one block's in the order of the additions only, as operator.h allows).
+class SplitVectors final : public OperatorVectors {
+ public:
+  SplitVectors(SplitOperator& op, std::vector<std::unique_ptr<OperatorVectors>> parts) : op_(op), parts_(std::move(parts)) {}
+
+  Id volume() override { return make(true); }
+  Id projections() override { return make(false); }
+  void upload(Id to, const float* values) override {
+    op_.forEachPart([&](std::size_t i) {
+      if (!isVolume(to)) return parts_[i]->upload(to, values);
+      std::vector<float>& rows = op_.partScratch_[i];
+      rows.resize(op_.voxelsOf(op_.part(i)));
+      moveSlabRows(op_.grid_.size, op_.first_[static_cast<std::size_t>(op_.part(i))], op_.rowsOf(op_.part(i)), values, rows.data(), /*toBlock=*/true);
+      parts_[i]->upload(to, rows.data());
+    });
+  }
+  void download(Id from, float* values) override {
+    if (!isVolume(from)) return parts_.front()->download(from, values);
+    op_.forEachPart([&](std::size_t i) {
+      std::vector<float>& rows = op_.partScratch_[i];
+      rows.resize(op_.voxelsOf(op_.part(i)));
+      parts_[i]->download(from, rows.data());
+      moveSlabRows(op_.grid_.size, op_.first_[static_cast<std::size_t>(op_.part(i))], op_.rowsOf(op_.part(i)), rows.data(), values, /*toBlock=*/false);
+    });
+  }
+  void setMask(const std::uint8_t* mask) override {
+    masks_.assign(parts_.size(), {});
+    for (std::size_t i = 0; i < parts_.size(); ++i) {
+      if (!mask) {
+        parts_[i]->setMask(nullptr);
+        continue;
+      }
+      masks_[i].resize(op_.voxelsOf(op_.part(i)));
+      moveSlabRows(op_.grid_.size, op_.first_[static_cast<std::size_t>(op_.part(i))], op_.rowsOf(op_.part(i)), mask, masks_[i].data(), /*toBlock=*/true);
+      parts_[i]->setMask(masks_[i].data());
+    }
+  }
+  void forward(Id volume, Id projections) override {
+    op_.forEachPart([&](std::size_t i) { parts_[i]->forward(volume, projections); });
+    for (std::size_t i = 1; i < parts_.size(); ++i) parts_.front()->takeFrom(projections, *parts_[i], projections, /*add=*/true);
+    for (std::size_t i = 1; i < parts_.size(); ++i) parts_[i]->takeFrom(projections, *parts_.front(), projections, /*add=*/false);
+  }
+  void back(Id projections, Id volume) override {
+    op_.forEachPart([&](std::size_t i) { parts_[i]->back(projections, volume); });
+  }
+  void axpy(double a, Id x, Id y) override { each([&](OperatorVectors& v) { v.axpy(a, x, y); }); }
+  void xpay(Id x, double b, Id y) override { each([&](OperatorVectors& v) { v.xpay(x, b, y); }); }
+  void copy(Id from, Id to) override { each([&](OperatorVectors& v) { v.copy(from, to); }); }
+  double dot(Id a, Id b) override { return sum(a, [&](OperatorVectors& v) { return v.dot(a, b); }); }
+  double distanceSquared(Id a, Id b) override { return sum(a, [&](OperatorVectors& v) { return v.distanceSquared(a, b); }); }
+  double largestMagnitude(Id x) override {
+    double largest = 0.0;
+    for (auto& v : parts_) largest = std::max(largest, v->largestMagnitude(x));
+    return largest;
+  }
+  void clampNegative(Id x) override { each([&](OperatorVectors& v) { v.clampNegative(x); }); }
+  void extrapolate(Id x, Id previous, Id out) override { each([&](OperatorVectors& v) { v.extrapolate(x, previous, out); }); }
+  void dataDualStep(Id y, Id ax, Id axPrevious, Id b, Id sigma) override {
+    each([&](OperatorVectors& v) { v.dataDualStep(y, ax, axPrevious, b, sigma); });
+  }
+  void projectedStep(Id x, Id tau, Id g, Id out) override { each([&](OperatorVectors& v) { v.projectedStep(x, tau, g, out); }); }
+  void fromOperatorVolume(Id to) override { each([&](OperatorVectors& v) { v.fromOperatorVolume(to); }); }
+  void toOperatorVolume(Id from) override { each([&](OperatorVectors& v) { v.toOperatorVolume(from); }); }
+  // The differences cross the parts' edge rows: split vectors are made only for methods without them.
+  Id field() override { throw noFields("field"); }
+  void forwardDifferences(Id, float, Id) override { throw noFields("forwardDifferences"); }
+  void addTransposedDifferences(Id, float, Id) override { throw noFields("addTransposedDifferences"); }
+  void clipToBall(Id, Id, float) override { throw noFields("clipToBall"); }
+  void totalVariationGradient(Id, float, Id, Id) override { throw noFields("totalVariationGradient"); }
+
+ private:
+  static std::logic_error noFields(const char* what) {
+    return std::logic_error(std::string("OperatorVectors::") + what + ": a split operator's vectors have no fields (makeVectors)");
+  }
+  Id make(bool volume) {
+    Id id = -1;
+    for (auto& v : parts_) {
+      const Id made = volume ? v->volume() : v->projections();
+      if (id >= 0 && made != id) throw std::logic_error("SplitVectors: the parts numbered a vector differently");
+      id = made;
+    }
+    volumes_.resize(static_cast<std::size_t>(id) + 1);
+    volumes_[static_cast<std::size_t>(id)] = volume;
+    return id;
+  }
+  bool isVolume(Id id) const { return volumes_.at(static_cast<std::size_t>(id)); }
+  // Element-wise: each part's in turn (their kernels queue on their own devices).
+  template <class Call>
+  void each(const Call& call) {
+    for (auto& v : parts_) call(*v);
+  }
+  // A volume's sum: the parts' in part order; a projection vector's: part 0's copy.
+  template <class Call>
+  double sum(Id a, const Call& call) {
+    if (!isVolume(a)) return call(*parts_.front());
+    double total = 0.0;
+    for (auto& v : parts_) total += call(*v);
+    return total;
+  }
+
+  SplitOperator& op_;
+  std::vector<std::unique_ptr<OperatorVectors>> parts_;
+  std::vector<bool> volumes_;  // per id: a volume (else every view's projections)
+  std::vector<std::vector<std::uint8_t>> masks_;
+};
+
+// The parts' vectors where every part keeps them (cuda, with the room) in a one-process split summing on its devices,
+// for methods without fields; otherwise none (the caller's host vectors).
+std::unique_ptr<OperatorVectors> SplitOperator::makeVectors(int volumes, int scans, bool fields) {
+  if (fields || cluster_->size() > 1 || !sumOnDevices_) return nullptr;
+  std::vector<std::unique_ptr<OperatorVectors>> vectors;
+  for (auto& p : parts_) {
+    vectors.push_back(p->makeVectors(volumes, scans, false));
+    if (!vectors.back()) return nullptr;
+  }
+  return std::make_unique<SplitVectors>(*this, std::move(vectors));
+}
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -234,11 +235,14 @@ inline void deviceCorrectionsMatchHostPath(const std::string& backend, double ul
 // mask applied; axpy and xpay bit for bit (the same double products, rounded to float); dot to the order of its double
 // sums (1e-12 relative: the device adds per-block partials, the host in blocks of its own, ~1e6 terms each rounded by
 // 1e-16). Every method of the interface is used, so a vector mixed up with another, or left on the host, fails.
-inline void vectorsOnDeviceMatchHost(const std::string& backend) {
+/// `makeOperator` (geometry, grid): the operator to test (default: the backend's whole grid); `backend` names it.
+inline void vectorsOnDeviceMatchHost(
+    const std::string& backend,
+    const std::function<std::unique_ptr<ConeBeamOperator>(const Geometry&, const VolumeGrid&)>& makeOperator = nullptr) {
   const Geometry g = test::circularScan(20, 32);
   const VolumeGrid grid = VolumeGrid::centred({24, 20, 22}, glm::dvec3(10.0));
-  std::unique_ptr<ConeBeamOperator> p = test::makeNamed(backend, g, grid);
-  std::unique_ptr<OperatorVectors> v = p->makeVectors(2, 2);
+  std::unique_ptr<ConeBeamOperator> p = makeOperator ? makeOperator(g, grid) : test::makeNamed(backend, g, grid);
+  std::unique_ptr<OperatorVectors> v = p->makeVectors(2, 2, false);
   ASSERT_TRUE(v) << backend << " keeps no vectors on its device";
   const std::size_t voxels = grid.voxelCount(), values = g.size() * 32 * 32;
   std::vector<float> x(voxels), y(values);
@@ -280,6 +284,9 @@ inline void vectorsOnDeviceMatchHost(const std::string& backend) {
   for (std::size_t i = 0; i < values; ++i) expectedDot += static_cast<double>(expectedAx[i]) * expectedAx[i];
   const double dot = v->dot(pa, pb);
   EXPECT_NEAR(dot, expectedDot, 1e-12 * expectedDot) << backend << ": dot after copy";
+  double expectedVolumeDot = 0;
+  for (std::size_t i = 0; i < voxels; ++i) expectedVolumeDot += static_cast<double>(expectedMixed[i]) * x[i];
+  EXPECT_NEAR(v->dot(vb, vx), expectedVolumeDot, 1e-12 * std::abs(expectedVolumeDot)) << backend << ": a volume's dot";
 }
 
 // Equal bit for bit (memcmp per item: +0 and -0 differ, as they would in later steps' signs), else the first
@@ -312,7 +319,7 @@ inline void totalVariationVectorsMatchHost(const std::string& backend) {
   const Geometry g = test::circularScan(20, 32);
   const VolumeGrid grid = VolumeGrid::centred({24, 20, 22}, glm::dvec3(10.0));
   std::unique_ptr<ConeBeamOperator> p = test::makeNamed(backend, g, grid);
-  std::unique_ptr<OperatorVectors> device = p->makeVectors(10, 5);
+  std::unique_ptr<OperatorVectors> device = p->makeVectors(10, 5, true);
   ASSERT_TRUE(device) << backend << " keeps no vectors on its device";
   const std::size_t voxels = grid.voxelCount(), values = g.size() * 32 * 32;
   const std::vector<float> zeros(voxels, 0.0f);
@@ -517,9 +524,9 @@ inline void totalVariationMethodsOnDeviceVectorsMatchHostVectors(const std::stri
     o.iterations = method == IterativeMethod::PdhgTv ? 5 : 2;
     o.subsets = method == IterativeMethod::PdhgTv ? 1 : 6;
     auto onDevice = test::makeNamed(backend, g, grid);
-    ASSERT_TRUE(onDevice->makeVectors(1, 0)) << backend << " keeps no vectors on its device";
+    ASSERT_TRUE(onDevice->makeVectors(1, 0, false)) << backend << " keeps no vectors on its device";
     WithoutDeviceVectors onHost(test::makeNamed(backend, g, grid));
-    ASSERT_FALSE(onHost.makeVectors(1, 0));
+    ASSERT_FALSE(onHost.makeVectors(1, 0, false));
     IterativeReport deviceReport, hostReport;
     const Image x = reconstructIterative(*onDevice, g, b, grid, o, &deviceReport), y = reconstructIterative(onHost, g, b, grid, o, &hostReport);
     EXPECT_TRUE(sameBits(test::values(x.data), test::values(y.data))) << backend << " " << methodName(method);

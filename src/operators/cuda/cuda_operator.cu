@@ -13,6 +13,8 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +40,44 @@ constexpr std::size_t kDrainChunkFloats = std::size_t{16} << 20;
 // fetches once it holds a few dozen projections: auto takes 32 (measured against 16, 64 and 128 by bench), max the
 // constant-memory limit.
 constexpr int kDefaultWindow = 32;
+// takeSubsetProjection's chunk of a peer device's projection (64 MiB).
+constexpr std::size_t kPeerChunk = std::size_t{16} << 20;
+
+// Direct copies between two devices where the hardware allows (NVLink, PCIe peer-to-peer); cudaMemcpyPeer works
+// either way, staged through the host without it. Asked once per pair.
+void enablePeerAccess(int device, int peer) {
+  static std::mutex mutex;
+  static std::set<std::pair<int, int>> asked;
+  const std::lock_guard lock(mutex);
+  if (!asked.insert({device, peer}).second) return;
+  int can = 0;
+  GLRECON_CUDA(cudaDeviceCanAccessPeer(&can, device, peer));
+  if (!can) return;
+  const cudaError_t status = cudaDeviceEnablePeerAccess(peer, 0);
+  if (status == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();  // not sticky: cleared, and fine
+  else GLRECON_CUDA(status);
+}
+
+// n floats of `from` (on fromDevice) into `to` (on device): copied, or (add) added, to + from, one float addition each
+// (axpy with a = 1: the product is exact). From another device by peer copies, when adding chunk by chunk through
+// `chunk` (made at the first use), each added as it arrives in stream order. Returns when done.
+void takeFromDevice(float* to, int device, const float* from, int fromDevice, std::size_t n, bool add, cuda::DeviceBuffer<float>& chunk) {
+  GLRECON_CUDA(cudaSetDevice(device));
+  if (fromDevice != device) enablePeerAccess(device, fromDevice);
+  if (!add) {
+    GLRECON_CUDA(cudaMemcpyPeer(to, device, from, fromDevice, n * sizeof(float)));
+  } else if (fromDevice == device) {
+    cuda::launchAxpy(1.0, from, to, n);
+  } else {
+    if (!chunk) chunk = cuda::DeviceBuffer<float>(kPeerChunk);
+    for (std::size_t first = 0; first < n; first += kPeerChunk) {
+      const std::size_t size = std::min<std::size_t>(kPeerChunk, n - first);
+      GLRECON_CUDA(cudaMemcpyPeerAsync(chunk.get(), device, from + first, fromDevice, size * sizeof(float), nullptr));
+      cuda::launchAxpy(1.0, chunk.get(), to + first, size);
+    }
+  }
+  GLRECON_CUDA(cudaDeviceSynchronize());
+}
 
 // Voxels per thread along y: 8 unless GLRECON_CUDA_RUN says 4 or 16 (for tuning on a new GPU).
 int runLength() {
@@ -96,6 +136,9 @@ struct RayBuffers {
   float rayFloor = 0.0f;
   bool multiplicative = false;
   std::size_t correctionViews = 0;  // views of the correction correctSubset formed (0: none pending)
+  // A block's A_S x kept for its split operator's sum (projectSubset), and the chunk a peer's arrives in to be added.
+  cuda::DeviceBuffer<float> kept, peerChunk;
+  std::size_t keptViews = 0;  // views of the kept projection (0: none)
 };
 
 class CudaOperator final : public ConeBeamOperator {
@@ -119,13 +162,16 @@ class CudaOperator final : public ConeBeamOperator {
                     const float* cachedWeights) override;
   bool computesSubsetWeights() const override { return true; }
   float subsetLargestWeight(const std::size_t* views, std::size_t count) override;
-  std::unique_ptr<OperatorVectors> makeVectors(int volumes, int scans) override;
+  std::unique_ptr<OperatorVectors> makeVectors(int volumes, int scans, bool fields) override;
   void synchronize() override {
     GLRECON_CUDA(cudaSetDevice(device_));
     GLRECON_CUDA(cudaDeviceSynchronize());
   }
   bool setSubsetData(const float* projections, const float* rayLengths, float rayFloor, bool multiplicative) override;
   double correctSubset(const std::size_t* views, std::size_t count) override;
+  bool projectSubset(const std::size_t* views, std::size_t count) override;
+  void takeSubsetProjection(ConeBeamOperator& other, bool add) override;
+  double correctProjectedSubset(const std::size_t* views, std::size_t count) override;
   using ConeBeamOperator::back;
   DeviceProjections* nextWindow() override;
   void back(DeviceProjections& window, const std::size_t* views, std::size_t count) override;
@@ -150,6 +196,11 @@ class CudaOperator final : public ConeBeamOperator {
   /// The pending window's pass, once its array holds the projections (uploaded on copyStream_).
   void pass();
   RayBuffers& rays();
+  /// The subset's view indices to the device, for correctBatch.
+  void uploadSubsetViews(const std::size_t* views, std::size_t count);
+  /// The corrections of the subset's views [first, first + n) from their forward projections `projected` into the
+  /// correction buffer; returns their sum of squares (the kernel's per-block partials added in order).
+  double correctBatch(const float* projected, std::size_t first, int n);
   /// The subset update's buffers (B_S(c), B_S(1), the largest's) and the weights cache's capacity, at the first use.
   void allocateSubsetBuffers();
   /// B_S(1) of the subset on the device (kept per subset while the cache has room) and its largest value.
@@ -721,26 +772,55 @@ void CudaOperator::forward(const std::size_t* views, std::size_t count, float* p
 }
 
 bool CudaOperator::setSubsetData(const float* projections, const float* rayLengths, float rayFloor, bool multiplicative) {
-  requireWholeGrid("setSubsetData");
   GLRECON_CUDA(cudaSetDevice(device_));
   RayBuffers& r = rays();
+  if (!projections) {
+    r.data = {};
+    r.lengths = {};
+    r.correction = {};
+    r.kept = {};
+    r.peerChunk = {};
+    r.correctionViews = r.keptViews = 0;
+    return false;
+  }
   const std::size_t pixels = static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv, values = geometry_.size() * pixels;
-  // The data, the ray lengths and a whole subset's correction: where they would take more than half of what is free,
-  // the corrections stay on the host (the caller's path), leaving the device to the volume and the weights' cache.
+  // The data, the ray lengths and a whole subset's correction (a block: and its kept projection, and a peer's chunk):
+  // where they would take more than half of what is free, the corrections stay on the host (the caller's path),
+  // leaving the device to the volume and the weights' cache.
+  const bool block = options_.blockRows > 0;
   std::size_t freeBytes = 0, totalBytes = 0;
   GLRECON_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
-  if (3 * values * sizeof(float) > freeBytes / 2) return false;
+  if (((block ? 4 : 3) * values + (block ? kPeerChunk : 0)) * sizeof(float) > freeBytes / 2) return false;
   r.data = cuda::DeviceBuffer<float>(values);
   r.lengths = cuda::DeviceBuffer<float>(values);
   r.correction = cuda::DeviceBuffer<float>(values);
+  if (block) r.kept = cuda::DeviceBuffer<float>(values);
   r.viewIndex = cuda::DeviceBuffer<int>(geometry_.size());
   r.partials = cuda::DeviceBuffer<double>(cuda::kCorrectionBlocks);
   GLRECON_CUDA(cudaMemcpy(r.data.get(), projections, values * sizeof(float), cudaMemcpyHostToDevice));
   GLRECON_CUDA(cudaMemcpy(r.lengths.get(), rayLengths, values * sizeof(float), cudaMemcpyHostToDevice));
   r.rayFloor = rayFloor;
   r.multiplicative = multiplicative;
-  r.correctionViews = 0;
+  r.correctionViews = r.keptViews = 0;
   return true;
+}
+
+void CudaOperator::uploadSubsetViews(const std::size_t* views, std::size_t count) {
+  const std::vector<int> indices(views, views + count);
+  GLRECON_CUDA(cudaMemcpy(rays().viewIndex.get(), indices.data(), count * sizeof(int), cudaMemcpyHostToDevice));
+}
+
+double CudaOperator::correctBatch(const float* projected, std::size_t first, int n) {
+  RayBuffers& r = rays();
+  const std::size_t pixels = static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv;
+  cuda::launchCorrection(projected, r.data.get(), r.lengths.get(), r.viewIndex.get() + first, n, pixels, r.rayFloor, r.multiplicative,
+                         r.correction.get() + first * pixels, r.partials.get());
+  // The partial sums come back (kCorrectionBlocks doubles) and are added in order: the same bits every run.
+  std::vector<double> partials(cuda::kCorrectionBlocks);
+  GLRECON_CUDA(cudaMemcpy(partials.data(), r.partials.get(), partials.size() * sizeof(double), cudaMemcpyDeviceToHost));
+  double squares = 0.0;
+  for (double p : partials) squares += p;
+  return squares;
 }
 
 double CudaOperator::correctSubset(const std::size_t* views, std::size_t count) {
@@ -748,20 +828,57 @@ double CudaOperator::correctSubset(const std::size_t* views, std::size_t count) 
   RayBuffers& r = rays();
   if (!r.data) throw std::logic_error("correctSubset: no data on the device (setSubsetData first)");
   const auto start = std::chrono::steady_clock::now();
-  const std::size_t pixels = static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv;
-  std::vector<int> indices(views, views + count);
   GLRECON_CUDA(cudaSetDevice(device_));
-  GLRECON_CUDA(cudaMemcpy(r.viewIndex.get(), indices.data(), count * sizeof(int), cudaMemcpyHostToDevice));
-  // Per batch the partial sums come back (kCorrectionBlocks doubles) and are added in order: the same bits every run.
+  uploadSubsetViews(views, count);
+  // Each forward batch corrected as it is made: no whole subset's projection is kept.
   double squares = 0.0;
-  std::vector<double> partials(cuda::kCorrectionBlocks);
-  projectBatches(views, count, [&](std::size_t first, int n) {
-    cuda::launchCorrection(r.projections.get(), r.data.get(), r.lengths.get(), r.viewIndex.get() + first, n, pixels, r.rayFloor,
-                           r.multiplicative, r.correction.get() + first * pixels, r.partials.get());
-    GLRECON_CUDA(cudaMemcpy(partials.data(), r.partials.get(), partials.size() * sizeof(double), cudaMemcpyDeviceToHost));
-    for (double p : partials) squares += p;
-  });
+  projectBatches(views, count, [&](std::size_t first, int n) { squares += correctBatch(r.projections.get(), first, n); });
   r.correctionViews = count;
+  timings_.forward += since(start);
+  return squares;
+}
+
+bool CudaOperator::projectSubset(const std::size_t* views, std::size_t count) {
+  RayBuffers& r = rays();
+  if (!r.kept) return false;
+  const auto start = std::chrono::steady_clock::now();
+  GLRECON_CUDA(cudaSetDevice(device_));
+  const std::size_t pixels = static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv;
+  projectBatches(views, count, [&](std::size_t first, int n) {
+    GLRECON_CUDA(cudaMemcpy(r.kept.get() + first * pixels, r.projections.get(), pixels * n * sizeof(float), cudaMemcpyDeviceToDevice));
+  });
+  GLRECON_CUDA(cudaDeviceSynchronize());
+  r.keptViews = count;
+  timings_.forward += since(start);
+  return true;
+}
+
+void CudaOperator::takeSubsetProjection(ConeBeamOperator& other, bool add) {
+  auto* peer = dynamic_cast<CudaOperator*>(&other);
+  RayBuffers& r = rays();
+  if (!peer || !r.kept || !peer->rays().kept || peer->rays().keptViews == 0)
+    throw std::logic_error("takeSubsetProjection: expected a cuda block that kept a subset's projection (projectSubset)");
+  const auto start = std::chrono::steady_clock::now();
+  const RayBuffers& from = peer->rays();
+  const std::size_t n = from.keptViews * static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv;
+  takeFromDevice(r.kept.get(), device_, from.kept.get(), peer->device_, n, add, r.peerChunk);
+  r.keptViews = from.keptViews;
+  timings_.forward += since(start);
+}
+
+double CudaOperator::correctProjectedSubset(const std::size_t* views, std::size_t count) {
+  RayBuffers& r = rays();
+  if (!r.kept || r.keptViews != count)
+    throw std::logic_error("correctProjectedSubset: no projection of this subset kept on the device (projectSubset first)");
+  const auto start = std::chrono::steady_clock::now();
+  GLRECON_CUDA(cudaSetDevice(device_));
+  uploadSubsetViews(views, count);
+  const std::size_t pixels = static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv;
+  double squares = 0.0;
+  for (std::size_t first = 0; first < count; first += cuda::kMaxRayViews)
+    squares += correctBatch(r.kept.get() + first * pixels, first, static_cast<int>(std::min<std::size_t>(cuda::kMaxRayViews, count - first)));
+  r.correctionViews = count;
+  r.keptViews = 0;
   timings_.forward += since(start);
   return squares;
 }
@@ -901,15 +1018,19 @@ void CudaOperator::updateSubset(const float* correction, const std::size_t* view
 // compute the float operations operator.h writes (ray_kernels.cu, vector_kernels.cu), as the host's vectors do.
 class CudaVectors final : public OperatorVectors {
  public:
-  explicit CudaVectors(CudaOperator& op) : op_(op), voxels_(op.grid_.voxelCount()),
+  explicit CudaVectors(CudaOperator& op) : op_(op), voxels_(op.blockVoxels()),
         values_(op.geometry_.size() * static_cast<std::size_t>(op.geometry_.detector.nu) * op.geometry_.detector.nv),
-        size_(make_int3(op.grid_.size[0], op.grid_.size[1], op.grid_.size[2])),
+        size_(make_int3(op.grid_.size[0], op.rows(), op.grid_.size[2])),
         partials_(cuda::kCorrectionBlocks), largest_(1), all_(op.geometry_.size()) {
     for (std::size_t i = 0; i < all_.size(); ++i) all_[i] = i;
   }
   Id volume() override { return make(voxels_); }
   Id projections() override { return make(values_); }
-  Id field() override { return make(3 * voxels_); }
+  Id field() override {
+    // The differences cross a block's edge rows into its neighbours': a block's vectors are made without (makeVectors).
+    if (op_.options_.blockRows > 0) throw std::logic_error("OperatorVectors::field: a block's vectors have no fields");
+    return make(3 * voxels_);
+  }
   void upload(Id to, const float* values) override {
     GLRECON_CUDA(cudaSetDevice(op_.device_));
     GLRECON_CUDA(cudaMemcpy(at(to), values, sizes_[to] * sizeof(float), cudaMemcpyHostToDevice));
@@ -938,10 +1059,22 @@ class CudaVectors final : public OperatorVectors {
     op_.adjointInto(at(projections), all_.data(), all_.size(), at(volume), /*clear=*/true, /*repeatFirstBatch=*/false, /*onDevice=*/true);
     if (masked_) cuda::launchMask(at(volume), mask_.get(), voxels_);
   }
-  void axpy(double a, Id x, Id y) override { cuda::launchAxpy(a, at(x), at(y), sizes_[y]); }
-  void xpay(Id x, double b, Id y) override { cuda::launchXpay(at(x), b, at(y), sizes_[y]); }
+  void axpy(double a, Id x, Id y) override {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    cuda::launchAxpy(a, at(x), at(y), sizes_[y]);
+  }
+  void xpay(Id x, double b, Id y) override {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    cuda::launchXpay(at(x), b, at(y), sizes_[y]);
+  }
   void copy(Id from, Id to) override {
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
     GLRECON_CUDA(cudaMemcpy(at(to), at(from), sizes_[to] * sizeof(float), cudaMemcpyDeviceToDevice));
+  }
+  void takeFrom(Id to, OperatorVectors& other, Id from, bool add) override {
+    auto* peer = dynamic_cast<CudaVectors*>(&other);
+    if (!peer || peer->sizes_.at(from) != sizes_.at(to)) throw std::logic_error("OperatorVectors::takeFrom: expected a cuda vector of the same length");
+    takeFromDevice(at(to), op_.device_, peer->at(from), peer->op_.device_, sizes_[to], add, chunk_);
   }
   double dot(Id a, Id b) override {
     GLRECON_CUDA(cudaSetDevice(op_.device_));
@@ -1061,17 +1194,20 @@ class CudaVectors final : public OperatorVectors {
   cuda::DeviceBuffer<double> partials_;
   cuda::DeviceBuffer<int> largest_;
   std::vector<std::size_t> all_;
+  cuda::DeviceBuffer<float> chunk_;  // takeFrom's chunk of another device's vector
 };
 
-std::unique_ptr<OperatorVectors> CudaOperator::makeVectors(int volumes, int scans) {
-  requireWholeGrid("makeVectors");
+std::unique_ptr<OperatorVectors> CudaOperator::makeVectors(int volumes, int scans, bool fields) {
+  if (fields) requireWholeGrid("makeVectors with fields");  // a block's differences would need its neighbours' rows
   GLRECON_CUDA(cudaSetDevice(device_));
   rays();
-  // Where the vectors would take more than half of what is free, they stay on the host (the caller's path).
-  const std::size_t voxels = grid_.voxelCount(), values = geometry_.size() * static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv;
+  // Where the vectors would take more than half of what is free, they stay on the host (the caller's path); a block's
+  // count holds the chunk a peer's vector arrives in (takeFrom).
+  const std::size_t voxels = blockVoxels(), values = geometry_.size() * static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv;
   std::size_t freeBytes = 0, totalBytes = 0;
   GLRECON_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
-  if ((volumes * voxels + scans * values + voxels) * sizeof(float) > freeBytes / 2) return nullptr;
+  const std::size_t chunk = options_.blockRows > 0 ? kPeerChunk : 0;
+  if ((volumes * voxels + scans * values + voxels + chunk) * sizeof(float) > freeBytes / 2) return nullptr;
   return std::make_unique<CudaVectors>(*this);
 }
 
