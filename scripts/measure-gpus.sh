@@ -3,7 +3,8 @@
 # in memory (glrecon bench: one block against slabs, with each device's timeline) and file to file (glrecon fdk),
 # for docs/benchmarks.md's table "Several GPUs". Everything it prints is also under $OUT.
 #   scripts/measure-gpus.sh [STEP...]     steps: warm tests bench2048 bench2048cpu slabs2048 beside2048 bench1024 trace1024
-#                                         file1024 file2048 shm2048 mpi2048 iterative (default: all but tests and trace1024);
+#                                         file1024 file2048 shm2048 mpi2048 iterative iterative1024 (default: all but tests, trace1024
+#                                         and iterative1024);
 #                                         mpi2048 needs Open MPI in .gl/mpi
 # warm: the GPU hosts' memory grows as it is first used (about 3 s for each 8 GiB, KINDS.md), which the first 2048^3 run
 # would pay; it is claimed once first. TEST_BINARIES, TEST_FILTER, TEST_SECONDS choose the tests; BACKENDS the benches'; PAIRS the iterative step's projector pairs. shm2048: file to file through /dev/shm (memory), so that the pipeline is measured
@@ -96,15 +97,28 @@ if has mpi2048; then
     fdkrun 2048 0.125 "cuda one GPU, --filter-on cpu" --backend cuda --gpu 0 --filter-on cpu
   } 2>&1 | tee "$out/mpi2048.txt"
 fi
-if has iterative; then
-  # SIRT at 512^3 from 360 x 512^2 on cuda: one GPU whole, one GPU in 2 slabs, two GPUs a slab each (the split
-  # operator's threads); each command prints its iterations' times.
-  it=/tmp/scan512; [ -f $it/projections.mha ] || "$bin" phantom -o $it --projections 360 --detector 512 --detector-spacing 1 --overwrite -q
-  # PAIRS: the projector pairs to run (default interpolating).
-  for pair in ${PAIRS:-interpolating}; do
-    for run in "--gpu 0" "--gpu 0 --slabs 2" "--gpu 0,1 --slabs 2"; do
-      /usr/bin/time -f "sirt 512^3 $pair $run: wall %e s" "$bin" sirt -g $it/geometry.xml -p $it/projections.mha -o /tmp/it.mha --overwrite \
-        --size 512 --spacing 0.5 --backend cuda --iterations 10 --projector $pair $run 2>&1 | grep -E "iteration 10/|iterations,|slab|wall|rror"
+if has iterative || has iterative1024; then
+  # The iterative methods on cuda: one GPU whole, one GPU in 2 slabs, two GPUs a slab each (the split operator's
+  # threads), and the two GPUs again with the slabs' sums on the host (GLRECON_SPLIT_SUMS=host, the path before the
+  # devices summed); each command prints its last iteration's time and the md5 of its volume.
+  # iterative: 512^3 from 360 x 512^2, 10 iterations; iterative1024: 1024^3 from 720 x 1024^2, 3 iterations.
+  # PAIRS: the projector pairs (default interpolating); METHODS: the methods (default sirt, cgls, sart --subsets 10).
+  it512=/tmp/scan512; has iterative && { [ -f $it512/projections.mha ] || "$bin" phantom -o $it512 --projections 360 --detector 512 --detector-spacing 1 --overwrite -q; }
+  has iterative1024 && { [ -f $scan/projections.mha ] || "$bin" phantom -o $scan --projections 720 --detector 1024 --detector-spacing 0.5 --overwrite -q; }
+  IFS=';' read -ra methods <<< "${METHODS:-sirt;cgls;sart --subsets 10}"
+  for size in 512 1024; do
+    has iterative$([ $size = 1024 ] && echo 1024) || continue
+    if [ $size = 512 ]; then it=$it512 spacing=0.5 n=10; else it=$scan spacing=0.25 n=3; fi
+    for pair in ${PAIRS:-interpolating}; do
+      for m in "${methods[@]}"; do
+        for run in "--gpu 0" "--gpu 0 --slabs 2" "--gpu 0,1 --slabs 2" "host --gpu 0,1 --slabs 2"; do
+          sums=device; [[ $run == host* ]] && { sums=host; run=${run#host }; }
+          GLRECON_SPLIT_SUMS=$sums /usr/bin/time -f "$m ${size}^3 $pair $run, $sums sums: wall %e s" "$bin" $m -g $it/geometry.xml -p $it/projections.mha \
+            -o /tmp/it.mha --overwrite --size $size --spacing $spacing --backend cuda --iterations $n --projector $pair $run 2>&1 |
+            grep -E "iteration $n/|iterations,|wall|rror"
+          echo "md5 $(md5sum /tmp/it.mha | cut -c1-16)"
+        done
+      done
     done
   done 2>&1 | tee "$out/iterative.txt"
 fi

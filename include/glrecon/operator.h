@@ -214,6 +214,11 @@ class OperatorVectors {
   /// operator of the same backend (a split operator's parts, glrecon/split.h: cuda copies between devices). The base
   /// throws std::logic_error (vectors on the host are never parts of a split).
   virtual void takeFrom(Id to, OperatorVectors& other, Id from, bool add);
+  /// A block's neighbours (a split operator's parts): the vectors of the blocks holding the rows just before and just
+  /// after this one's (nullptr: the block starts or ends the grid), made alike (the same ids), from which the stencils
+  /// (forwardDifferences, addTransposedDifferences, totalVariationGradient) read the rows across the block's edges.
+  /// The base throws std::logic_error for a neighbour (vectors on the host hold the whole grid).
+  virtual void setNeighbours(OperatorVectors* before, OperatorVectors* after);
 };
 
 class ConeBeamOperator {
@@ -329,8 +334,8 @@ class ConeBeamOperator {
   // ---- vectors kept on the device (glrecon::OperatorVectors) ----
   /// Vectors where this operator computes, for a method needing `volumes` volume and `scans` projection vectors; nullptr
   /// where it keeps none (cpu, the GL backends) or its device lacks the memory: the caller then keeps host vectors.
-  /// `fields`: the method needs field() and the differences (the TV methods), which a block's vectors lack (its
-  /// differences cross into its neighbours' rows).
+  /// `fields`: the method needs field() and the differences (the TV methods), whose stencils cross a block's edge rows
+  /// (a split operator's vectors read them from the neighbouring parts' vectors: OperatorVectors::setNeighbours).
   virtual std::unique_ptr<OperatorVectors> makeVectors(int volumes, int scans, bool fields);
 
   // ---- regions of interest (Xu & Mueller 3.3, early fragment kill) ----

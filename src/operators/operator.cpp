@@ -244,6 +244,10 @@ void OperatorVectors::takeFrom(Id, OperatorVectors&, Id, bool) {
   throw std::logic_error("OperatorVectors::takeFrom: these vectors cannot reach another operator's");
 }
 
+void OperatorVectors::setNeighbours(OperatorVectors* before, OperatorVectors* after) {
+  if (before || after) throw std::logic_error("OperatorVectors::setNeighbours: these vectors hold the whole grid");
+}
+
 double ConeBeamOperator::correctSubset(const std::size_t*, std::size_t) {
   throw std::logic_error("correctSubset: this operator keeps no data on a device (setSubsetData returned false)");
 }

@@ -297,33 +297,46 @@ class SplitOperator final : public ConeBeamOperator {
   friend class SplitVectors;
 };
 
-// OperatorVectors over the parts' own (cuda, one process: the methods without fields, CGLS): a volume vector is every
-// part's rows in its part's vectors, a projection vector a copy of every view's projections in each part's, kept equal.
-// forward sums the parts' projections on the devices in part order ((p0 + p1) + p2 on part 0's, as the host sums them)
-// and copies the sum to the others; back and the element-wise operations run on each part's; a volume's sums add the
-// parts' in part order (they differ from one block's in the order of the additions only, as operator.h allows).
+// OperatorVectors over the parts' own (cuda, one process): a volume (or field) vector is every part's rows in its
+// part's vectors, a projection vector a copy of every view's projections in each part's, kept equal. forward sums the
+// parts' projections on the devices in part order ((p0 + p1) + p2 on part 0's, as the host sums them) and copies the
+// sum to the others; back, the element-wise operations and the stencils (which read the rows across a part's edges
+// from its neighbours' vectors, OperatorVectors::setNeighbours) run on each part's: the whole grid's bits; a volume's
+// sums add the parts' in part order (they differ from one block's in the order of the additions only, as operator.h
+// allows).
 class SplitVectors final : public OperatorVectors {
  public:
-  SplitVectors(SplitOperator& op, std::vector<std::unique_ptr<OperatorVectors>> parts) : op_(op), parts_(std::move(parts)) {}
+  SplitVectors(SplitOperator& op, std::vector<std::unique_ptr<OperatorVectors>> parts) : op_(op), parts_(std::move(parts)) {
+    for (std::size_t i = 0; i < parts_.size(); ++i)
+      parts_[i]->setNeighbours(i > 0 ? parts_[i - 1].get() : nullptr, i + 1 < parts_.size() ? parts_[i + 1].get() : nullptr);
+  }
 
-  Id volume() override { return make(true); }
-  Id projections() override { return make(false); }
+  Id volume() override { return make(Kind::Volume); }
+  Id projections() override { return make(Kind::Projections); }
+  Id field() override { return make(Kind::Field); }
+  // A volume or field: each part's rows of each component; projections: every part's copy.
   void upload(Id to, const float* values) override {
     op_.forEachPart([&](std::size_t i) {
-      if (!isVolume(to)) return parts_[i]->upload(to, values);
+      if (kind(to) == Kind::Projections) return parts_[i]->upload(to, values);
       std::vector<float>& rows = op_.partScratch_[i];
-      rows.resize(op_.voxelsOf(op_.part(i)));
-      moveSlabRows(op_.grid_.size, op_.first_[static_cast<std::size_t>(op_.part(i))], op_.rowsOf(op_.part(i)), values, rows.data(), /*toBlock=*/true);
+      const std::size_t part = op_.voxelsOf(op_.part(i));
+      rows.resize(components(to) * part);
+      for (std::size_t c = 0; c < components(to); ++c)
+        moveSlabRows(op_.grid_.size, op_.first_[static_cast<std::size_t>(op_.part(i))], op_.rowsOf(op_.part(i)), values + c * op_.grid_.voxelCount(),
+                     rows.data() + c * part, /*toBlock=*/true);
       parts_[i]->upload(to, rows.data());
     });
   }
   void download(Id from, float* values) override {
-    if (!isVolume(from)) return parts_.front()->download(from, values);
+    if (kind(from) == Kind::Projections) return parts_.front()->download(from, values);
     op_.forEachPart([&](std::size_t i) {
       std::vector<float>& rows = op_.partScratch_[i];
-      rows.resize(op_.voxelsOf(op_.part(i)));
+      const std::size_t part = op_.voxelsOf(op_.part(i));
+      rows.resize(components(from) * part);
       parts_[i]->download(from, rows.data());
-      moveSlabRows(op_.grid_.size, op_.first_[static_cast<std::size_t>(op_.part(i))], op_.rowsOf(op_.part(i)), rows.data(), values, /*toBlock=*/false);
+      for (std::size_t c = 0; c < components(from); ++c)
+        moveSlabRows(op_.grid_.size, op_.first_[static_cast<std::size_t>(op_.part(i))], op_.rowsOf(op_.part(i)), rows.data() + c * part,
+                     values + c * op_.grid_.voxelCount(), /*toBlock=*/false);
     });
   }
   void setMask(const std::uint8_t* mask) override {
@@ -352,6 +365,7 @@ class SplitVectors final : public OperatorVectors {
   double dot(Id a, Id b) override { return sum(a, [&](OperatorVectors& v) { return v.dot(a, b); }); }
   double distanceSquared(Id a, Id b) override { return sum(a, [&](OperatorVectors& v) { return v.distanceSquared(a, b); }); }
   double largestMagnitude(Id x) override {
+    if (kind(x) == Kind::Projections) return parts_.front()->largestMagnitude(x);
     double largest = 0.0;
     for (auto& v : parts_) largest = std::max(largest, v->largestMagnitude(x));
     return largest;
@@ -364,38 +378,42 @@ class SplitVectors final : public OperatorVectors {
   void projectedStep(Id x, Id tau, Id g, Id out) override { each([&](OperatorVectors& v) { v.projectedStep(x, tau, g, out); }); }
   void fromOperatorVolume(Id to) override { each([&](OperatorVectors& v) { v.fromOperatorVolume(to); }); }
   void toOperatorVolume(Id from) override { each([&](OperatorVectors& v) { v.toOperatorVolume(from); }); }
-  // The differences cross the parts' edge rows: split vectors are made only for methods without them.
-  Id field() override { throw noFields("field"); }
-  void forwardDifferences(Id, float, Id) override { throw noFields("forwardDifferences"); }
-  void addTransposedDifferences(Id, float, Id) override { throw noFields("addTransposedDifferences"); }
-  void clipToBall(Id, Id, float) override { throw noFields("clipToBall"); }
-  void totalVariationGradient(Id, float, Id, Id) override { throw noFields("totalVariationGradient"); }
+  // The stencils: each part's in turn, each reading its neighbours' edge rows once their devices are done.
+  void forwardDifferences(Id volume, float scale, Id field) override {
+    each([&](OperatorVectors& v) { v.forwardDifferences(volume, scale, field); });
+  }
+  void addTransposedDifferences(Id field, float scale, Id volume) override {
+    each([&](OperatorVectors& v) { v.addTransposedDifferences(field, scale, volume); });
+  }
+  void clipToBall(Id z, Id d, float bound) override { each([&](OperatorVectors& v) { v.clipToBall(z, d, bound); }); }
+  void totalVariationGradient(Id x, float eps, Id field, Id gradient) override {
+    each([&](OperatorVectors& v) { v.totalVariationGradient(x, eps, field, gradient); });
+  }
 
  private:
-  static std::logic_error noFields(const char* what) {
-    return std::logic_error(std::string("OperatorVectors::") + what + ": a split operator's vectors have no fields (makeVectors)");
-  }
-  Id make(bool volume) {
+  enum class Kind { Volume, Field, Projections };
+  Id make(Kind made) {
     Id id = -1;
     for (auto& v : parts_) {
-      const Id made = volume ? v->volume() : v->projections();
-      if (id >= 0 && made != id) throw std::logic_error("SplitVectors: the parts numbered a vector differently");
-      id = made;
+      const Id next = made == Kind::Volume ? v->volume() : made == Kind::Field ? v->field() : v->projections();
+      if (id >= 0 && next != id) throw std::logic_error("SplitVectors: the parts numbered a vector differently");
+      id = next;
     }
-    volumes_.resize(static_cast<std::size_t>(id) + 1);
-    volumes_[static_cast<std::size_t>(id)] = volume;
+    kinds_.resize(static_cast<std::size_t>(id) + 1);
+    kinds_[static_cast<std::size_t>(id)] = made;
     return id;
   }
-  bool isVolume(Id id) const { return volumes_.at(static_cast<std::size_t>(id)); }
+  Kind kind(Id id) const { return kinds_.at(static_cast<std::size_t>(id)); }
+  std::size_t components(Id id) const { return kind(id) == Kind::Field ? 3 : 1; }
   // Element-wise: each part's in turn (their kernels queue on their own devices).
   template <class Call>
   void each(const Call& call) {
     for (auto& v : parts_) call(*v);
   }
-  // A volume's sum: the parts' in part order; a projection vector's: part 0's copy.
+  // A volume's (or field's) sum: the parts' in part order; a projection vector's: part 0's copy.
   template <class Call>
   double sum(Id a, const Call& call) {
-    if (!isVolume(a)) return call(*parts_.front());
+    if (kind(a) == Kind::Projections) return call(*parts_.front());
     double total = 0.0;
     for (auto& v : parts_) total += call(*v);
     return total;
@@ -403,17 +421,17 @@ class SplitVectors final : public OperatorVectors {
 
   SplitOperator& op_;
   std::vector<std::unique_ptr<OperatorVectors>> parts_;
-  std::vector<bool> volumes_;  // per id: a volume (else every view's projections)
+  std::vector<Kind> kinds_;  // per id
   std::vector<std::vector<std::uint8_t>> masks_;
 };
 
-// The parts' vectors where every part keeps them (cuda, with the room) in a one-process split summing on its devices,
-// for methods without fields; otherwise none (the caller's host vectors).
+// The parts' vectors where every part keeps them (cuda, with the room) in a one-process split summing on its devices;
+// otherwise none (the caller's host vectors).
 std::unique_ptr<OperatorVectors> SplitOperator::makeVectors(int volumes, int scans, bool fields) {
-  if (fields || cluster_->size() > 1 || !sumOnDevices_) return nullptr;
+  if (cluster_->size() > 1 || !sumOnDevices_) return nullptr;
   std::vector<std::unique_ptr<OperatorVectors>> vectors;
   for (auto& p : parts_) {
-    vectors.push_back(p->makeVectors(volumes, scans, false));
+    vectors.push_back(p->makeVectors(volumes, scans, fields));
     if (!vectors.back()) return nullptr;
   }
   return std::make_unique<SplitVectors>(*this, std::move(vectors));

@@ -315,10 +315,13 @@ inline double reorderedSumBound(std::size_t n, double sum) { return 2.0 * static
 // reorderedSumBound, the largest magnitude exactly, the copies to and from the operator's volume exactly. Inputs hold
 // negatives, exact zeros, -0, a flat block (differences of 0: the TV's eps alone), rays with a step of 0 and voxels
 // outside a mask, and every result is checked to have changed something.
-inline void totalVariationVectorsMatchHost(const std::string& backend) {
+/// `makeOperator` (geometry, grid): the operator to test (default: the backend's whole grid, 20 rows; `rows` otherwise).
+inline void totalVariationVectorsMatchHost(
+    const std::string& backend,
+    const std::function<std::unique_ptr<ConeBeamOperator>(const Geometry&, const VolumeGrid&)>& makeOperator = nullptr, int rows = 20) {
   const Geometry g = test::circularScan(20, 32);
-  const VolumeGrid grid = VolumeGrid::centred({24, 20, 22}, glm::dvec3(10.0));
-  std::unique_ptr<ConeBeamOperator> p = test::makeNamed(backend, g, grid);
+  const VolumeGrid grid = VolumeGrid::centred({24, rows, 22}, glm::dvec3(10.0));
+  std::unique_ptr<ConeBeamOperator> p = makeOperator ? makeOperator(g, grid) : test::makeNamed(backend, g, grid);
   std::unique_ptr<OperatorVectors> device = p->makeVectors(10, 5, true);
   ASSERT_TRUE(device) << backend << " keeps no vectors on its device";
   const std::size_t voxels = grid.voxelCount(), values = g.size() * 32 * 32;

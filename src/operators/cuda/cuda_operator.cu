@@ -1026,10 +1026,10 @@ class CudaVectors final : public OperatorVectors {
   }
   Id volume() override { return make(voxels_); }
   Id projections() override { return make(values_); }
-  Id field() override {
-    // The differences cross a block's edge rows into its neighbours': a block's vectors are made without (makeVectors).
-    if (op_.options_.blockRows > 0) throw std::logic_error("OperatorVectors::field: a block's vectors have no fields");
-    return make(3 * voxels_);
+  Id field() override { return make(3 * voxels_); }
+  void setNeighbours(OperatorVectors* before, OperatorVectors* after) override {
+    before_ = before ? &neighbour(before) : nullptr;
+    after_ = after ? &neighbour(after) : nullptr;
   }
   void upload(Id to, const float* values) override {
     GLRECON_CUDA(cudaSetDevice(op_.device_));
@@ -1110,13 +1110,17 @@ class CudaVectors final : public OperatorVectors {
   }
   void forwardDifferences(Id volume, float scale, Id field) override {
     GLRECON_CUDA(cudaSetDevice(op_.device_));
-    volumeAndField(volume, field, "forwardDifferences");
-    cuda::launchForwardDifferences(at(volume), size_, scale, at(field));
+    volumeAndField(volume, field, "forwardDifferences", /*stencil=*/true);
+    const float* after = after_ ? fetchRow(*after_, volume, 0, 0, afterRow_) : nullptr;
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    cuda::launchForwardDifferences(at(volume), size_, scale, at(field), after);
   }
   void addTransposedDifferences(Id field, float scale, Id volume) override {
     GLRECON_CUDA(cudaSetDevice(op_.device_));
-    volumeAndField(volume, field, "addTransposedDifferences");
-    cuda::launchAddTransposedDifferences(at(field), size_, scale, at(volume));
+    volumeAndField(volume, field, "addTransposedDifferences", /*stencil=*/true);
+    const float* before = before_ ? fetchRow(*before_, field, 1, before_->size_.y - 1, beforeRow_) : nullptr;
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    cuda::launchAddTransposedDifferences(at(field), size_, scale, at(volume), before, !after_);
   }
   void clipToBall(Id z, Id d, float bound) override {
     GLRECON_CUDA(cudaSetDevice(op_.device_));
@@ -1135,9 +1139,12 @@ class CudaVectors final : public OperatorVectors {
   }
   void totalVariationGradient(Id x, float eps, Id field, Id gradient) override {
     GLRECON_CUDA(cudaSetDevice(op_.device_));
-    volumeAndField(x, field, "totalVariationGradient");
+    volumeAndField(x, field, "totalVariationGradient", /*stencil=*/true);
     same(x, gradient, "totalVariationGradient");
-    cuda::launchTotalVariationGradient(at(x), size_, eps, masked_ ? mask_.get() : nullptr, at(field), at(gradient));
+    const float* before = before_ ? fetchRow(*before_, x, 0, before_->size_.y - 1, beforeRow_) : nullptr;
+    const float* after = after_ ? fetchRow(*after_, x, 0, 0, afterRow_) : nullptr;
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    cuda::launchTotalVariationGradient(at(x), size_, eps, masked_ ? mask_.get() : nullptr, at(field), at(gradient), before, after);
   }
   // The operator's volume (the subset methods' iterate): its pending Fdk projections drawn first, as readVolume does.
   void fromOperatorVolume(Id to) override {
@@ -1167,10 +1174,43 @@ class CudaVectors final : public OperatorVectors {
   void same(Id a, Id b, const char* what) const {
     if (sizes_.at(a) != sizes_.at(b)) throw std::logic_error(std::string("OperatorVectors::") + what + ": vectors of different lengths");
   }
-  // A volume and (unless `field` is -1) a field of the whole grid.
-  void volumeAndField(Id volume, Id field, const char* what) const {
+  // A volume and (unless `field` is -1) a field of the operator's rows; for the stencils (`stencil`), which read across
+  // a block's edge rows, the neighbours set where the block has them.
+  void volumeAndField(Id volume, Id field, const char* what, bool stencil = false) const {
     if (sizes_.at(volume) != voxels_ || (field >= 0 && sizes_.at(field) != 3 * voxels_))
       throw std::logic_error(std::string("OperatorVectors::") + what + ": expected a volume" + (field >= 0 ? " and a field" : ""));
+    if (stencil && ((op_.firstRow() > 0 && !before_) || (op_.firstRow() + op_.rows() < op_.grid_.size[1] && !after_)))
+      throw std::logic_error(std::string("OperatorVectors::") + what + ": a block's neighbours are not set (setNeighbours)");
+  }
+  CudaVectors& neighbour(OperatorVectors* other) const {
+    auto* vectors = dynamic_cast<CudaVectors*>(other);
+    if (!vectors || vectors->size_.x != size_.x || vectors->size_.z != size_.z)
+      throw std::logic_error("OperatorVectors::setNeighbours: expected cuda vectors of blocks of the same grid");
+    return *vectors;
+  }
+  // Row `row` of `from`'s vector `id` (component `component` of a field) into the halo plane `into` (nx x nz) on this
+  // device, once `from`'s device has finished what it was given (the row is its last write's); returns the plane when
+  // it is there.
+  const float* fetchRow(CudaVectors& from, Id id, int component, int row, cuda::DeviceBuffer<float>& into) {
+    const std::size_t plane = static_cast<std::size_t>(size_.x) * size_.z;
+    if (!into) {
+      GLRECON_CUDA(cudaSetDevice(op_.device_));
+      into = cuda::DeviceBuffer<float>(plane);
+    }
+    GLRECON_CUDA(cudaSetDevice(from.op_.device_));
+    GLRECON_CUDA(cudaDeviceSynchronize());
+    cudaMemcpy3DPeerParms copy{};
+    const float* source = from.at(id) + static_cast<std::size_t>(component) * from.voxels_ + static_cast<std::size_t>(row) * size_.x;
+    // The row is nz runs of nx floats, one per z slice of the block (a pitch of nx x rows floats).
+    copy.srcPtr = make_cudaPitchedPtr(const_cast<float*>(source), static_cast<std::size_t>(size_.x) * from.size_.y * sizeof(float), size_.x, size_.z);
+    copy.srcDevice = from.op_.device_;
+    copy.dstPtr = make_cudaPitchedPtr(into.get(), static_cast<std::size_t>(size_.x) * sizeof(float), size_.x, size_.z);
+    copy.dstDevice = op_.device_;
+    copy.extent = make_cudaExtent(static_cast<std::size_t>(size_.x) * sizeof(float), size_.z, 1);
+    GLRECON_CUDA(cudaMemcpy3DPeer(&copy));
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    GLRECON_CUDA(cudaDeviceSynchronize());
+    return into.get();
   }
 
   Id make(std::size_t n) {
@@ -1195,10 +1235,13 @@ class CudaVectors final : public OperatorVectors {
   cuda::DeviceBuffer<int> largest_;
   std::vector<std::size_t> all_;
   cuda::DeviceBuffer<float> chunk_;  // takeFrom's chunk of another device's vector
+  // A block's neighbours (setNeighbours: the blocks holding the rows before and after its own) and their rows' halos.
+  CudaVectors* before_ = nullptr;
+  CudaVectors* after_ = nullptr;
+  cuda::DeviceBuffer<float> beforeRow_, afterRow_;
 };
 
-std::unique_ptr<OperatorVectors> CudaOperator::makeVectors(int volumes, int scans, bool fields) {
-  if (fields) requireWholeGrid("makeVectors with fields");  // a block's differences would need its neighbours' rows
+std::unique_ptr<OperatorVectors> CudaOperator::makeVectors(int volumes, int scans, bool) {
   GLRECON_CUDA(cudaSetDevice(device_));
   rays();
   // Where the vectors would take more than half of what is free, they stay on the host (the caller's path); a block's

@@ -95,12 +95,16 @@ void launchLargestMagnitude(const float* x, std::size_t n, int* result, bool kee
 void launchClampNegative(float* x, std::size_t n);
 void launchExtrapolate(const float* x, const float* previous, float* out, std::size_t n);
 /// Stencils over a grid of `size` (x fastest); a field is three volumes, x's, y's and z's components one after another.
-void launchForwardDifferences(const float* x, int3 size, float scale, float* field);
-void launchAddTransposedDifferences(const float* field, int3 size, float scale, float* volume);
+/// Over a block of the grid's rows, the neighbours' rows come as halo planes (nx x nz): `after`, the next block's first
+/// row of x (nullptr: the block ends the grid); `before`, the previous block's last row of the field's y component
+/// (transposed) or of x (the TV gradient) (nullptr: the block starts the grid); `endsGrid`: no block after this one.
+void launchForwardDifferences(const float* x, int3 size, float scale, float* field, const float* after);
+void launchAddTransposedDifferences(const float* field, int3 size, float scale, float* volume, const float* before, bool endsGrid);
 void launchClipToBall(float* z, const float* d, std::size_t voxels, float bound);
 void launchDataDualStep(float* y, const float* ax, const float* axPrevious, const float* data, const float* sigma, std::size_t n);
 void launchProjectedStep(const float* x, const float* tau, const float* g, float* out, std::size_t n);
 /// u = D x / sqrt(eps^2 + |D x|^2) into `field`, then the gradient from it (0 where mask, if given, is 0).
-void launchTotalVariationGradient(const float* x, int3 size, float eps, const unsigned char* mask, float* field, float* gradient);
+void launchTotalVariationGradient(const float* x, int3 size, float eps, const unsigned char* mask, float* field, float* gradient,
+                                  const float* before, const float* after);
 
 }  // namespace glrecon::cuda

@@ -90,17 +90,27 @@ __device__ __forceinline__ bool voxelOf(int3 n, Voxel& v) {
   return true;
 }
 
-__global__ void differencesKernel(const float* x, int3 n, float scale, float* out) {
+// A block of the grid's rows (a split operator's part, OperatorVectors::setNeighbours) reads its neighbours' rows from
+// halo planes (nx x nz, x fastest): `after`, the next block's first row of the same vector (nullptr: the block ends the
+// grid); `before`, the previous block's last row (nullptr: the block starts the grid). Each voxel computes the same
+// operations on the same values as in the whole grid: the same bits.
+__device__ __forceinline__ float rowAfter(const float* x, const Voxel& v, int3 n, const float* after) {
+  return v.j + 1 < n.y ? x[v.p + n.x] : after[static_cast<size_t>(v.k) * n.x + v.i];
+}
+
+__global__ void differencesKernel(const float* x, int3 n, float scale, float* out, const float* after) {
   Voxel v;
   if (!voxelOf(n, v)) return;
   const size_t p = v.p;
   const float here = x[p];
   out[p] = v.i + 1 < n.x ? __fmul_rn(scale, __fsub_rn(x[p + 1], here)) : 0.0f;
-  out[v.voxels + p] = v.j + 1 < n.y ? __fmul_rn(scale, __fsub_rn(x[p + n.x], here)) : 0.0f;
+  out[v.voxels + p] = (v.j + 1 < n.y || after) ? __fmul_rn(scale, __fsub_rn(rowAfter(x, v, n, after), here)) : 0.0f;
   out[2 * v.voxels + p] = v.k + 1 < n.z ? __fmul_rn(scale, __fsub_rn(x[p + v.plane], here)) : 0.0f;
 }
 
-__global__ void transposedDifferencesKernel(const float* z, int3 n, float scale, float* volume) {
+// `before`: the previous block's last row of z's y component; `endsGrid`: no row after this block (its last row's y
+// differences are 0, so they enter no sum).
+__global__ void transposedDifferencesKernel(const float* z, int3 n, float scale, float* volume, const float* before, bool endsGrid) {
   Voxel v;
   if (!voxelOf(n, v)) return;
   const size_t p = v.p;
@@ -111,27 +121,38 @@ __global__ void transposedDifferencesKernel(const float* z, int3 n, float scale,
   if (v.i > 0) g = __fadd_rn(g, zx[p - 1]);
   if (v.i + 1 < n.x) g = __fsub_rn(g, zx[p]);
   if (v.j > 0) g = __fadd_rn(g, zy[p - n.x]);
-  if (v.j + 1 < n.y) g = __fsub_rn(g, zy[p]);
+  else if (before) g = __fadd_rn(g, before[static_cast<size_t>(v.k) * n.x + v.i]);
+  if (v.j + 1 < n.y || !endsGrid) g = __fsub_rn(g, zy[p]);
   if (v.k > 0) g = __fadd_rn(g, zz[p - v.plane]);
   if (v.k + 1 < n.z) g = __fsub_rn(g, zz[p]);
   volume[p] = __fadd_rn(volume[p], __fmul_rn(scale, g));
 }
 
-__global__ void tvFieldKernel(const float* x, int3 n, float eps, float* u) {
+// u = d / sqrt(((eps^2 + dx^2) + dy^2) + dz^2) at one voxel from its three forward differences (0 where absent).
+__device__ __forceinline__ float3 tvField(float dx, float dy, float dz, float eps) {
+  const float norm =
+      __fsqrt_rn(__fadd_rn(__fadd_rn(__fadd_rn(__fmul_rn(eps, eps), __fmul_rn(dx, dx)), __fmul_rn(dy, dy)), __fmul_rn(dz, dz)));
+  return make_float3(__fdiv_rn(dx, norm), __fdiv_rn(dy, norm), __fdiv_rn(dz, norm));
+}
+
+__global__ void tvFieldKernel(const float* x, int3 n, float eps, float* u, const float* after) {
   Voxel v;
   if (!voxelOf(n, v)) return;
   const size_t p = v.p;
   const float here = x[p];
-  const float dx = v.i + 1 < n.x ? __fsub_rn(x[p + 1], here) : 0.0f, dy = v.j + 1 < n.y ? __fsub_rn(x[p + n.x], here) : 0.0f,
+  const float dx = v.i + 1 < n.x ? __fsub_rn(x[p + 1], here) : 0.0f,
+              dy = (v.j + 1 < n.y || after) ? __fsub_rn(rowAfter(x, v, n, after), here) : 0.0f,
               dz = v.k + 1 < n.z ? __fsub_rn(x[p + v.plane], here) : 0.0f;
-  const float norm =
-      __fsqrt_rn(__fadd_rn(__fadd_rn(__fadd_rn(__fmul_rn(eps, eps), __fmul_rn(dx, dx)), __fmul_rn(dy, dy)), __fmul_rn(dz, dz)));
-  u[p] = __fdiv_rn(dx, norm);
-  u[v.voxels + p] = __fdiv_rn(dy, norm);
-  u[2 * v.voxels + p] = __fdiv_rn(dz, norm);
+  const float3 w = tvField(dx, dy, dz, eps);
+  u[p] = w.x;
+  u[v.voxels + p] = w.y;
+  u[2 * v.voxels + p] = w.z;
 }
 
-__global__ void tvGradientKernel(const float* u, int3 n, const unsigned char* mask, float* gradient) {
+// `before` (x's previous row, that block's last): the first row's uy(p - e_y) is computed here from it, in tvField's
+// operations (that row's x and z differences lie in the plane; its y difference reaches this block's first row).
+__global__ void tvGradientKernel(const float* u, int3 n, const unsigned char* mask, float* gradient, const float* x, const float* before,
+                                 float eps) {
   Voxel v;
   if (!voxelOf(n, v)) return;
   const size_t p = v.p;
@@ -140,7 +161,15 @@ __global__ void tvGradientKernel(const float* u, int3 n, const unsigned char* ma
   const float* uz = u + 2 * v.voxels;
   float g = -__fadd_rn(__fadd_rn(ux[p], uy[p]), uz[p]);
   if (v.i > 0) g = __fadd_rn(g, ux[p - 1]);
-  if (v.j > 0) g = __fadd_rn(g, uy[p - n.x]);
+  if (v.j > 0) {
+    g = __fadd_rn(g, uy[p - n.x]);
+  } else if (before) {
+    const size_t q = static_cast<size_t>(v.k) * n.x + v.i;
+    const float here = before[q];
+    const float dx = v.i + 1 < n.x ? __fsub_rn(before[q + 1], here) : 0.0f, dy = __fsub_rn(x[p], here),
+                dz = v.k + 1 < n.z ? __fsub_rn(before[q + n.x], here) : 0.0f;
+    g = __fadd_rn(g, tvField(dx, dy, dz, eps).y);
+  }
   if (v.k > 0) g = __fadd_rn(g, uz[p - v.plane]);
   gradient[p] = (!mask || mask[p]) ? g : 0.0f;
 }
@@ -174,13 +203,13 @@ void launchExtrapolate(const float* x, const float* previous, float* out, std::s
   GLRECON_CUDA(cudaGetLastError());
 }
 
-void launchForwardDifferences(const float* x, int3 size, float scale, float* field) {
-  differencesKernel<<<stencilBlocks(size), kStencilThreads>>>(x, size, scale, field);
+void launchForwardDifferences(const float* x, int3 size, float scale, float* field, const float* after) {
+  differencesKernel<<<stencilBlocks(size), kStencilThreads>>>(x, size, scale, field, after);
   GLRECON_CUDA(cudaGetLastError());
 }
 
-void launchAddTransposedDifferences(const float* field, int3 size, float scale, float* volume) {
-  transposedDifferencesKernel<<<stencilBlocks(size), kStencilThreads>>>(field, size, scale, volume);
+void launchAddTransposedDifferences(const float* field, int3 size, float scale, float* volume, const float* before, bool endsGrid) {
+  transposedDifferencesKernel<<<stencilBlocks(size), kStencilThreads>>>(field, size, scale, volume, before, endsGrid);
   GLRECON_CUDA(cudaGetLastError());
 }
 
@@ -199,10 +228,11 @@ void launchProjectedStep(const float* x, const float* tau, const float* g, float
   GLRECON_CUDA(cudaGetLastError());
 }
 
-void launchTotalVariationGradient(const float* x, int3 size, float eps, const unsigned char* mask, float* field, float* gradient) {
-  tvFieldKernel<<<stencilBlocks(size), kStencilThreads>>>(x, size, eps, field);
+void launchTotalVariationGradient(const float* x, int3 size, float eps, const unsigned char* mask, float* field, float* gradient,
+                                  const float* before, const float* after) {
+  tvFieldKernel<<<stencilBlocks(size), kStencilThreads>>>(x, size, eps, field, after);
   GLRECON_CUDA(cudaGetLastError());
-  tvGradientKernel<<<stencilBlocks(size), kStencilThreads>>>(field, size, mask, gradient);
+  tvGradientKernel<<<stencilBlocks(size), kStencilThreads>>>(field, size, mask, gradient, x, before, eps);
   GLRECON_CUDA(cudaGetLastError());
 }
 
