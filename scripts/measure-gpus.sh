@@ -2,9 +2,9 @@
 # One device run on a machine of several GPUs (docs/gpu-measurement.md carries the libraries): one GPU against two,
 # in memory (glrecon bench: one block against slabs, with each device's timeline) and file to file (glrecon fdk),
 # for docs/benchmarks.md's table "Several GPUs". Everything it prints is also under $OUT.
-#   scripts/measure-gpus.sh [STEP...]     steps: warm tests bench2048 bench2048cpu slabs2048 beside2048 bench1024 trace1024
-#                                         file1024 file2048 shm2048 mpi2048 iterative iterative1024 (default: all but tests, trace1024
-#                                         and iterative1024);
+#   scripts/measure-gpus.sh [STEP...]     steps: warm tests bench2048 trace2048 bench2048cpu slabs2048 beside2048 bench1024 trace1024
+#                                         file1024 file2048 shm2048 mpi2048 iterative iterative1024 (default: all but tests, trace1024,
+#                                         trace2048 and iterative1024);
 #                                         mpi2048 needs Open MPI in .gl/mpi
 # warm: the GPU hosts' memory grows as it is first used (about 3 s for each 8 GiB, KINDS.md), which the first 2048^3 run
 # would pay; it is claimed once first. TEST_BINARIES, TEST_FILTER, TEST_SECONDS choose the tests; BACKENDS the benches'; PAIRS the iterative step's projector pairs. shm2048: file to file through /dev/shm (memory), so that the pipeline is measured
@@ -35,6 +35,9 @@ fi
 # 2048^3 (32 GiB) from 720 x 1024^2: one block on GPU 0 against two GPUs (the volume fits either way: one slab each).
 has bench2048 && $b --size 2048 --backends ${BACKENDS:-cuda,compute} --gpu 0,1 --repeat ${REPEAT:-3} 2>&1 | tee "$out/bench2048.txt"
 has bench2048cpu && $b --size 2048 --backends cuda --gpu 0,1 --repeat 1 --filter-on cpu 2>&1 | tee "$out/bench2048_cpu.txt"
+# Where the devices' setup goes at 2048^3 in memory (each device's operator and filter twin, GLRECON_TRACE), with the
+# timelines.
+has trace2048 && GLRECON_TRACE=1 $b --size 2048 --backends cuda --gpu 0,1 --repeat 1 2>&1 | grep -vE "^\s*$" | tee "$out/trace2048.txt"
 # Slabs on one GPU against its one block.
 has slabs2048 && $b --size 2048 --backends cuda --gpu 0 --gpu-memory 8G --repeat 1 2>&1 | tee "$out/slabs2048.txt"
 # One GPU with room for two buffers of 4/5 of the volume: a large slab, then a small one beside whose backprojection

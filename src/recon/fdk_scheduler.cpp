@@ -807,6 +807,7 @@ void FdkReconstructor::begin(ProjectionSource& source, VolumeSink& sink) {
         w->owned = makeOperator(run.plan.backend, run.plan.geometry, run.plan.grid,
                                 operatorOptionsOf(run.plan, run.plan.devices[i], nullptr, operatorThreads(run.plan)));
         w->op = w->owned.get();
+        trace(("scheduler: device " + std::to_string(run.plan.devices[i]) + "'s operator made").c_str());
         {
           // Where the filter runs is the first device's to find out (its twin may decline).
           std::unique_lock lock(run.mutex);
@@ -821,6 +822,7 @@ void FdkReconstructor::begin(ProjectionSource& source, VolumeSink& sink) {
                              ": the filter's device buffers do not fit beside its slab (device " + std::to_string(run.plan.devices.front()) +
                              " had room); expected room for both, or " + field("filterOn") + " cpu");
           w->twin = w->ownedTwin.get();
+          trace(("scheduler: device " + std::to_string(run.plan.devices[i]) + "'s filter twin made").c_str());
         }
         w->setupSeconds = since(t);
         w->record("setup", t, Clock::now());
