@@ -238,7 +238,6 @@ class CudaOperator final : public ConeBeamOperator {
   cuda::PinnedBuffer<float> drainStaging_[2];
   cuda::Event drainCopied_[2];
   std::shared_future<void> draining_;
-  std::future<void> drainStagingMade_;  // the drain's pinned chunks, made beside the first slab
   cuda::DeviceBuffer<int2> zRange_;
   cuda::DeviceBuffer<int> largestBits_;  // blockLargestMagnitude's result
   bool regionSet_ = false;
@@ -285,7 +284,9 @@ CudaOperator::CudaOperator(const Geometry& geometry, const VolumeGrid& grid, con
     throwInputError("cuda on " + deviceName_, "GPU memory (bytes)",
                     "at most " + std::to_string(freeBytes) + (options.blockRows > 0 ? std::string() : " (" + slabSuggestion() + ")"),
                     std::to_string(blocks * bytes + projectionBytes));
-  // GLRECON_TRACE: the setup's steps per device (two devices' setup took twice one's: 0.66 s against 0.3 s).
+  // GLRECON_TRACE: the setup's steps per device. On two H200s they showed where two devices' setup goes (0.74-1.10 s
+  // against one device's 0.21-0.30 s): the pinned buffers, which cudaMallocHost made there at under 1 GB/s, one
+  // allocation after another across the devices' threads (docs/benchmarks.md).
   const auto traceStep = [&](const char* what) { trace(("cuda " + std::to_string(device_) + ": " + what).c_str()); };
   traceStep("operator: device opened");
   bank_ = cuda::acquireMatrixBank();
@@ -295,8 +296,11 @@ CudaOperator::CudaOperator(const Geometry& geometry, const VolumeGrid& grid, con
   if (options.drainBeside && options.blockRows > 0) {
     spare_ = cuda::DeviceBuffer<float>(blockVoxels());  // made now: cudaMalloc mid-run may wait for the device
     drainStream_ = cuda::Stream::create(cudaStreamNonBlocking);
-    for (int b = 0; b < 2; ++b) drainCopied_[b] = cuda::Event::create();
-    traceStep("operator: the drain's block made");
+    for (int b = 0; b < 2; ++b) {
+      drainStaging_[b] = cuda::PinnedBuffer<float>(kDrainChunkFloats);
+      drainCopied_[b] = cuda::Event::create();
+    }
+    traceStep("operator: the drain's block and pinned chunks made");
   }
   copyStream_ = cuda::Stream::create();
   computeStream_ = cuda::Stream::create();
@@ -311,23 +315,9 @@ CudaOperator::CudaOperator(const Geometry& geometry, const VolumeGrid& grid, con
     GLRECON_CUDA(cudaEventRecord(w.used.get(), computeStream_.get()));
   }
   traceStep("operator: windows and their pinned staging made");
-  if (spare_) {
-    // The drain's pinned chunks are first used when the first slab is read back, seconds later: they are made beside
-    // it. Pinned memory is made at under 1 GB/s on the GPU hosts, one allocation after another across threads: two
-    // devices' setup took 1.1 s, 0.44 s of it these chunks (GLRECON_DRAIN_STAGING=eager makes them here, to measure).
-    const auto make = [this] {
-      GLRECON_CUDA(cudaSetDevice(device_));
-      for (auto& chunk : drainStaging_) chunk = cuda::PinnedBuffer<float>(kDrainChunkFloats);
-      trace(("cuda " + std::to_string(device_) + ": operator: the drain's pinned chunks made").c_str());
-    };
-    const char* when = std::getenv("GLRECON_DRAIN_STAGING");
-    if (when && std::string(when) == "eager") make();
-    else drainStagingMade_ = std::async(std::launch::async, make);
-  }
 }
 
 CudaOperator::~CudaOperator() {
-  if (drainStagingMade_.valid()) drainStagingMade_.wait();
   if (draining_.valid()) draining_.wait();  // its thread copies out of spare_ and the drain's staging
   cudaSetDevice(device_);
   cudaDeviceSynchronize();  // nothing may still use what the members free
@@ -503,7 +493,6 @@ std::shared_future<void> CudaOperator::readBlockIntoBeside(const std::function<f
   launch();
   if (draining_.valid()) std::exchange(draining_, {}).get();  // the spare is free once the last readback is out (a
                                                             // failed one rethrown once, not again in a later run)
-  if (drainStagingMade_.valid()) drainStagingMade_.get();     // the pinned chunks (an allocation's error rethrown here)
   settleBlock();
   std::swap(volume_, spare_);
   const int rows = this->rows();
