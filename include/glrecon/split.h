@@ -10,16 +10,18 @@
 ///                 subset rule's weight floor from the whole volume's largest weight, SubsetRule::largestWeight);
 ///   setVolume, readVolume   the whole grid in host memory on every rank (readVolume gathers every rank's rows).
 /// The iterative methods (glrecon/iterative.h) run over it unchanged: their host vectors are the whole grid on every
-/// rank, and every rank computes the same values from the same sums, so rank 0 alone writes the result.
+/// rank, and every rank computes the same values from the same sums, so rank 0 alone writes the result (in one
+/// process on cuda their vectors stay on the devices, below).
 /// Backends: cpu and cuda (the GL backends' iterative passes hold the whole grid: makeSplitOperator refuses them). The
 /// subset methods' corrections: where every part of a one-process split keeps the data on its device (cuda,
 /// setSubsetData), each subset's projections are summed on the devices, in part order on the first part's device (peer
 /// copies between GPUs, where the host's sum moved every part's projections out and the corrections back in), the sum
 /// copied to the other parts, and each part forms the corrections next to its rows: the same bits as the host's sum
-/// and corrections. Across ranks, or where a device lacks the room, they are formed on the
-/// host. A process's parts on
-/// different GPUs are called side by side, a thread per GPU, each GPU's parts in turn; cpu parts one after another
-/// (each takes every core). On cuda a process holds at most 8 parts (one constant-memory matrix bank each): more are
+/// and corrections. The methods' vectors (makeVectors) likewise: each part's rows on its device, the projections a
+/// copy on each (forward summed as above), the TV stencils reading across a part's edges from its neighbours' vectors.
+/// Across ranks, or where a device lacks the room, both stay on the host. A process's parts on different GPUs are
+/// called side by side, a thread per GPU, each GPU's parts in turn; cpu parts one after another (each takes every
+/// core). On cuda a process holds at most 8 parts (one constant-memory matrix bank each): more are
 /// refused before any is made (a UsageError naming slabs: --slabs).
 #include <memory>
 #include <utility>
