@@ -159,16 +159,22 @@ class SplitOperator final : public ConeBeamOperator {
   }
 
   void setUpdateMask(const std::uint8_t* mask) override {
-    masks_.assign(parts_.size(), {});
+    giveMaskRows(mask, masks_, [&](std::size_t i, const std::uint8_t* rows) { parts_[i]->setUpdateMask(rows); });
+  }
+  // Each part's rows of a whole-grid mask (nullptr: none) kept in `masks` (the parts may keep pointers to them) and
+  // handed to `give(part, rows)`.
+  template <class Give>
+  void giveMaskRows(const std::uint8_t* mask, std::vector<std::vector<std::uint8_t>>& masks, const Give& give) {
+    masks.assign(parts_.size(), {});
     for (std::size_t i = 0; i < parts_.size(); ++i) {
       if (!mask) {
-        parts_[i]->setUpdateMask(nullptr);
+        give(i, nullptr);
         continue;
       }
       const int p = part(i);
-      masks_[i].resize(voxelsOf(p));
-      moveSlabRows(grid_.size, first_[static_cast<std::size_t>(p)], rowsOf(p), mask, masks_[i].data(), /*toBlock=*/true);
-      parts_[i]->setUpdateMask(masks_[i].data());
+      masks[i].resize(voxelsOf(p));
+      moveSlabRows(grid_.size, first_[static_cast<std::size_t>(p)], rowsOf(p), mask, masks[i].data(), /*toBlock=*/true);
+      give(i, masks[i].data());
     }
   }
 
@@ -340,16 +346,7 @@ class SplitVectors final : public OperatorVectors {
     });
   }
   void setMask(const std::uint8_t* mask) override {
-    masks_.assign(parts_.size(), {});
-    for (std::size_t i = 0; i < parts_.size(); ++i) {
-      if (!mask) {
-        parts_[i]->setMask(nullptr);
-        continue;
-      }
-      masks_[i].resize(op_.voxelsOf(op_.part(i)));
-      moveSlabRows(op_.grid_.size, op_.first_[static_cast<std::size_t>(op_.part(i))], op_.rowsOf(op_.part(i)), mask, masks_[i].data(), /*toBlock=*/true);
-      parts_[i]->setMask(masks_[i].data());
-    }
+    op_.giveMaskRows(mask, masks_, [&](std::size_t i, const std::uint8_t* rows) { parts_[i]->setMask(rows); });
   }
   void forward(Id volume, Id projections) override {
     op_.forEachPart([&](std::size_t i) { parts_[i]->forward(volume, projections); });
