@@ -312,7 +312,7 @@ class ConeBeamOperator {
   /// `other`'s (`add`: kept + other's, one float addition per ray) or a copy of `other`'s, `other` being an operator of
   /// the same backend that kept one (cuda: a peer copy between devices); correctProjectedSubset forms the correction
   /// of the kept projection as correctSubset does, for updateSubset(nullptr, ...), and returns its sum of squares.
-  /// setSubsetData(nullptr, ...) drops the data kept.
+  /// setSubsetData(nullptr, ...) drops the data kept (cpu and cuda, the backends a split operator's parts are).
   virtual bool projectSubset(const std::size_t* views, std::size_t count);
   virtual void takeSubsetProjection(ConeBeamOperator& other, bool add);
   virtual double correctProjectedSubset(const std::size_t* views, std::size_t count);
@@ -334,9 +334,9 @@ class ConeBeamOperator {
   // ---- vectors kept on the device (glrecon::OperatorVectors) ----
   /// Vectors where this operator computes, for a method needing `volumes` volume and `scans` projection vectors; nullptr
   /// where it keeps none (cpu, the GL backends) or its device lacks the memory: the caller then keeps host vectors.
-  /// `fields`: the method needs field() and the differences (the TV methods), whose stencils cross a block's edge rows
-  /// (a split operator's vectors read them from the neighbouring parts' vectors: OperatorVectors::setNeighbours).
-  virtual std::unique_ptr<OperatorVectors> makeVectors(int volumes, int scans, bool fields);
+  /// A block's vectors (a split operator's parts) read the rows across its edges from its neighbours' for the TV
+  /// stencils (OperatorVectors::setNeighbours).
+  virtual std::unique_ptr<OperatorVectors> makeVectors(int volumes, int scans);
 
   // ---- regions of interest (Xu & Mueller 3.3, early fragment kill) ----
   /// Restricts Fdk back to a region on the block's grid: voxels inside receive exactly the updates they would

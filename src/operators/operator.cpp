@@ -238,7 +238,7 @@ float ConeBeamOperator::subsetLargestWeight(const std::size_t* views, std::size_
 
 bool ConeBeamOperator::setSubsetData(const float*, const float*, float, bool) { return false; }
 
-std::unique_ptr<OperatorVectors> ConeBeamOperator::makeVectors(int, int, bool) { return nullptr; }
+std::unique_ptr<OperatorVectors> ConeBeamOperator::makeVectors(int, int) { return nullptr; }
 
 void OperatorVectors::takeFrom(Id, OperatorVectors&, Id, bool) {
   throw std::logic_error("OperatorVectors::takeFrom: these vectors cannot reach another operator's");

@@ -187,7 +187,12 @@ class SplitOperator final : public ConeBeamOperator {
       return false;
     }
     std::vector<char> kept(parts_.size(), 0);
-    forEachPart([&](std::size_t i) { kept[i] = parts_[i]->setSubsetData(projections, rayLengths, rayFloor, multiplicative); });
+    try {
+      forEachPart([&](std::size_t i) { kept[i] = parts_[i]->setSubsetData(projections, rayLengths, rayFloor, multiplicative); });
+    } catch (const CudaError&) {
+      // A device's memory taken after its check (cudaMalloc failed): the corrections on the host, as where it lacks room.
+      std::fill(kept.begin(), kept.end(), 0);
+    }
     subsetsOnDevices_ = std::all_of(kept.begin(), kept.end(), [](char k) { return k != 0; });
     if (!subsetsOnDevices_)
       for (auto& p : parts_) p->setSubsetData(nullptr, nullptr, 0.0f, false);
@@ -228,7 +233,7 @@ class SplitOperator final : public ConeBeamOperator {
     });
   }
 
-  std::unique_ptr<OperatorVectors> makeVectors(int volumes, int scans, bool fields) override;
+  std::unique_ptr<OperatorVectors> makeVectors(int volumes, int scans) override;
 
   // Where every part computes its rows' B_S(1) (cuda), the caller keeps no weights: each part's would go unread.
   bool computesSubsetWeights() const override {
@@ -424,11 +429,14 @@ class SplitVectors final : public OperatorVectors {
 
 // The parts' vectors where every part keeps them (cuda, with the room) in a one-process split summing on its devices;
 // otherwise none (the caller's host vectors).
-std::unique_ptr<OperatorVectors> SplitOperator::makeVectors(int volumes, int scans, bool fields) {
+std::unique_ptr<OperatorVectors> SplitOperator::makeVectors(int volumes, int scans) {
   if (cluster_->size() > 1 || !sumOnDevices_) return nullptr;
   std::vector<std::unique_ptr<OperatorVectors>> vectors;
-  for (auto& p : parts_) {
-    vectors.push_back(p->makeVectors(volumes, scans, fields));
+  for (std::size_t i = 0; i < parts_.size(); ++i) {
+    // A part's vectors are made as they are asked for, after every part's check: where k parts share a device, each
+    // checks the room for k times its own (the parts' rows differ by under a granule; each holds a copy of the scans).
+    const int sharing = static_cast<int>(std::count(partDevice_.begin(), partDevice_.end(), partDevice_[i]));
+    vectors.push_back(parts_[i]->makeVectors(volumes * sharing, scans * sharing));
     if (!vectors.back()) return nullptr;
   }
   return std::make_unique<SplitVectors>(*this, std::move(vectors));

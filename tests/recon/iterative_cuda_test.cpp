@@ -168,9 +168,8 @@ TEST_F(CudaIterative, MethodsOverSlabsKeepTheirVectorsOnTheDevices) {
   auto onDevices = makeSplitOperator(Backend::Cuda, g, grid, {}, SplitOptions{3, {0, 0, 0}, nullptr, /*sumOnDevices=*/true});
   auto onHost = makeSplitOperator(Backend::Cuda, g, grid, {}, SplitOptions{3, {0, 0, 0}, nullptr, /*sumOnDevices=*/false});
   auto whole = makeOperator(Backend::Cuda, g, grid);
-  EXPECT_TRUE(onDevices->makeVectors(3, 2, /*fields=*/false));
-  EXPECT_TRUE(onDevices->makeVectors(10, 5, /*fields=*/true));
-  EXPECT_FALSE(onHost->makeVectors(3, 2, /*fields=*/false));
+  EXPECT_TRUE(onDevices->makeVectors(10, 5));
+  EXPECT_FALSE(onHost->makeVectors(3, 2));
   for (IterativeMethod method : {IterativeMethod::Cgls, IterativeMethod::PdhgTv, IterativeMethod::AsdPocs}) {
     IterativeOptions o;
     o.method = method;

@@ -242,7 +242,7 @@ inline void vectorsOnDeviceMatchHost(
   const Geometry g = test::circularScan(20, 32);
   const VolumeGrid grid = VolumeGrid::centred({24, 20, 22}, glm::dvec3(10.0));
   std::unique_ptr<ConeBeamOperator> p = makeOperator ? makeOperator(g, grid) : test::makeNamed(backend, g, grid);
-  std::unique_ptr<OperatorVectors> v = p->makeVectors(2, 2, false);
+  std::unique_ptr<OperatorVectors> v = p->makeVectors(2, 2);
   ASSERT_TRUE(v) << backend << " keeps no vectors on its device";
   const std::size_t voxels = grid.voxelCount(), values = g.size() * 32 * 32;
   std::vector<float> x(voxels), y(values);
@@ -322,7 +322,7 @@ inline void totalVariationVectorsMatchHost(
   const Geometry g = test::circularScan(20, 32);
   const VolumeGrid grid = VolumeGrid::centred({24, rows, 22}, glm::dvec3(10.0));
   std::unique_ptr<ConeBeamOperator> p = makeOperator ? makeOperator(g, grid) : test::makeNamed(backend, g, grid);
-  std::unique_ptr<OperatorVectors> device = p->makeVectors(10, 5, true);
+  std::unique_ptr<OperatorVectors> device = p->makeVectors(10, 5);
   ASSERT_TRUE(device) << backend << " keeps no vectors on its device";
   const std::size_t voxels = grid.voxelCount(), values = g.size() * 32 * 32;
   const std::vector<float> zeros(voxels, 0.0f);
@@ -527,9 +527,9 @@ inline void totalVariationMethodsOnDeviceVectorsMatchHostVectors(const std::stri
     o.iterations = method == IterativeMethod::PdhgTv ? 5 : 2;
     o.subsets = method == IterativeMethod::PdhgTv ? 1 : 6;
     auto onDevice = test::makeNamed(backend, g, grid);
-    ASSERT_TRUE(onDevice->makeVectors(1, 0, false)) << backend << " keeps no vectors on its device";
+    ASSERT_TRUE(onDevice->makeVectors(1, 0)) << backend << " keeps no vectors on its device";
     WithoutDeviceVectors onHost(test::makeNamed(backend, g, grid));
-    ASSERT_FALSE(onHost.makeVectors(1, 0, false));
+    ASSERT_FALSE(onHost.makeVectors(1, 0));
     IterativeReport deviceReport, hostReport;
     const Image x = reconstructIterative(*onDevice, g, b, grid, o, &deviceReport), y = reconstructIterative(onHost, g, b, grid, o, &hostReport);
     EXPECT_TRUE(sameBits(test::values(x.data), test::values(y.data))) << backend << " " << methodName(method);

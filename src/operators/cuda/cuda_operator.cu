@@ -61,9 +61,14 @@ void enablePeerAccess(int device, int peer) {
 
 // n floats of `from` (on fromDevice) into `to` (on device): copied, or (add) added, to + from, one float addition each
 // (axpy with a = 1: the product is exact). From another device by peer copies, when adding chunk by chunk through
-// `chunk` (made at the first use), each added as it arrives in stream order. Returns when done.
+// `chunk` (made at the first use), each added as it arrives in stream order. Both devices' queued work is finished
+// first (an asynchronous peer copy is ordered after neither: `from` may still be being written), and the result is
+// there on return.
 void takeFromDevice(float* to, int device, const float* from, int fromDevice, std::size_t n, bool add, cuda::DeviceBuffer<float>& chunk) {
+  GLRECON_CUDA(cudaSetDevice(fromDevice));
+  GLRECON_CUDA(cudaDeviceSynchronize());
   GLRECON_CUDA(cudaSetDevice(device));
+  GLRECON_CUDA(cudaDeviceSynchronize());
   if (fromDevice != device) enablePeerAccess(device, fromDevice);
   if (!add) {
     GLRECON_CUDA(cudaMemcpyPeer(to, device, from, fromDevice, n * sizeof(float)));
@@ -163,7 +168,7 @@ class CudaOperator final : public ConeBeamOperator {
                     const float* cachedWeights) override;
   bool computesSubsetWeights() const override { return true; }
   float subsetLargestWeight(const std::size_t* views, std::size_t count) override;
-  std::unique_ptr<OperatorVectors> makeVectors(int volumes, int scans, bool fields) override;
+  std::unique_ptr<OperatorVectors> makeVectors(int volumes, int scans) override;
   void synchronize() override {
     GLRECON_CUDA(cudaSetDevice(device_));
     GLRECON_CUDA(cudaDeviceSynchronize());
@@ -782,16 +787,18 @@ void CudaOperator::forward(const std::size_t* views, std::size_t count, float* p
 
 bool CudaOperator::setSubsetData(const float* projections, const float* rayLengths, float rayFloor, bool multiplicative) {
   GLRECON_CUDA(cudaSetDevice(device_));
-  RayBuffers& r = rays();
   if (!projections) {
-    r.data = {};
-    r.lengths = {};
-    r.correction = {};
-    r.kept = {};
-    r.peerChunk = {};
-    r.correctionViews = r.keptViews = 0;
+    if (rays_) {
+      rays_->data = {};
+      rays_->lengths = {};
+      rays_->correction = {};
+      rays_->kept = {};
+      rays_->peerChunk = {};
+      rays_->correctionViews = rays_->keptViews = 0;
+    }
     return false;
   }
+  RayBuffers& r = rays();
   const std::size_t pixels = static_cast<std::size_t>(geometry_.detector.nu) * geometry_.detector.nv, values = geometry_.size() * pixels;
   // The data, the ray lengths and a whole subset's correction (a block: and its kept projection, and a peer's chunk):
   // where they would take more than half of what is free, the corrections stay on the host (the caller's path),
@@ -1198,14 +1205,14 @@ class CudaVectors final : public OperatorVectors {
     return *vectors;
   }
   // Row `row` of `from`'s vector `id` (component `component` of a field) into the halo plane `into` (nx x nz) on this
-  // device, once `from`'s device has finished what it was given (the row is its last write's); returns the plane when
-  // it is there.
+  // device, once both devices have finished what they were given (the row is `from`'s last write's; the plane's last
+  // reader is this device's); returns the plane when it is there.
   const float* fetchRow(CudaVectors& from, Id id, int component, int row, cuda::DeviceBuffer<float>& into) {
     const std::size_t plane = static_cast<std::size_t>(size_.x) * size_.z;
-    if (!into) {
-      GLRECON_CUDA(cudaSetDevice(op_.device_));
-      into = cuda::DeviceBuffer<float>(plane);
-    }
+    GLRECON_CUDA(cudaSetDevice(op_.device_));
+    if (!into) into = cuda::DeviceBuffer<float>(plane);
+    if (from.op_.device_ != op_.device_) enablePeerAccess(op_.device_, from.op_.device_);
+    GLRECON_CUDA(cudaDeviceSynchronize());  // the halo's last reader is done
     GLRECON_CUDA(cudaSetDevice(from.op_.device_));
     GLRECON_CUDA(cudaDeviceSynchronize());
     cudaMemcpy3DPeerParms copy{};
@@ -1250,7 +1257,7 @@ class CudaVectors final : public OperatorVectors {
   cuda::DeviceBuffer<float> beforeRow_, afterRow_;
 };
 
-std::unique_ptr<OperatorVectors> CudaOperator::makeVectors(int volumes, int scans, bool) {
+std::unique_ptr<OperatorVectors> CudaOperator::makeVectors(int volumes, int scans) {
   GLRECON_CUDA(cudaSetDevice(device_));
   rays();
   // Where the vectors would take more than half of what is free, they stay on the host (the caller's path); a block's

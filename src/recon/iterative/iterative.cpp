@@ -212,8 +212,8 @@ struct IterativeReconstructor::State {
   bool inside(std::size_t i) const { return options.mask.empty() || options.mask[i]; }
   void backInto(const float* values, const std::vector<std::size_t>& subset, float* out) { detail::backProjectInto(op, zeros, values, subset, out); }
   // The method's vectors where the operator keeps them (for `volumes` volumes and `scans` projection vectors), else on the host.
-  void makeVectors(int volumes, int scans, bool fields) {
-    vectors = op.makeVectors(volumes, scans, fields);
+  void makeVectors(int volumes, int scans) {
+    vectors = op.makeVectors(volumes, scans);
     if (vectors) return;
     // On the host after all where check() counted them on the device (cuda short of memory for them, or slabs, which
     // keep none): counted now, before they are made.
@@ -413,7 +413,7 @@ void IterativeReconstructor::State::setUp() {
 }
 
 void IterativeReconstructor::State::startCgls() {
-  makeVectors(3, 2, /*fields=*/false);
+  makeVectors(3, 2);
   OperatorVectors& v = *vectors;
   vx = v.volume();
   vs = v.volume();
@@ -544,7 +544,7 @@ void IterativeReconstructor::State::startPdhg() {
   }
   // Ten volumes (x, x_previous, the voxel steps, scratch, z and D xbar of three each), five scans (A x twice, y, the ray
   // steps, b). No mask on the vectors: the voxel steps are 0 outside the region, so x stays 0 there.
-  makeVectors(10, 5, /*fields=*/true);
+  makeVectors(10, 5);
   OperatorVectors& v = *vectors;
   vx = v.volume();
   vxPrevious = v.volume();
@@ -596,7 +596,7 @@ void IterativeReconstructor::State::pdhgIteration() {
 // ASD-POCS's vectors: the iterate, the previous iterate (the start), the volume after the data step, the TV gradient
 // and its field (four volumes and a field of three; no scans), the mask on the TV gradient.
 void IterativeReconstructor::State::startTotalVariation() {
-  makeVectors(7, 0, /*fields=*/true);
+  makeVectors(7, 0);
   OperatorVectors& v = *vectors;
   vx = v.volume();
   vPrevious = v.volume();
