@@ -805,9 +805,32 @@ def project(volume, geometry, backend="cpu", step=None, gpu=0, threads=0, spacin
 _TV_DEFAULTS = {"tv_steps": 20, "tv_alpha": 0.002, "tv_reduction": 0.95, "tv_ratio": 0.95, "lambda_reduction": 0.99, "tv_weight": 0.001}
 
 
+def _devices(gpu, backend):
+    """The iterative methods' ``gpu``: one device index, a sequence of them, or "all" (every CUDA device), as the
+    command line's ``--gpu 0``, ``--gpu 0,1`` and ``--gpu all``."""
+    if isinstance(gpu, str):
+        if gpu != "all":
+            raise UsageError(f"gpu: expected a device index, a list of them or \"all\", found {_shown(gpu)}")
+        if backend != "cuda":
+            raise UsageError(f"gpu: \"all\" names the CUDA devices (backend=\"cuda\"), found backend {_shown(backend)}")
+        count = _glrecon._cuda_devices()
+        if count < 1:
+            raise UsageError("gpu: \"all\" found no CUDA device")
+        return list(range(count))
+    if isinstance(gpu, (_numbers.Number, _np.ndarray)) and _np.ndim(gpu) == 0:
+        return [_whole(gpu, "gpu", "gpu")]
+    try:
+        devices = [_whole(d, "gpu", "gpu") for d in gpu]
+    except TypeError:
+        raise TypeError(f"gpu: expected a device index, a list of them or \"all\", found {type(gpu).__name__}") from None
+    if not devices:
+        raise UsageError("gpu: expected at least one device index, found an empty list")
+    return devices
+
+
 def _iterative(method, projections, geometry, size, spacing, origin, iterations, subsets, lamb, positivity, initial, roi,
                backend, gpu, threads, step, progress, report, projector="interpolating", stop_residual=0.0, stop_change=0.0,
-               tv=None, order=("interleaved", 0)):
+               tv=None, order=("interleaved", 0), slabs=None):
     tv = {**_TV_DEFAULTS, **(tv or {})}
     if not isinstance(geometry, Geometry):
         raise UsageError(f"geometry: expected a glrecon.Geometry, found {type(geometry).__name__}")
@@ -824,7 +847,8 @@ def _iterative(method, projections, geometry, size, spacing, origin, iterations,
                                   _whole(subsets, "subsets"), _number(lamb, "lamb"), _bool(positivity, "positivity"), init,
                                   None if init_spacing is None else _triple(init_spacing, "initial.spacing"),
                                   None if init_origin is None else _triple(init_origin, "initial.origin"), region,
-                                  _text(backend, "backend"), _whole(gpu, "gpu", "gpu"), _whole(threads, "threads", "threads"), _step(step),
+                                  _text(backend, "backend"), _devices(gpu, backend),
+                                  0 if slabs is None else _whole(slabs, "slabs", None, 1, 1 << 20), _whole(threads, "threads", "threads"), _step(step),
                                   _text(projector, "projector"), _number(stop_residual, "stop_residual", "stopResidual"),
                                   _number(stop_change, "stop_change", "stopChange"), _whole(tv["tv_steps"], "tv_steps", "tvSteps"),
                                   _number(tv["tv_alpha"], "tv_alpha", "tvAlpha"), _number(tv["tv_reduction"], "tv_reduction", "tvReduction"),
@@ -897,6 +921,10 @@ _COMMON_DOC = """
         a NumPy mask (z, y, x) on the grid (bool, or 0 and 1): voxels outside stay as ``initial`` has them.
     backend: a name of ``projectors()``; gpu: device index; threads: cpu threads (0: all); step: ray-marching
         step in mm (None: one sample per voxel plane, Joseph's).
+    gpu, slabs: several devices and slabs (cpu and cuda), as ``--gpu 0,1`` and ``--slabs N``: ``gpu`` a list of
+        device indices or "all" (cuda), ``slabs`` the number of slabs of y rows the volume is held in (None: one per
+        device), each its own operator on the devices in turn; their projections summed in slab order (on cuda on
+        the GPUs), so the result equals ``glrecon sirt ... --slabs N`` bit for bit on cpu.
     projector: "interpolating" (fast; B close to A^T), "matched" (B = A^T exactly) or "distance-driven" (B = A^T,
         modelling the pixels' and voxels' size; a gantry about y), as ``--projector``.
     stop_residual, stop_change: stopping rules (0: off), as ``--stop-residual`` / ``--stop-change``: stop once the
@@ -913,7 +941,7 @@ _COMMON_DOC = """
 def sart(projections, geometry, size=None, spacing=None, origin=None, iterations=10, subsets=None, lamb=None, positivity=True,
          initial=None, roi="", backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, relaxation=None,
          projector="interpolating", stop_residual=0.0, stop_change=0.0, lmbda=None, blocksize=None, OrderStrategy=None,
-         order_seed=None):
+         order_seed=None, slabs=None):
     """SART / OS-SART, as ``glrecon sart``: x += lambda (B_S 1)^-1 B_S [(b_S - A_S x) / (A_S 1)] per ordered subset.
 
     subsets: 1 to the number of views (None: one view per subset; 1 is SIRT), or TIGRE's ``blocksize`` (views per
@@ -931,45 +959,45 @@ def sart(projections, geometry, size=None, spacing=None, origin=None, iterations
     return _iterative("sart", projections, geometry, size, spacing, origin, iterations,
                       _subsets(subsets, blocksize, projections), _relaxation(lamb, relaxation, lmbda), positivity,
                       initial, roi, backend, gpu, threads, step, progress, report, projector, stop_residual, stop_change,
-                      order=_order(OrderStrategy, order_seed))
+                      order=_order(OrderStrategy, order_seed), slabs=slabs)
 
 
 def sirt(projections, geometry, size=None, spacing=None, origin=None, iterations=10, lamb=None, positivity=True, initial=None, roi="",
          backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, relaxation=None, projector="interpolating",
-         stop_residual=0.0, stop_change=0.0, lmbda=None):
+         stop_residual=0.0, stop_change=0.0, lmbda=None, slabs=None):
     """SIRT, as ``glrecon sirt``: SART with one subset holding every view; lamb (or ``relaxation``, TIGRE's
     ``lmbda``) in (0, 2) (None: 1); positivity: clamp negative voxels after every update (on by default).
     """
     return _iterative("sirt", projections, geometry, size, spacing, origin, iterations, 0, _relaxation(lamb, relaxation, lmbda), positivity,
-                      initial, roi, backend, gpu, threads, step, progress, report, projector, stop_residual, stop_change)
+                      initial, roi, backend, gpu, threads, step, progress, report, projector, stop_residual, stop_change, slabs=slabs)
 
 
 def cgls(projections, geometry, size=None, spacing=None, origin=None, iterations=10, initial=None, roi="", backend="cpu", gpu=0,
-         threads=0, step=None, progress=None, report=None, projector="interpolating", stop_residual=0.0, stop_change=0.0):
+         threads=0, step=None, progress=None, report=None, projector="interpolating", stop_residual=0.0, stop_change=0.0, slabs=None):
     """CGLS, as ``glrecon cgls``: conjugate gradients on the normal equations B A x = B b (no relaxation, no
     positivity: clamping would break the conjugate directions). Steps by exact line search, so the residual never
     rises even with the interpolating pair; ``projector="matched"`` makes it CGLS proper.
     """
     return _iterative("cgls", projections, geometry, size, spacing, origin, iterations, 0, 0.0, False, initial, roi, backend, gpu,
-                      threads, step, progress, report, projector, stop_residual, stop_change)
+                      threads, step, progress, report, projector, stop_residual, stop_change, slabs=slabs)
 
 
 def osem(projections, geometry, size=None, spacing=None, origin=None, iterations=10, subsets=None, positivity=False, initial=None,
          roi="", backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, projector="interpolating",
-         stop_residual=0.0, stop_change=0.0, blocksize=None, OrderStrategy=None, order_seed=None):
+         stop_residual=0.0, stop_change=0.0, blocksize=None, OrderStrategy=None, order_seed=None, slabs=None):
     """OS-EM / MLEM, as ``glrecon osem``: x *= (B_S 1)^-1 B_S [b_S / (A_S x)]; the data must be finite and
     non-negative with some positive value. subsets: 1 to the number of views (None: 8, or fewer views; 1 is MLEM),
     or TIGRE's ``blocksize`` (views per subset); ``OrderStrategy`` and ``order_seed`` as in ``sart``.
     """
     return _iterative("osem", projections, geometry, size, spacing, origin, iterations, _subsets(subsets, blocksize, projections), 0.0,
                       positivity, initial, roi, backend, gpu, threads, step, progress, report, projector, stop_residual, stop_change,
-                      order=_order(OrderStrategy, order_seed))
+                      order=_order(OrderStrategy, order_seed), slabs=slabs)
 
 
 def asd_pocs(projections, geometry, size=None, spacing=None, origin=None, iterations=10, subsets=None, lamb=None, initial=None, roi="",
              backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, projector="interpolating", stop_residual=0.0,
              stop_change=0.0, tv_steps=20, tv_alpha=0.002, tv_reduction=0.95, tv_ratio=0.95, lambda_reduction=0.99, lmbda=None,
-             blocksize=None, OrderStrategy=None, order_seed=None):
+             blocksize=None, OrderStrategy=None, order_seed=None, slabs=None):
     """ASD-POCS (Sidky & Pan 2008), as ``glrecon asd-pocs``: per iteration a SART sweep with x >= 0, then
     ``tv_steps`` steps of steepest descent on the total variation; the TV step starts at ``tv_alpha`` times the
     sweep's change and shrinks by ``tv_reduction`` whenever TV moved the volume more than ``tv_ratio`` times it;
@@ -982,12 +1010,12 @@ def asd_pocs(projections, geometry, size=None, spacing=None, origin=None, iterat
     return _iterative("asd-pocs", projections, geometry, size, spacing, origin, iterations,
                       _subsets(subsets, blocksize, projections), _relaxation(lamb, None, lmbda), True, initial, roi, backend, gpu, threads, step, progress, report, projector, stop_residual,
                       stop_change, dict(tv_steps=tv_steps, tv_alpha=tv_alpha, tv_reduction=tv_reduction, tv_ratio=tv_ratio,
-                                        lambda_reduction=lambda_reduction), _order(OrderStrategy, order_seed))
+                                        lambda_reduction=lambda_reduction), _order(OrderStrategy, order_seed), slabs=slabs)
 
 
 def pdhg_tv(projections, geometry, size=None, spacing=None, origin=None, iterations=300, tv_weight=0.001, initial=None, roi="",
             backend="cpu", gpu=0, threads=0, step=None, progress=None, report=None, projector="matched", stop_residual=0.0,
-            stop_change=0.0):
+            stop_change=0.0, slabs=None):
     """PDHG-TV, as ``glrecon pdhg-tv``: min 1/2 |A x - b|^2 + lambda TV(x) over x >= 0 by Chambolle & Pock's
     primal-dual algorithm with diagonal preconditioning (one forward and one back projection per iteration, no step
     to tune). ``tv_weight`` is unitless (lambda = tv_weight times the data's density scale times |A|^2): higher is
@@ -995,7 +1023,7 @@ def pdhg_tv(projections, geometry, size=None, spacing=None, origin=None, iterati
     default here). The residual may rise on the way (the objective holds TV too). For few views and noise.
     """
     return _iterative("pdhg-tv", projections, geometry, size, spacing, origin, iterations, 0, 0.0, False, initial, roi, backend, gpu,
-                      threads, step, progress, report, projector, stop_residual, stop_change, dict(tv_weight=tv_weight))
+                      threads, step, progress, report, projector, stop_residual, stop_change, dict(tv_weight=tv_weight), slabs=slabs)
 
 
 for _f in (sart, sirt, cgls, osem, asd_pocs, pdhg_tv):

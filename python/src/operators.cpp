@@ -13,6 +13,7 @@
 #include "glrecon/iterative.h"
 #include "glrecon/limits.h"
 #include "glrecon/roi.h"
+#include "glrecon/split.h"
 #include "glrecon/validate.h"
 
 namespace glrecon::python {
@@ -78,8 +79,8 @@ py::array iterative(const std::string& methodName_, const py::array& input, cons
                     const PyGeometry& pygeometry, const std::array<int, 3>& size, const std::array<double, 3>& voxel,
                     const std::optional<std::array<double, 3>>& volumeOrigin, int iterations, int subsets, double lambda, bool positivity,
                     const std::optional<FloatArray>& initial, const std::optional<std::array<double, 3>>& initialSpacing,
-                    const std::optional<std::array<double, 3>>& initialOrigin, const std::string& roi, const std::string& backend, int gpu,
-                    int threads, double step, const std::string& pair, double stopResidual, double stopChange, int tvSteps, double tvAlpha,
+                    const std::optional<std::array<double, 3>>& initialOrigin, const std::string& roi, const std::string& backend,
+                    const std::vector<int>& devices, int slabs, int threads, double step, const std::string& pair, double stopResidual, double stopChange, int tvSteps, double tvAlpha,
                     double tvReduction, double tvRatio, double lambdaReduction, double tvWeight, const std::string& order,
                     std::uint64_t orderSeed, const py::object& progress, bool printProgress, py::dict report) {
   IterativeOptions options;
@@ -119,7 +120,13 @@ py::array iterative(const std::string& methodName_, const py::array& input, cons
   std::string description;
   {
     py::gil_scoped_release release;
-    auto projector = makeOperator(*backendOf(backend, false), geometry, grid, projectorOptions(gpu, threads, step, pair));
+    // Several devices or slabs: the split operator, as the command line makes it (one slab on one device is the whole
+    // grid's operator itself).
+    const Backend chosen = *backendOf(backend, false);
+    const OperatorOptions operatorOptions = projectorOptions(devices.front(), threads, step, pair);
+    auto projector = slabs > 1 || devices.size() > 1
+                         ? makeSplitOperator(chosen, geometry, grid, operatorOptions, SplitOptions{slabs, devices, nullptr})
+                         : makeOperator(chosen, geometry, grid, operatorOptions);
     description = projector->description();
     double dataNorm = 0;
     for (float b : projections.data) dataNorm += static_cast<double>(b) * b;

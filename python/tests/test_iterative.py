@@ -87,6 +87,46 @@ def test_iterative_equals_the_cli_bit_for_bit(scan, tmp_path, method, args, kwar
     assert 0.5 < vol[8, 8, 8] < 1.5  # the phantom's brain (1.02)
 
 
+@pytest.mark.parametrize("method", ["sirt", "cgls", "pdhg_tv"])
+def test_iterative_over_slabs_equals_the_cli_bit_for_bit(scan, tmp_path, method):
+    # A grid of 32 rows (two slabs of 16, the slabs' granule) of 8 mm over the same scan.
+    p, geo = inputs(scan)
+    report = {}
+    vol = getattr(glrecon, method)(p, geo, size=32, spacing=8, iterations=2, backend="cpu", slabs=2, report=report)
+    cli(scan, method.replace("_", "-"), "-g", "scan/geometry.xml", "-p", "scan/projections.mha", "-o", str(tmp_path / "v.mha"),
+        "--size", "32", "--spacing", "8", "-n", "2", "--slabs", "2", "--backend", "cpu", "-q")
+    np.testing.assert_array_equal(vol, glrecon.read_image(tmp_path / "v.mha"))
+    assert "2 slabs of y rows" in report["backend"]
+    assert vol.max() > 0.1
+    # Two "devices" of the cpu backend are two slabs too (the command line's --gpu 0,0).
+    np.testing.assert_array_equal(getattr(glrecon, method)(p, geo, size=32, spacing=8, iterations=2, backend="cpu", gpu=[0, 0]), vol)
+
+
+def test_iterative_over_slabs_refuses_what_cannot_split(scan):
+    p, geo = inputs(scan)
+    with pytest.raises(glrecon.UsageError, match="slabs: expected 1 to 2"):
+        glrecon.sirt(p, geo, size=32, spacing=8, iterations=1, backend="cpu", slabs=3)
+    with pytest.raises(glrecon.UsageError, match="slabs: expected a whole number from 1"):
+        glrecon.sirt(p, geo, size=32, spacing=8, iterations=1, backend="cpu", slabs=0)
+    with pytest.raises(glrecon.UsageError, match="gpu: expected at least one device"):
+        glrecon.sirt(p, geo, size=32, spacing=8, iterations=1, backend="cpu", gpu=[])
+    with pytest.raises(glrecon.UsageError, match="gpu: .all. names the CUDA devices"):
+        glrecon.sirt(p, geo, size=32, spacing=8, iterations=1, backend="cpu", gpu="all")
+    with pytest.raises(TypeError, match="gpu: expected a device index"):
+        glrecon.sirt(p, geo, size=32, spacing=8, iterations=1, backend="cpu", gpu=None)
+
+
+@pytest.mark.skipif(sum(d["api"] == "cuda" for d in glrecon.devices()) < 2, reason="needs two CUDA devices")
+def test_two_gpus_equal_one_gpus_slabs_bit_for_bit(scan):
+    # The slabs' sums on the GPUs (peer copies) in the same order as on one GPU: the same bits.
+    p, geo = inputs(scan)
+    for method in ("sirt", "cgls"):
+        two = getattr(glrecon, method)(p, geo, size=32, spacing=8, iterations=2, backend="cuda", gpu=[0, 1])
+        one = getattr(glrecon, method)(p, geo, size=32, spacing=8, iterations=2, backend="cuda", gpu=0, slabs=2)
+        np.testing.assert_array_equal(two, one)
+        assert two.max() > 0.1
+
+
 def test_parallel_rtk_file_is_geometry_parallel_on_the_cli(tmp_path):
     """RTK's parallel geometry (SourceToDetectorDistance 0): ``glrecon phantom --parallel`` writes it, and it is
     Geometry.parallel's scan: the same file text, the same vectors read back, and fdk (FBP), project and the iterative
