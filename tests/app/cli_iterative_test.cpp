@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "glrecon/io.h"
@@ -78,6 +79,34 @@ TEST(CliIterative, ViewShowsEveryIterationHeadless) {
   for (const char* f : {"snapshot_it0001_axial.png", "snapshot_it0002_sagittal.png", "residual.csv", "residual.png"})
     EXPECT_TRUE(fs::exists(dir / "snaps" / f)) << f;
   EXPECT_TRUE(fs::exists(dir / "v.mha"));
+}
+
+// view --method takes the commands' projector pair: --projector as they do, and their default (matched for pdhg-tv, the
+// guarantee's pair; interpolating else): its volume equals the command's bit for bit (the same reconstructor on cpu).
+TEST(CliIterative, ViewTakesTheCommandsProjectorPair) {
+  const fs::path dir = test::scratchDir();
+  ASSERT_EQ(runCli(dir, kScan).exitCode, 0);
+  const std::string files = " -g scan/geometry.xml -p scan/projections.mha --size 16 --spacing 15 --backend cpu -n 2 -q";
+  for (const auto& [method, projector] : {std::pair{"sirt", " --projector matched"}, std::pair{"pdhg-tv", ""}, std::pair{"sirt", ""}}) {
+    const std::string name = std::string(method) + projector;
+    const CliRun v = runCli(dir, "view --method " + std::string(method) + projector + files + " --headless --snapshots snaps -o v.mha --overwrite");
+    ASSERT_EQ(v.exitCode, 0) << name << v.output;
+    const CliRun c = runCli(dir, std::string(method) + projector + files + " -o c.mha --overwrite");
+    ASSERT_EQ(c.exitCode, 0) << name << c.output;
+    const Image a = readMetaImage((dir / "v.mha").string()), b = readMetaImage((dir / "c.mha").string());
+    EXPECT_EQ(test::values(a.data), test::values(b.data)) << name;
+    EXPECT_GT(*std::max_element(a.data.begin(), a.data.end()), 0.1f) << name;
+    fs::remove_all(dir / "snaps");
+  }
+  // The pair changes the volume (else the comparisons above could not tell the pairs apart).
+  ASSERT_EQ(runCli(dir, "view --method sirt" + files + " --projector matched --headless --snapshots snaps -o m.mha").exitCode, 0);
+  fs::remove_all(dir / "snaps");
+  ASSERT_EQ(runCli(dir, "view --method sirt" + files + " --headless --snapshots snaps -o i.mha").exitCode, 0);
+  EXPECT_NE(test::values(readMetaImage((dir / "m.mha").string()).data), test::values(readMetaImage((dir / "i.mha").string()).data));
+  const CliRun f = runCli(dir, "view --projector matched" + files + " --headless --snapshots snaps2 -o f.mha");
+  EXPECT_NE(f.exitCode, 0);
+  EXPECT_TRUE(contains(f.output, "--projector: expected with an iterative --method")) << f.output;
+  EXPECT_FALSE(fs::exists(dir / "f.mha"));
 }
 
 TEST(CliIterative, ViewWindowDrawsEverySubsetAndSavesScreenshot) {

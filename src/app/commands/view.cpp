@@ -38,6 +38,10 @@ class ViewCommand final : public Command {
                   "for these; --simulate then scans 90 projections of 128^2)")
         ->capture_default_str();
     c->add_option("--iterations,-n", parameters.iterations, "Iterative methods: iterations")->capture_default_str();
+    c->add_option("--projector", pair,
+                  "Iterative methods: interpolating, matched or distance-driven (default: matched for pdhg-tv, else interpolating, as "
+                  "their commands)")
+        ->check(CLI::IsMember({"interpolating", "matched", "distance-driven"}));
     c->add_option("--subsets", parameters.subsets, "sart, osem: ordered subsets (default: sart one projection each, osem 8)");
     c->add_option("--lambda", parameters.lambda, "sart, sirt: relaxation in (0, 2) (default: sart 0.8 with one projection per subset, else 1)");
     parameters.addPositivity(c, "sart, sirt, osem: ");
@@ -49,7 +53,7 @@ class ViewCommand final : public Command {
 
  private:
   LiveOptions live{"view"};
-  std::string geometryPath, projectionsPath, screenshot, method = "fdk";
+  std::string geometryPath, projectionsPath, screenshot, method = "fdk", pair;
   double simulate = -1;
   bool headless = false, offscreen = false;
   std::size_t closeAfter = 0, screenshotAt = 0;
@@ -63,6 +67,8 @@ class ViewCommand final : public Command {
     if (offscreen && (headless || !live.snapshots.empty()))
       throw UsageError("--offscreen: expected without --headless and --snapshots (it draws the window's frames, offscreen)");
     if (offscreen && method != "fdk") throw UsageError("--offscreen: expected with --method fdk, found '" + method + "'");
+    if (!pair.empty() && method == "fdk")
+      throw UsageError("--projector: expected with an iterative --method (FDK backprojects with no projector pair), found --method fdk");
     if (method != "fdk") return runIterative();
     const Phantom phantom = Phantom::sheppLogan();
     FileScan scan;
@@ -117,6 +123,8 @@ class ViewCommand final : public Command {
     OperatorOptions po;
     po.device = live.gpu;
     po.threads = live.threads;
+    // As the commands: PDHG-TV's guarantee asks for the matched pair, the others take the fast one.
+    po.pair = !pair.empty() ? parseProjectorPair(pair) : method == "pdhg-tv" ? ProjectorPair::Matched : ProjectorPair::Interpolating;
     const Backend backend = live.backend.orWhenAuto(Backend::Cpu);
     const std::optional<std::pair<double, double>> range = live.range.range();
     const bool window = hasDisplay() && !headless && live.snapshots.empty();
