@@ -109,6 +109,20 @@ TEST(CliIterative, ViewTakesTheCommandsProjectorPair) {
   EXPECT_FALSE(fs::exists(dir / "f.mha"));
 }
 
+// bench-iterative over slabs (--slabs, --gpu 0,0): the split operator's row, as the iterative commands run it; the GL
+// backends, which do not split, reported and skipped.
+TEST(CliIterative, BenchIterativeTimesTheSplitOperator) {
+  const fs::path dir = test::scratchDir();
+  for (const std::string split : {"--slabs 2", "--gpu 0,0"}) {
+    const CliRun r = runCli(dir, "bench-iterative --size 32 --projections 24 --detector 32 --backends cpu,compute " + split);
+    ASSERT_EQ(r.exitCode, 0) << split << r.output;
+    EXPECT_TRUE(contains(r.output, "cpu, 2 slabs of y rows")) << split << r.output;
+    EXPECT_TRUE(contains(r.output, "compute    skipped: --backend: the iterative methods over slabs")) << split << r.output;
+  }
+  const CliRun bad = runCli(dir, "bench-iterative --size 32 --projections 24 --detector 32 --backends cpu --slabs 3");
+  EXPECT_TRUE(contains(bad.output, "cpu        skipped: --slabs: expected 1 to 2")) << bad.output;
+}
+
 TEST(CliIterative, ViewWindowDrawsEverySubsetAndSavesScreenshot) {
   if (!std::getenv("DISPLAY")) GTEST_SKIP() << "no X display: run the tests under xvfb-run (./quickstart.sh test does)";
   const fs::path dir = test::scratchDir();

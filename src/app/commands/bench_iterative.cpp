@@ -10,10 +10,12 @@
 #include "app/command.h"
 #include "app/options.h"
 #include "app/scan_options.h"
+#include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "glrecon/iterative.h"
 #include "glrecon/operator.h"
 #include "glrecon/phantom.h"
+#include "glrecon/split.h"
 
 namespace glrecon::app {
 namespace {
@@ -29,7 +31,11 @@ class BenchIterativeCommand final : public Command {
                                      "Time the projector pair and one iteration of each method per backend on a simulated Shepp-Logan scan");
     scan.add(c);
     c->add_option("--backends", backends, "Comma-separated backends to run (those that cannot run are reported and skipped)")->capture_default_str();
-    c->add_option("--gpu", gpu, "GPU backends: device index")->capture_default_str();
+    c->add_option("--gpu", gpu, "GPU backends: device index; cpu and cuda: a list such as 0,1 or all, each device holding slabs of the volume")
+        ->capture_default_str();
+    c->add_option("--slabs", slabs, "cpu and cuda: the volume in N slabs of y rows, each its own operator, on the --gpu devices in turn "
+                                    "(default: one per device), as the iterative commands' --slabs")
+        ->check(CLI::Range(1, 1 << 20));
     c->add_option("--threads", threads, "cpu backend: threads (0: all)")->capture_default_str();
     c->add_option("--projector", pair, "Projector pair: interpolating, matched or distance-driven")
         ->check(CLI::IsMember({"interpolating", "matched", "distance-driven"}))
@@ -39,7 +45,8 @@ class BenchIterativeCommand final : public Command {
 
  private:
   SampleScanOptions scan = SampleScanOptions::withVolume(64, 90, 128, 1);
-  int gpu = 0, threads = 0;
+  std::string gpu = "0";
+  int threads = 0, slabs = 0;
   std::string backends = "cpu,graphics,compute,cuda";
   std::string pair = "interpolating";
 
@@ -58,6 +65,8 @@ class BenchIterativeCommand final : public Command {
     for (const std::string& name : splitList(backends)) {
       try {
         measure(name, geometry, grid, b, truth);
+      } catch (const Error& e) {
+        std::printf("%-10s skipped: %s\n", name.c_str(), e.render(optionName).c_str());  // fields named as their options
       } catch (const std::exception& e) {
         std::printf("%-10s skipped: %s\n", name.c_str(), e.what());
       }
@@ -76,11 +85,15 @@ class BenchIterativeCommand final : public Command {
   // to a host volume; one iteration of SART and of OS-EM.
   void measure(const std::string& name, const Geometry& geometry, const VolumeGrid& grid, const Image& b, const Image& truth) const {
     OperatorOptions po;
-    po.device = gpu;
     po.threads = threads;
     po.pair = parseProjectorPair(pair);
     BackendOption backend(name);
-    auto p = makeOperator(backend.projector(), geometry, grid, po);
+    const std::vector<int> devices = parseGpuList("--gpu", gpu, name);
+    po.device = devices.front();
+    // Several devices or slabs: the split operator, as the iterative commands make it.
+    auto p = slabs > 1 || devices.size() > 1
+                 ? makeSplitOperator(backend.projector(), geometry, grid, po, SplitOptions{slabs, devices, nullptr})
+                 : makeOperator(backend.projector(), geometry, grid, po);
     std::vector<std::size_t> views(geometry.size());
     std::iota(views.begin(), views.end(), std::size_t{0});
     std::vector<float> out(geometry.size() * geometry.detector.nu * geometry.detector.nv), vol(grid.voxelCount());
