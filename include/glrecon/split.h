@@ -51,6 +51,12 @@ int splitParts(const SplitOptions& split, int ranks);
 /// The slabs rank `rank` of `ranks` holds, [first, last): consecutive, as even as `parts` allows.
 std::pair<int, int> slabsOfRank(int parts, int ranks, int rank);
 
+/// The operator the iterative methods run over: the split operator where there are several ranks (split.cluster),
+/// slabs or devices, else (one slab on one device of one process) the whole grid's operator itself on options.device,
+/// or on the one device split.devices names. The command line, bench-iterative and Python make theirs here.
+std::unique_ptr<ConeBeamOperator> makeOperatorOrSplit(Backend backend, const Geometry& geometry, const VolumeGrid& grid,
+                                                      const OperatorOptions& options, const SplitOptions& split);
+
 /// The split operator (see the top of this file). Throws UsageError for a backend that cannot hold part of the grid in
 /// its iterative passes, for fewer parts than ranks, for more than 8 cuda parts in one process, and as makeOperator does.
 std::unique_ptr<ConeBeamOperator> makeSplitOperator(Backend backend, const Geometry& geometry, const VolumeGrid& grid,

@@ -120,13 +120,9 @@ py::array iterative(const std::string& methodName_, const py::array& input, cons
   std::string description;
   {
     py::gil_scoped_release release;
-    // Several devices or slabs: the split operator, as the command line makes it (one slab on one device is the whole
-    // grid's operator itself).
-    const Backend chosen = *backendOf(backend, false);
-    const OperatorOptions operatorOptions = projectorOptions(devices.front(), threads, step, pair);
-    auto projector = slabs > 1 || devices.size() > 1
-                         ? makeSplitOperator(chosen, geometry, grid, operatorOptions, SplitOptions{slabs, devices, nullptr})
-                         : makeOperator(chosen, geometry, grid, operatorOptions);
+    // Several devices or slabs: the split operator, as the command line makes it.
+    auto projector = makeOperatorOrSplit(*backendOf(backend, false), geometry, grid, projectorOptions(devices.front(), threads, step, pair),
+                                         SplitOptions{slabs, devices, nullptr});
     description = projector->description();
     double dataNorm = 0;
     for (float b : projections.data) dataNorm += static_cast<double>(b) * b;

@@ -117,21 +117,12 @@ class SplitOperator final : public ConeBeamOperator {
     throw UsageError("moveBlock: a split operator holds every row of the grid (its slabs are its parts')");
   }
   void setVolume(const float* voxels) override {
-    forEachPart([&](std::size_t i) {
-      const int p = part(i);
-      std::vector<float>& rows = partScratch_[i];
-      rows.resize(voxelsOf(p));
-      moveSlabRows(grid_.size, first_[static_cast<std::size_t>(p)], rowsOf(p), voxels, rows.data(), /*toBlock=*/true);
-      parts_[i]->setVolume(rows.data());
-    });
+    forEachPart([&](std::size_t i) { parts_[i]->setVolume(rowsOfPart(i, voxels).data()); });
   }
   void readVolume(float* destination) override {
     forEachPart([&](std::size_t i) {
-      const int p = part(i);
-      std::vector<float>& rows = partScratch_[i];
-      rows.resize(voxelsOf(p));
-      parts_[i]->readVolume(rows.data());
-      moveSlabRows(grid_.size, first_[static_cast<std::size_t>(p)], rowsOf(p), rows.data(), destination, /*toBlock=*/false);
+      parts_[i]->readVolume(partScratch(i).data());
+      movePartRows(i, partScratch_[i].data(), destination, /*toPart=*/false);
     });
     // Every rank's rows to every rank, one rank's range at a time.
     for (int r = 0; r < cluster_->size() && cluster_->size() > 1; ++r) {
@@ -171,9 +162,8 @@ class SplitOperator final : public ConeBeamOperator {
         give(i, nullptr);
         continue;
       }
-      const int p = part(i);
-      masks[i].resize(voxelsOf(p));
-      moveSlabRows(grid_.size, first_[static_cast<std::size_t>(p)], rowsOf(p), mask, masks[i].data(), /*toBlock=*/true);
+      masks[i].resize(voxelsOf(part(i)));
+      movePartRows(i, mask, masks[i].data(), /*toPart=*/true);
       give(i, masks[i].data());
     }
   }
@@ -223,12 +213,7 @@ class SplitOperator final : public ConeBeamOperator {
       // A part that computes B_S(1) next to its volume (cuda, which keeps them per subset) takes none; the others get
       // their rows of the caller's weights, or compute them themselves.
       const float* weights = nullptr;
-      if (cachedWeights && !parts_[i]->computesSubsetWeights()) {
-        const int p = part(i);
-        partScratch_[i].resize(voxelsOf(p));
-        moveSlabRows(grid_.size, first_[static_cast<std::size_t>(p)], rowsOf(p), cachedWeights, partScratch_[i].data(), /*toBlock=*/true);
-        weights = partScratch_[i].data();
-      }
+      if (cachedWeights && !parts_[i]->computesSubsetWeights()) weights = rowsOfPart(i, cachedWeights).data();
       parts_[i]->updateSubset(correction, views, count, whole, weights);  // nullptr: the part's own corrections
     });
   }
@@ -265,6 +250,27 @@ class SplitOperator final : public ConeBeamOperator {
 
  private:
   int part(std::size_t local) const { return rankPart_[static_cast<std::size_t>(cluster_->rank())] + static_cast<int>(local); }
+  // Part i's rows of each of `components` whole-grid arrays laid one after another (fields: 3) into its own layout
+  // (toPart), or back into the whole grid's.
+  template <class T>
+  void movePartRows(std::size_t i, const T* from, T* to, bool toPart, std::size_t components = 1) const {
+    const int p = part(i);
+    const std::size_t whole = grid_.voxelCount(), own = voxelsOf(p);
+    for (std::size_t c = 0; c < components; ++c)
+      moveSlabRows(grid_.size, first_[static_cast<std::size_t>(p)], rowsOf(p), from + c * (toPart ? whole : own), to + c * (toPart ? own : whole),
+                   toPart);
+  }
+  // Part i's scratch, sized for `components` arrays of its rows.
+  std::vector<float>& partScratch(std::size_t i, std::size_t components = 1) {
+    partScratch_[i].resize(components * voxelsOf(part(i)));
+    return partScratch_[i];
+  }
+  // Part i's rows of `whole` (movePartRows) in its scratch.
+  std::vector<float>& rowsOfPart(std::size_t i, const float* whole, std::size_t components = 1) {
+    std::vector<float>& rows = partScratch(i, components);
+    movePartRows(i, whole, rows.data(), /*toPart=*/true, components);
+    return rows;
+  }
   int rowsOf(int p) const { return first_[static_cast<std::size_t>(p) + 1] - first_[static_cast<std::size_t>(p)]; }
   std::size_t voxelsOf(int p) const { return static_cast<std::size_t>(grid_.size[0]) * rowsOf(p) * grid_.size[2]; }
 
@@ -328,26 +334,15 @@ class SplitVectors final : public OperatorVectors {
   // A volume or field: each part's rows of each component; projections: every part's copy.
   void upload(Id to, const float* values) override {
     op_.forEachPart([&](std::size_t i) {
-      if (kind(to) == Kind::Projections) return parts_[i]->upload(to, values);
-      std::vector<float>& rows = op_.partScratch_[i];
-      const std::size_t part = op_.voxelsOf(op_.part(i));
-      rows.resize(components(to) * part);
-      for (std::size_t c = 0; c < components(to); ++c)
-        moveSlabRows(op_.grid_.size, op_.first_[static_cast<std::size_t>(op_.part(i))], op_.rowsOf(op_.part(i)), values + c * op_.grid_.voxelCount(),
-                     rows.data() + c * part, /*toBlock=*/true);
-      parts_[i]->upload(to, rows.data());
+      parts_[i]->upload(to, kind(to) == Kind::Projections ? values : op_.rowsOfPart(i, values, components(to)).data());
     });
   }
   void download(Id from, float* values) override {
     if (kind(from) == Kind::Projections) return parts_.front()->download(from, values);
     op_.forEachPart([&](std::size_t i) {
-      std::vector<float>& rows = op_.partScratch_[i];
-      const std::size_t part = op_.voxelsOf(op_.part(i));
-      rows.resize(components(from) * part);
+      std::vector<float>& rows = op_.partScratch(i, components(from));
       parts_[i]->download(from, rows.data());
-      for (std::size_t c = 0; c < components(from); ++c)
-        moveSlabRows(op_.grid_.size, op_.first_[static_cast<std::size_t>(op_.part(i))], op_.rowsOf(op_.part(i)), rows.data() + c * part,
-                     values + c * op_.grid_.voxelCount(), /*toBlock=*/false);
+      op_.movePartRows(i, rows.data(), values, /*toPart=*/false, components(from));
     });
   }
   void setMask(const std::uint8_t* mask) override {
@@ -463,6 +458,15 @@ std::unique_ptr<ConeBeamOperator> makeSplitOperator(Backend backend, const Geome
                        (ranks > 1 ? " on rank " + std::to_string(rank) + " of " + std::to_string(ranks) : std::string()));
   }
   return std::make_unique<SplitOperator>(backend, geometry, grid, options, split);
+}
+
+std::unique_ptr<ConeBeamOperator> makeOperatorOrSplit(Backend backend, const Geometry& geometry, const VolumeGrid& grid,
+                                                      const OperatorOptions& options, const SplitOptions& split) {
+  if ((split.cluster && split.cluster->size() > 1) || split.parts > 1 || split.devices.size() > 1)
+    return makeSplitOperator(backend, geometry, grid, options, split);
+  OperatorOptions whole = options;
+  if (!split.devices.empty()) whole.device = split.devices.front();
+  return makeOperator(backend, geometry, grid, whole);
 }
 
 }  // namespace glrecon

@@ -88,12 +88,8 @@ class BenchIterativeCommand final : public Command {
     po.threads = threads;
     po.pair = parseProjectorPair(pair);
     BackendOption backend(name);
-    const std::vector<int> devices = parseGpuList("--gpu", gpu, name);
-    po.device = devices.front();
     // Several devices or slabs: the split operator, as the iterative commands make it.
-    auto p = slabs > 1 || devices.size() > 1
-                 ? makeSplitOperator(backend.projector(), geometry, grid, po, SplitOptions{slabs, devices, nullptr})
-                 : makeOperator(backend.projector(), geometry, grid, po);
+    auto p = makeOperatorOrSplit(backend.projector(), geometry, grid, po, SplitOptions{slabs, parseGpuList("--gpu", gpu, name), nullptr});
     std::vector<std::size_t> views(geometry.size());
     std::iota(views.begin(), views.end(), std::size_t{0});
     std::vector<float> out(geometry.size() * geometry.detector.nu * geometry.detector.nv), vol(grid.voxelCount());

@@ -113,11 +113,7 @@ class IterativeMethodCommand final : public Command {
     split.parts = slabs;
     split.devices = devices;
     split.cluster = ranks ? cluster : nullptr;
-    if (ranks || slabs > 1 || devices.size() > 1) {
-      op = makeSplitOperator(chosen, geometry, grid, projector.operatorOptions(), split);
-    } else {
-      op = makeOperator(chosen, geometry, grid, projector.operatorOptions());
-    }
+    op = makeOperatorOrSplit(chosen, geometry, grid, projector.operatorOptions(), split);
     if (!quiet)
       std::fprintf(stderr, "%s: %d x %d x %d voxels from %zu projections of %d x %d, %s, %s\n", methodName(method), grid.size[0],
                    grid.size[1], grid.size[2], geometry.size(), geometry.detector.nu, geometry.detector.nv, op->description().c_str(),
