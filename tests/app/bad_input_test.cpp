@@ -195,6 +195,9 @@ TEST(BadInput, IterativeCommandsAndProjectCheckAsFdkDoes) {
   }
   expectRefused(dir, "view --method sart --headless -q -g scan/geometry.xml -p scan/projections.mha --size 16 --spacing 16 --origin 0,5000,0", 1,
                 {"volume", "projects onto the detector"});
+  // A projector pair for FDK, which has none: refused before any work, nothing written.
+  expectRefused(dir, "view --projector matched --headless -q -g scan/geometry.xml -p scan/projections.mha --size 16 --spacing 16 --snapshots s -o v.mha",
+                2, {"--projector: expected with an iterative --method", "found --method fdk"});
   ASSERT_EQ(runCli(dir, "phantom -o high --projections 8 --detector 16 --detector-spacing 8 --source-offset 0,5000 -q").exitCode, 0);
   expectRefused(dir, "osem -g high/geometry.xml -p high/projections.mha --size 16 --spacing 4 -o v.mha", 1, {"volume", "projects onto the detector"});
   writeProjections(dir, "huge.mha", "16 16 1", 3e38f);
