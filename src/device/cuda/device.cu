@@ -1,12 +1,58 @@
 #include "device/cuda/device.h"
 
+#include "device/cuda/cuda.h"
+#include "glrecon/parallel.h"
+
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <set>
+#include <string>
+#include <utility>
+
+#include <sys/mman.h>
 
 namespace glrecon::cuda {
+
+std::pair<void*, bool> allocatePageLocked(std::size_t bytes) {
+  if (bytes == 0) return {nullptr, false};
+  static const bool mallocHost = [] {
+    const char* asked = std::getenv("GLRECON_PINNED");
+    return asked && std::string(asked) == "cudaMallocHost";
+  }();
+  if (!mallocHost) {
+    // Huge pages where the kernel grants them (transparent, asked for by madvise): 512 times fewer faults.
+    constexpr std::size_t kHugePage = std::size_t{2} << 20, kTouchChunk = std::size_t{8} << 20;
+    const std::size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+    if (void* memory = std::aligned_alloc(kHugePage, rounded)) {
+      (void)madvise(memory, rounded, MADV_HUGEPAGE);  // advice: where refused, 4 KiB pages serve
+      // Written first, on every thread: what made pinned memory dear on the GPU hosts was faulting fresh pages in
+      // (one thread wrote 256 MiB in 144-193 ms there, 8 threads in 26 ms, huge pages in 43-66 ms; cudaMallocHost
+      // took 130-250 ms for it), while registering pages that exist took 11-22 ms for 256 MiB
+      // (scripts/cuda-host-memory.cu on two H200s, docs/benchmarks.md).
+      parallelFor(rounded, kTouchChunk, 0, [&](std::size_t b, std::size_t e) { std::memset(static_cast<char*>(memory) + b, 0, e - b); });
+      if (cudaHostRegister(memory, rounded, cudaHostRegisterPortable) == cudaSuccess) return {memory, true};
+      (void)cudaGetLastError();  // not sticky: cleared, and cudaMallocHost tried instead
+      std::free(memory);
+    }
+  }
+  void* memory = nullptr;
+  check(cudaMallocHost(&memory, bytes), "cudaMallocHost");
+  return {memory, false};
+}
+
+void freePageLocked(void* memory, bool registered) noexcept {
+  if (!memory) return;
+  if (registered) {
+    cudaHostUnregister(memory);
+    std::free(memory);
+  } else {
+    cudaFreeHost(memory);
+  }
+}
 
 bool built() { return true; }
 

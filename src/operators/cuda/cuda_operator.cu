@@ -289,9 +289,9 @@ CudaOperator::CudaOperator(const Geometry& geometry, const VolumeGrid& grid, con
     throwInputError("cuda on " + deviceName_, "GPU memory (bytes)",
                     "at most " + std::to_string(freeBytes) + (options.blockRows > 0 ? std::string() : " (" + slabSuggestion() + ")"),
                     std::to_string(blocks * bytes + projectionBytes));
-  // GLRECON_TRACE: the setup's steps per device. On two H200s they showed where two devices' setup goes (0.74-1.10 s
-  // against one device's 0.21-0.30 s): the pinned buffers, which cudaMallocHost made there at under 1 GB/s, one
-  // allocation after another across the devices' threads (docs/benchmarks.md).
+  // GLRECON_TRACE: the setup's steps per device. On two H200s they showed where two devices' setup went (0.74-1.10 s
+  // against one device's 0.21-0.30 s): the pinned buffers, whose fresh pages faulted in at under 2 GB/s, beside the
+  // volume's (cuda::allocatePageLocked and VolumeSink::devicesReady now; docs/benchmarks.md).
   const auto traceStep = [&](const char* what) { trace(("cuda " + std::to_string(device_) + ": " + what).c_str()); };
   traceStep("operator: device opened");
   bank_ = cuda::acquireMatrixBank();
