@@ -6,26 +6,45 @@
 
 namespace glrecon {
 
-// The image is made (and its pages faulted in) by another thread while the run works; asked for, it is waited for.
+// The image is made (and its pages faulted in) by another thread while the run works, started once the devices are
+// set up; asked for, it is waited for (or made then, where nothing started it).
 struct ImageSink::Prepared {
+  VolumeGrid grid;
+  int threads = 0;
   Image image;
+  bool started = false;
   std::future<void> making;
   std::mutex mutex;  // slabs' rows arrive from several threads
+  void make() {
+    image.size = grid.size;
+    image.spacing = {grid.spacing.x, grid.spacing.y, grid.spacing.z};
+    image.origin = {grid.origin.x, grid.origin.y, grid.origin.z};
+    resizeZeroed(image.data, grid.voxelCount(), threads);
+  }
+  void start() {  // under the mutex
+    if (started) return;
+    started = true;
+    making = std::async(std::launch::async, [this] { make(); });
+  }
   Image& get() {
     std::lock_guard lock(mutex);
+    if (!started) {
+      started = true;
+      make();
+    }
     if (making.valid()) making.get();
     return image;
   }
 };
 
 ImageSink::ImageSink(const VolumeGrid& grid, int threads) : prepared_(std::make_unique<Prepared>()) {
-  Prepared& p = *prepared_;
-  p.making = std::async(std::launch::async, [&p, grid, threads] {
-    p.image.size = grid.size;
-    p.image.spacing = {grid.spacing.x, grid.spacing.y, grid.spacing.z};
-    p.image.origin = {grid.origin.x, grid.origin.y, grid.origin.z};
-    resizeZeroed(p.image.data, grid.voxelCount(), threads);
-  });
+  prepared_->grid = grid;
+  prepared_->threads = threads;
+}
+
+void ImageSink::devicesReady() {
+  std::lock_guard lock(prepared_->mutex);
+  prepared_->start();
 }
 
 ImageSink::~ImageSink() {

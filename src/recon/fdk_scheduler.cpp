@@ -159,6 +159,11 @@ struct FdkReconstructor::Run {
   bool waitForFiltered = true;    // the workers take projections once filtered by the pool (else once read)
   bool filterDecided = false;     // cpuFilter is known (under `mutex`): the other devices' workers wait for it
   std::size_t slabCapacity = 0;   // voxels of the tallest slab
+  std::atomic<std::size_t> devicesSetUp{0};
+  // A device's operator (and twin) made: once every device's is, the sink may prepare its memory (VolumeSink::devicesReady).
+  void deviceSetUp() {
+    if (++devicesSetUp == plan.devices.size()) sink.devicesReady();
+  }
 
   // What is done, under `mutex`: projections [0, read) are read, filtered[p] once projection p is filtered, [0, filtered
   // prefix) all of them; a one-block ring reuses the slots below `consumed`.
@@ -826,6 +831,7 @@ void FdkReconstructor::begin(ProjectionSource& source, VolumeSink& sink) {
         }
         w->setupSeconds = since(t);
         w->record("setup", t, Clock::now());
+        run.deviceSetUp();
         while (w->advance(Clock::time_point::max(), 0)) {
         }
         w->twin = nullptr;
@@ -851,6 +857,7 @@ void FdkReconstructor::begin(ProjectionSource& source, VolumeSink& sink) {
   }
   if (plan.deviceFilter && !firstFilter_ && plan.options.filterOn == FilterPlace::Gpu) throw filterOnGpuRefused(plan.backend, true);
   run.cpuFilter = !firstFilter_;
+  run.deviceSetUp();
   // Filtered on the devices: every worker hands raw projections over through its own device's twin, slab after slab
   // (each slab filters every projection again: the filter overlaps the backprojection, about 0.1 s a slab at 2048^3
   // from 720 x 1024^2 on an H100, where filtering every projection into host memory first, on one device, took
