@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "glrecon/io.h"
+#include "cli_support.h"
 #include "test_support.h"
 
 namespace glrecon {
@@ -22,15 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 using test::CliRun;
 using test::contains;
+using test::filesUnder;
 using test::runCli;
-
-// Every file under `dir` with its contents: "nothing was left or changed" is an equal snapshot.
-std::map<std::string, std::string> filesUnder(const fs::path& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    files[fs::relative(e.path(), dir).string()] = e.is_regular_file() ? test::readText(e.path()) : "<dir>";
-  return files;
-}
 
 bool hasTemporary(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir))
@@ -170,15 +164,9 @@ TEST(BadInputSignals, AnIgnoredSignalStaysIgnored) {
 // view --method on the simulated scan (90 projections of 128^2), small enough to take a second or two.
 const std::string kView = "view --method sart --simulate 0 --size 16 --spacing 16 --snapshots snaps ";
 
-// Expects exit `code`, every fragment in the output, no iteration run, and the directory exactly as before.
+// view --method refused: as every refusal (test::expectRefused), and no iteration run.
 void expectRefused(const fs::path& dir, const std::string& arguments, int code, std::initializer_list<std::string> fragments) {
-  const auto before = filesUnder(dir);
-  const CliRun r = runCli(dir, arguments);
-  EXPECT_EQ(r.exitCode, code) << arguments << "\n" << r.output;
-  for (const std::string& f : fragments)
-    EXPECT_TRUE(contains(r.output, f)) << "'" << f << "' not in the output of " << arguments << ":\n" << r.output;
-  EXPECT_FALSE(contains(r.output, "iteration")) << "refused only after the work began: " << arguments << "\n" << r.output;
-  EXPECT_TRUE(filesUnder(dir) == before) << "files left or changed by: " << arguments;
+  test::expectRefused(dir, arguments, code, fragments, "", "iteration");
 }
 
 // Every file view --method writes into its snapshot directory (each iteration's three slices, residual.csv and

@@ -17,6 +17,7 @@
 #include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "glrecon/validate.h"
+#include "cli_support.h"
 #include "test_support.h"
 
 namespace glrecon {
@@ -24,6 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 using test::CliRun;
 using test::contains;
+using test::expectRefused;
 using test::runCli;
 
 // The volume check runs in chunks on all threads; it must still name the first offending voxel in memory order,
@@ -37,30 +39,6 @@ TEST(Validate, NonFiniteVolumeNamesTheFirstBadVoxelWhateverTheThreads) {
   v.at(7, 100, 200) = std::nanf("");
   v.at(1, 2, 3) = 3.1e38f;  // beyond the limit, first in memory
   test::expectError<InputError>([&] { checkFiniteValues(v, "v.mha", "reconstructed volume", 3.0e38); }, {"(1, 2, 3)", "3.1e+38"});
-}
-
-
-
-
-// Every file under `dir` with its size and contents: "nothing was left or changed" is an equal snapshot.
-std::map<std::string, std::string> snapshot(const fs::path& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    files[fs::relative(e.path(), dir).string()] = e.is_regular_file() ? test::readText(e.path()) : "<dir>";
-  return files;
-}
-
-// Expects exit `code`, every fragment in the output, and the directory exactly as before.
-void expectRefused(const fs::path& dir, const std::string& arguments, int code,
-                   std::initializer_list<std::string> fragments, const std::string& environment = "") {
-  const auto before = snapshot(dir);
-  const CliRun r = runCli(dir, arguments, environment);
-  EXPECT_EQ(r.exitCode, code) << arguments << "\n" << r.output;
-  for (const std::string& f : fragments)
-    EXPECT_TRUE(contains(r.output, f)) << "'" << f << "' not in the output of " << arguments << ":\n"
-                                       << r.output;
-  EXPECT_FALSE(contains(r.output, "reconstructing")) << "refused only after the work began: " << arguments;
-  EXPECT_TRUE(snapshot(dir) == before) << "files left or changed by: " << arguments;
 }
 
 const std::string kScan = "phantom -o scan --projections 24 --detector 32 --detector-spacing 16 -q";
