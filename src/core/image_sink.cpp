@@ -1,5 +1,7 @@
+#include <exception>
 #include <future>
 #include <mutex>
+#include <system_error>
 
 #include "glrecon/sink.h"
 #include "glrecon/slab.h"
@@ -14,7 +16,8 @@ struct ImageSink::Prepared {
   Image image;
   bool started = false;
   std::future<void> making;
-  std::mutex mutex;  // slabs' rows arrive from several threads
+  std::exception_ptr failure;  // kept: every later caller (another device's readback) hears it, not only the first
+  std::mutex mutex;            // slabs' rows arrive from several threads
   void make() {
     image.size = grid.size;
     image.spacing = {grid.spacing.x, grid.spacing.y, grid.spacing.z};
@@ -23,16 +26,21 @@ struct ImageSink::Prepared {
   }
   void start() {  // under the mutex
     if (started) return;
+    making = std::async(std::launch::async, [this] { make(); });  // a thread refused throws here, still unstarted
     started = true;
-    making = std::async(std::launch::async, [this] { make(); });
   }
   Image& get() {
     std::lock_guard lock(mutex);
-    if (!started) {
-      started = true;
-      make();
+    try {
+      if (!started) {
+        started = true;
+        make();
+      }
+      if (making.valid()) making.get();
+    } catch (...) {
+      failure = std::current_exception();
     }
-    if (making.valid()) making.get();
+    if (failure) std::rethrow_exception(failure);
     return image;
   }
 };
@@ -44,7 +52,11 @@ ImageSink::ImageSink(const VolumeGrid& grid, int threads) : prepared_(std::make_
 
 void ImageSink::devicesReady() {
   std::lock_guard lock(prepared_->mutex);
-  prepared_->start();
+  try {
+    prepared_->start();
+  } catch (const std::system_error&) {
+    // No thread to be had: the volume is made when first asked for.
+  }
 }
 
 ImageSink::~ImageSink() {

@@ -2,15 +2,20 @@
 
 #include "device/cuda/cuda.h"
 #include "glrecon/parallel.h"
+#include "glrecon/progress.h"
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <system_error>
 #include <utility>
 
 #include <sys/mman.h>
@@ -23,20 +28,31 @@ std::pair<void*, bool> allocatePageLocked(std::size_t bytes) {
     const char* asked = std::getenv("GLRECON_PINNED");
     return asked && std::string(asked) == "cudaMallocHost";
   }();
-  if (!mallocHost) {
+  // Where registering failed once it fails again (a driver or system that refuses it): straight to cudaMallocHost.
+  static std::atomic<bool> registerRefused{false};
+  if (!mallocHost && !registerRefused.load()) {
     // Huge pages where the kernel grants them (transparent, asked for by madvise): 512 times fewer faults.
     constexpr std::size_t kHugePage = std::size_t{2} << 20, kTouchChunk = std::size_t{8} << 20;
+    constexpr int kTouchThreads = 8;  // as fast as more on the GPU hosts (26 ms for 256 MiB), and fewer to start
     const std::size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-    if (void* memory = std::aligned_alloc(kHugePage, rounded)) {
-      (void)madvise(memory, rounded, MADV_HUGEPAGE);  // advice: where refused, 4 KiB pages serve
-      // Written first, on every thread: what made pinned memory dear on the GPU hosts was faulting fresh pages in
+    std::unique_ptr<void, void (*)(void*)> memory(std::aligned_alloc(kHugePage, rounded), std::free);
+    if (memory) {
+      char* begin = static_cast<char*>(memory.get());
+      (void)madvise(begin, rounded, MADV_HUGEPAGE);  // advice: where refused, 4 KiB pages serve
+      // Written first, on several threads: what made pinned memory dear on the GPU hosts was faulting fresh pages in
       // (one thread wrote 256 MiB in 144-193 ms there, 8 threads in 26 ms, huge pages in 43-66 ms; cudaMallocHost
       // took 130-250 ms for it), while registering pages that exist took 11-22 ms for 256 MiB
       // (scripts/cuda-host-memory.cu on two H200s, docs/benchmarks.md).
-      parallelFor(rounded, kTouchChunk, 0, [&](std::size_t b, std::size_t e) { std::memset(static_cast<char*>(memory) + b, 0, e - b); });
-      if (cudaHostRegister(memory, rounded, cudaHostRegisterPortable) == cudaSuccess) return {memory, true};
+      try {
+        parallelFor(rounded, kTouchChunk, std::min(kTouchThreads, resolveThreadCount(0)),
+                    [&](std::size_t b, std::size_t e) { std::memset(begin + b, 0, e - b); });
+      } catch (const std::system_error&) {
+        std::memset(begin, 0, rounded);  // no thread to be had: this one writes it all
+      }
+      if (cudaHostRegister(begin, rounded, cudaHostRegisterPortable) == cudaSuccess) return {memory.release(), true};
       (void)cudaGetLastError();  // not sticky: cleared, and cudaMallocHost tried instead
-      std::free(memory);
+      registerRefused = true;
+      trace("cuda: cudaHostRegister refused; pinned buffers from cudaMallocHost");
     }
   }
   void* memory = nullptr;
@@ -46,11 +62,12 @@ std::pair<void*, bool> allocatePageLocked(std::size_t bytes) {
 
 void freePageLocked(void* memory, bool registered) noexcept {
   if (!memory) return;
+  // A failure is cleared: left as the thread's last error, a later launch check would report it as its own.
   if (registered) {
-    cudaHostUnregister(memory);
+    if (cudaHostUnregister(memory) != cudaSuccess) (void)cudaGetLastError();
     std::free(memory);
-  } else {
-    cudaFreeHost(memory);
+  } else if (cudaFreeHost(memory) != cudaSuccess) {
+    (void)cudaGetLastError();
   }
 }
 
