@@ -2,9 +2,9 @@
 # One device run on a machine of several GPUs (docs/gpu-measurement.md carries the libraries): one GPU against two,
 # in memory (glrecon bench: one block against slabs, with each device's timeline) and file to file (glrecon fdk),
 # for docs/benchmarks.md's table "Several GPUs". Everything it prints is also under $OUT.
-#   scripts/measure-gpus.sh [STEP...]     steps: warm tests bench2048 trace2048 bench2048cpu slabs2048 beside2048 bench1024 trace1024
-#                                         file1024 file2048 shm2048 mpi2048 iterative iterative1024 (default: all but tests, trace1024,
-#                                         trace2048 and iterative1024);
+#   scripts/measure-gpus.sh [STEP...]     steps: hostmemory warm tests bench2048 trace2048 bench2048cpu slabs2048 beside2048 bench1024 trace1024
+#                                         file1024 file2048 shm2048 mpi2048 iterative iterative1024 (default: all but hostmemory, tests,
+#                                         trace1024, trace2048 and iterative1024);
 #                                         mpi2048 needs Open MPI in .gl/mpi
 # warm: the GPU hosts' memory grows as it is first used (about 3 s for each 8 GiB, KINDS.md), which the first 2048^3 run
 # would pay; it is claimed once first. TEST_BINARIES, TEST_FILTER, TEST_SECONDS choose the tests; BACKENDS the benches'; PAIRS the iterative step's projector pairs. shm2048: file to file through /dev/shm (memory), so that the pipeline is measured
@@ -21,6 +21,11 @@ has() { [[ " $steps " == *" $1 "* ]]; }
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader | tee "$out/gpus.txt"
 echo "CPU threads: $(nproc)" | tee -a "$out/gpus.txt"
 b="$bin bench --projections 720 --detector 1024 --window 32 -q"
+# hostmemory: what a CUDA device's setup is made of on this host (scripts/cuda-host-memory.cu, built beforehand into
+# .gl/cuda-host-memory: docs/gpu-measurement.md).
+if has hostmemory; then
+  if [ -x .gl/cuda-host-memory ]; then .gl/cuda-host-memory 2>&1 | tee "$out/cuda-host-memory.txt"; else echo "hostmemory: .gl/cuda-host-memory not built"; fi
+fi
 has warm && python3 -c "import numpy as n; a=n.ones(110*2**28, n.float32); print('warmed', a.nbytes >> 30, 'GiB')"
 # mpirun (the MPI tests and mpi2048): Debian's PMIx crashes in its default process registry on the host's Ubuntu.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PMIX_MCA_preg=native
