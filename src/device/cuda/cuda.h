@@ -5,8 +5,8 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <memory>
 #include <string>
-#include <tuple>
 #include <utility>
 
 #include "glrecon/errors.h"
@@ -69,46 +69,33 @@ class DeviceBuffer {
   std::size_t count_ = 0;
 };
 
+/// Frees page-locked memory as allocatePageLocked made it: unregistered and freed, or by cudaFreeHost (a failure is
+/// cleared: left as the thread's last error, a later launch check would report it as its own).
+struct PageLockedRelease {
+  bool registered = false;
+  void operator()(void* memory) const noexcept;
+};
+using PageLocked = std::unique_ptr<void, PageLockedRelease>;
+
 /// Page-locked host memory of `bytes` (what asynchronous copies need): memory in huge pages where granted, written
-/// first on every thread, then registered with CUDA (cudaHostRegister). On the GPU hosts cudaMallocHost faulted its
-/// pages in on one thread (256 MiB in 130-250 ms; two devices' windows and chunks took 0.6-1.1 s of their setup),
+/// first on several threads, then registered with CUDA (cudaHostRegister). On the GPU hosts cudaMallocHost faulted
+/// its pages in on one thread (256 MiB in 130-250 ms; two devices' windows and chunks took 0.6-1.1 s of their setup),
 /// where registering memory already written took 11-22 ms for 256 MiB. cudaMallocHost where registering fails, or
-/// where GLRECON_PINNED=cudaMallocHost asks for it (to measure). Returns the memory and whether it was registered.
-std::pair<void*, bool> allocatePageLocked(std::size_t bytes);
-/// Frees what allocatePageLocked returned (errors ignored: destructors must not throw).
-void freePageLocked(void* memory, bool registered) noexcept;
+/// where GLRECON_PINNED=cudaMallocHost asks for it (to measure).
+PageLocked allocatePageLocked(std::size_t bytes);
 
 /// `count` elements of T in page-locked host memory (allocatePageLocked).
 template <typename T>
 class PinnedBuffer {
  public:
   PinnedBuffer() = default;
-  explicit PinnedBuffer(std::size_t count) : count_(count) { std::tie(memory_, registered_) = allocatePageLocked(count * sizeof(T)); }
-  ~PinnedBuffer() { reset(); }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  PinnedBuffer(PinnedBuffer&& other) noexcept
-      : memory_(std::exchange(other.memory_, nullptr)), registered_(other.registered_), count_(std::exchange(other.count_, 0)) {}
-  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
-    if (this != &other) {
-      reset();
-      memory_ = std::exchange(other.memory_, nullptr);
-      registered_ = other.registered_;
-      count_ = std::exchange(other.count_, 0);
-    }
-    return *this;
-  }
-  T* get() const { return static_cast<T*>(memory_); }
+  explicit PinnedBuffer(std::size_t count) : memory_(allocatePageLocked(count * sizeof(T))), count_(count) {}
+  T* get() const { return static_cast<T*>(memory_.get()); }
   std::size_t size() const { return count_; }
-  explicit operator bool() const { return memory_ != nullptr; }
+  explicit operator bool() const { return static_cast<bool>(memory_); }
 
  private:
-  void reset() noexcept {
-    if (memory_) freePageLocked(memory_, registered_);
-    memory_ = nullptr;
-  }
-  void* memory_ = nullptr;
-  bool registered_ = false;
+  PageLocked memory_;
   std::size_t count_ = 0;
 };
 

@@ -22,8 +22,8 @@
 
 namespace glrecon::cuda {
 
-std::pair<void*, bool> allocatePageLocked(std::size_t bytes) {
-  if (bytes == 0) return {nullptr, false};
+PageLocked allocatePageLocked(std::size_t bytes) {
+  if (bytes == 0) return {};
   static const bool mallocHost = [] {
     const char* asked = std::getenv("GLRECON_PINNED");
     return asked && std::string(asked) == "cudaMallocHost";
@@ -49,7 +49,7 @@ std::pair<void*, bool> allocatePageLocked(std::size_t bytes) {
       } catch (const std::system_error&) {
         std::memset(begin, 0, rounded);  // no thread to be had: this one writes it all
       }
-      if (cudaHostRegister(begin, rounded, cudaHostRegisterPortable) == cudaSuccess) return {memory.release(), true};
+      if (cudaHostRegister(begin, rounded, cudaHostRegisterPortable) == cudaSuccess) return PageLocked(memory.release(), {true});
       (void)cudaGetLastError();  // not sticky: cleared, and cudaMallocHost tried instead
       registerRefused = true;
       trace("cuda: cudaHostRegister refused; pinned buffers from cudaMallocHost");
@@ -57,12 +57,10 @@ std::pair<void*, bool> allocatePageLocked(std::size_t bytes) {
   }
   void* memory = nullptr;
   check(cudaMallocHost(&memory, bytes), "cudaMallocHost");
-  return {memory, false};
+  return PageLocked(memory, {false});
 }
 
-void freePageLocked(void* memory, bool registered) noexcept {
-  if (!memory) return;
-  // A failure is cleared: left as the thread's last error, a later launch check would report it as its own.
+void PageLockedRelease::operator()(void* memory) const noexcept {
   if (registered) {
     if (cudaHostUnregister(memory) != cudaSuccess) (void)cudaGetLastError();
     std::free(memory);
