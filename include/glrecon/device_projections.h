@@ -7,10 +7,15 @@
 
 namespace glrecon {
 
+struct RowBand;  // glrecon/slab.h
+
 struct DeviceProjections {
   virtual ~DeviceProjections() = default;
   /// Projections it holds at most.
   std::size_t capacity = 0;
+  /// Per view of the geometry, the detector rows its operator's block samples (slabRowBand), or nullptr: every row.
+  /// A twin need filter and send only those (each row is filtered alone); the others are never read.
+  const RowBand* rowBands = nullptr;
 };
 
 }  // namespace glrecon

@@ -75,9 +75,9 @@ struct FdkOptions {
   std::uint64_t gpuMemory = 0;
   /// Slabs read back beside the next slab's backprojection (SlabPlan::drainBeside; cuda reads back beside, the other
   /// backends in line). Unset: where the backend can (cuda), on several devices in one process, the projections in
-  /// memory (bench, Python, reconstructFdk), when a device's share of the volume is over 2 GiB: on two H200s at 2048^3
-  /// in memory 4.35 s against 4.74 s for one slab per device read back in line (glrecon bench --gpu 0,1 prints both).
-  /// Below that share the readback is about a tenth of a second; from a file, one slab per device reads the
+  /// memory (bench, Python, reconstructFdk), when a device's share of the volume is 2 GiB or more: on two H200s in
+  /// memory 3.52 s against 4.02 s for one slab per device read back in line at 2048^3, 0.625 s against 0.660 s at
+  /// 1024^3 (glrecon bench --gpu 0,1 prints both). Smaller shares were not measured; from a file, one slab per device reads the
   /// projections through a ring, where two would keep them all. One device keeps its plan (one block where the volume
   /// fits): 2 slabs read back beside took 7.18 s there against 7.61 s in one block, not yet measured where the memory
   /// forces slabs.

@@ -39,6 +39,10 @@ struct RowBand {
 /// float rounding of the backends' v (a few ulp of values below 1e5: far below a row).
 RowBand slabRowBand(const Geometry& geometry, std::size_t view, const VolumeGrid& grid, int firstRow, int rows);
 
+/// The rows from the first of `bands[views[i]]` to the last, over the views whose bands are not empty ({0, 0} where
+/// none has rows): the one band a window of those views sends and filters.
+RowBand bandUnion(const RowBand* bands, const std::size_t* views, std::size_t count);
+
 /// Throws UsageError unless the backprojector is in slab mode (capacity > 0) and rows [firstRow, firstRow + rows)
 /// are a slab it can hold: firstRow a multiple of kSlabGranule, 0 < rows <= capacity, inside the grid.
 void checkSlab(const VolumeGrid& grid, int capacity, int firstRow, int rows);

@@ -1,6 +1,7 @@
 #include "glrecon/slab.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include "glrecon/errors.h"
@@ -30,6 +31,17 @@ RowBand slabRowBand(const Geometry& geometry, std::size_t view, const VolumeGrid
   if (last < 0.0 || first > nv - 1) return {0, 0};
   const int a = static_cast<int>(std::max(0.0, first)), b = static_cast<int>(std::min<double>(nv - 1, last));
   return {a, b - a + 1};
+}
+
+RowBand bandUnion(const RowBand* bands, const std::size_t* views, std::size_t count) {
+  int first = INT_MAX, end = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const RowBand band = bands[views[i]];
+    if (band.count == 0) continue;
+    first = std::min(first, band.first);
+    end = std::max(end, band.first + band.count);
+  }
+  return first < end ? RowBand{first, end - first} : RowBand{0, 0};
 }
 
 void checkSlab(const VolumeGrid& grid, int capacity, int firstRow, int rows) {

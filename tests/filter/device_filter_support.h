@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "glrecon/operator.h"
 #include "device/cuda/device.h"
@@ -13,6 +14,7 @@
 #include "glrecon/filter.h"
 #include "device/gl/context.h"
 #include "glrecon/slab.h"
+#include "glrecon/source.h"
 #include "test_support.h"
 
 namespace glrecon::test {
@@ -122,7 +124,9 @@ inline void expectDeviceFilterMatchesHost(const std::string& backend) {
 
 // Slabs filtered on the GPU: each worker filters every projection again for each slab it takes, through its own
 // device's twin, with the one-block path's kernels, so a slab reconstruction equals the one-block one bit for bit with
-// the filter on the GPU as well (3 slabs, two workers, each with its own twin).
+// the filter on the GPU as well (3 slabs, two workers, each with its own twin). The cuda twin sends and filters only
+// the rows of each window's views that its slab samples (DeviceProjections::rowBands): a band that missed a row
+// some voxel samples would leave that row stale (another view's, or a former slab's) and change the bits.
 inline void slabsFilterLikeOneBlock(const std::string& backend) {
   const Geometry g = scan(true, 70, 9, 24);
   const VolumeGrid grid = VolumeGrid::centred({16, 40, 16}, glm::dvec3(6.0));
@@ -144,6 +148,28 @@ inline void slabsFilterLikeOneBlock(const std::string& backend) {
   EXPECT_TRUE(slabReport.filteredOnGpu);
   EXPECT_GT(slabReport.slabs, 1);
   EXPECT_EQ(slabbed.data, one.data) << backend << ": " << slabReport.slabs << " slabs";
+  EXPECT_EQ(oneReport.uploadedBytes, static_cast<double>(random.size() * sizeof(float))) << backend;
+  if (backend != "cuda") return;
+  // Each slab sends, per window, the rows from the first to the last of its views' bands: at most the span of every
+  // view's band times every projection, and at least the sum of each view's own band.
+  double most = 0.0, least = 0.0;
+  const double rowBytes = static_cast<double>(g.detector.nu) * sizeof(float);
+  const auto source = memorySource(projections, "projections");
+  const FdkPlan plan = planFdk(g, grid, options, *source);  // the slabs the run had
+  ASSERT_EQ(plan.slabs.slabs.size(), static_cast<std::size_t>(slabReport.slabs));
+  for (const auto& [first, rows] : plan.slabs.slabs) {
+    std::vector<RowBand> bands;
+    std::vector<std::size_t> views;
+    for (std::size_t view = 0; view < g.size(); ++view) {
+      bands.push_back(slabRowBand(g, view, grid, first, rows));
+      views.push_back(view);
+      least += bands.back().count * rowBytes;
+    }
+    most += bandUnion(bands.data(), views.data(), views.size()).count * rowBytes * g.size();
+  }
+  EXPECT_GE(slabReport.uploadedBytes, least);
+  EXPECT_LE(slabReport.uploadedBytes, most);
+  EXPECT_LT(most, slabReport.slabs * oneReport.uploadedBytes) << "the bands are narrower than the detector: the check can fail";
 }
 
 }  // namespace glrecon::test

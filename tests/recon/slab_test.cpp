@@ -69,6 +69,20 @@ TEST(Slab, RowBandCoversEveryRowAVoxelTouches) {
   }
 }
 
+TEST(Slab, BandUnionSpansTheViewsBandsAndSkipsEmptyOnes) {
+  const std::vector<RowBand> bands = {{4, 3}, {0, 0}, {10, 2}, {2, 1}, {0, 0}};
+  const std::size_t some[] = {0, 2}, withEmpty[] = {1, 3, 0}, onlyEmpty[] = {1, 4}, one[] = {2};
+  const auto expectBand = [](RowBand band, int first, int count) {
+    EXPECT_EQ(band.first, first);
+    EXPECT_EQ(band.count, count);
+  };
+  expectBand(bandUnion(bands.data(), some, 2), 4, 8);       // rows 4..11: the gap between the bands is inside
+  expectBand(bandUnion(bands.data(), withEmpty, 3), 2, 5);  // an empty band's {0, 0} does not pull the first row to 0
+  expectBand(bandUnion(bands.data(), onlyEmpty, 2), 0, 0);
+  expectBand(bandUnion(bands.data(), one, 1), 10, 2);
+  expectBand(bandUnion(bands.data(), one, 0), 0, 0);
+}
+
 TEST(Slab, PlanSplitsIntoGranulesWithinTheBudget) {
   const VolumeGrid grid = smallGrid(100);
   const SlabCost cost{1000, rowBytes(grid)};

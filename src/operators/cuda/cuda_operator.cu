@@ -188,8 +188,16 @@ class CudaOperator final : public ConeBeamOperator {
   int window() const override { return window_; }
 
  private:
-  RowBand bandOf(std::size_t view) const {
-    return options_.blockRows > 0 ? slabRowBand(geometry_, view, grid_, firstRow(), rows()) : RowBand{0, geometry_.detector.nv};
+  RowBand bandOf(std::size_t view) { return options_.blockRows > 0 ? blockBands()[view] : RowBand{0, geometry_.detector.nv}; }
+  /// Per view, the detector rows the block samples (slabRowBand), made once per block.
+  const RowBand* blockBands() {
+    if (bandsFirst_ != firstRow() || bandsRows_ != rows()) {
+      bands_.resize(geometry_.size());
+      for (std::size_t view = 0; view < bands_.size(); ++view) bands_[view] = slabRowBand(geometry_, view, grid_, firstRow(), rows());
+      bandsFirst_ = firstRow();
+      bandsRows_ = rows();
+    }
+    return bands_.data();
   }
   void fdkBack(const float* projections, const std::size_t* views, std::size_t count);
   /// The pending window: staged projections uploaded, then backprojected.
@@ -255,6 +263,8 @@ class CudaOperator final : public ConeBeamOperator {
   int buffer_ = 0;
   std::vector<std::size_t> pending_;
   std::vector<RowBand> pendingBands_;  // blocks: the detector rows each pending projection has staged
+  std::vector<RowBand> bands_;         // blockBands(), for the block of rows [bandsFirst_, bandsFirst_ + bandsRows_)
+  int bandsFirst_ = -1, bandsRows_ = -1;
   cuda::ProjectionWindow handedOut_;   // what nextWindow() hands out
   double uploaded_ = 0;
   std::vector<detail::ProjectorView> views_;
@@ -458,6 +468,7 @@ DeviceProjections* CudaOperator::nextWindow() {
   handedOut_.array = window.array.get();
   handedOut_.surface = window.surface.get();
   handedOut_.staging = window.staging.get();
+  handedOut_.rowBands = options_.blockRows > 0 ? blockBands() : nullptr;  // a twin sends and filters only the block's rows
   handedOut_.stream = copyStream_.get();
   return &handedOut_;
 }
@@ -470,7 +481,9 @@ void CudaOperator::back(DeviceProjections&, const std::size_t* views, std::size_
     throw std::logic_error("back(window): expected 1 to " + std::to_string(window_) + " projections and nothing waiting, found " +
                            std::to_string(count));
   pending_.assign(views, views + count);
-  uploaded_ += static_cast<double>(geometry_.detector.nu) * geometry_.detector.nv * count * sizeof(float);
+  // What the twin sent: the rows of the views' bands (bandUnion), as it computes them.
+  const int sentRows = options_.blockRows > 0 ? bandUnion(blockBands(), views, count).count : geometry_.detector.nv;
+  uploaded_ += static_cast<double>(geometry_.detector.nu) * sentRows * count * sizeof(float);
   pass();  // the twin filled the window's array on copyStream_: the pass orders after it
 }
 
