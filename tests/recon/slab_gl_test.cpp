@@ -36,6 +36,13 @@ TEST_F(GraphicsSlab, ClusterBandsEqualOneBlockOnEveryGlBackend) {
   for (const char* backend : {"graphics", "graphics-mp", "compute"}) bandsEqualOneBlock(backend, 8);
 }
 
+// The plan for reading back beside (4:1 slabs, or even ones in half the room) on the GL backends, which read back in
+// line (a second context reading back beside was measured slower on two H200s: the driver takes turns between the
+// contexts, docs/benchmarks.md): the same bits as one block.
+TEST_F(GraphicsSlab, SlabsReadBackBesideTheNextEqualOneBlock) {
+  for (const char* backend : {"compute", "graphics"}) drainedSlabsEqualOneBlock(backend, 8);
+}
+
 // Streaming needs the whole volume on one GPU: where it cannot be, the error names the limit and suggests the slab
 // path. A volume taller than the device's largest texture (16384 rows on llvmpipe and most GPUs) shows it on any
 // device; a GPU's free memory takes the same path where the driver reports it (NVX/ATI, CUDA).
