@@ -1,21 +1,23 @@
 // The FDK filter on the GPU (glrecon::DeviceFilter; the CUDA kernel filterRows is the same algorithm):
 // out[row][i] = sum_j x[row][j] taps[|i - j|], x the raw pixel times its cosine and column weights, for the
-// rows of `layers` projections (row r is projection r / nv, detector row r % nv), written into the layers
+// rows of `layers` projections, each projection's detector rows [firstV, firstV + bandRows) (row r is projection
+// r / bandRows, detector row firstV + r % bandRows; a slab samples only those), written into the layers
 // [firstLayer, firstLayer + layers) of the projection texture the backprojection samples. A product with a
 // Toeplitz matrix: a work group computes a 64 x 64 tile of (rows, columns) in 16-column steps of j from shared
 // memory, each invocation a 4 x 4 sub-tile strided by 16 (neighbouring invocations read neighbouring taps).
 // Every output sums j in ascending order.
 layout(local_size_x = 256) in;
 
-layout(std430, binding = 1) readonly buffer Raw { float raw[]; };          // layers x nv x nu
+layout(std430, binding = 1) readonly buffer Raw { float raw[]; };          // layers x bandRows x nu
 layout(std430, binding = 2) readonly buffer Cosine { float cosine[]; };    // nv x nu
 layout(std430, binding = 3) readonly buffer Columns { float columns[]; };  // views x nu
 layout(std430, binding = 4) readonly buffer Taps { float taps[]; };        // nu
 layout(std430, binding = 5) readonly buffer Views { int views[]; };       // the geometry view of each layer
 layout(binding = 2, r32f) uniform restrict writeonly image2DArray filtered;  // unit 2: the backprojectors keep 0 and 1
 uniform int nu;
-uniform int nv;
-uniform int rows;        // layers x nv
+uniform int firstV;      // the first detector row sent
+uniform int bandRows;    // detector rows sent per projection
+uniform int rows;        // layers x bandRows
 uniform int firstLayer;  // where layer 0 goes in the projection texture
 
 const int TILE = 64, STEP = 16;
@@ -33,7 +35,7 @@ void main() {
       const int r = e / STEP, jj = e % STEP, row = row0 + r, j = j0 + jj;
       float x = 0.0;
       if (row < rows && j < nu) {
-        const int layer = row / nv, v = row - layer * nv;
+        const int layer = row / bandRows, v = firstV + row - layer * bandRows;
         x = raw[row * nu + j] * cosine[v * nu + j] * columns[views[layer] * nu + j];
       }
       xs[r][jj] = x;
@@ -55,7 +57,7 @@ void main() {
   for (int a = 0; a < 4; ++a) {
     const int row = row0 + ty + 16 * a;
     if (row >= rows) continue;
-    const int layer = row / nv, v = row - layer * nv;
+    const int layer = row / bandRows, v = firstV + row - layer * bandRows;
     for (int b = 0; b < 4; ++b) {
       const int i = col0 + tx + 16 * b;
       if (i < nu) imageStore(filtered, ivec3(i, v, firstLayer + layer), vec4(sum[a][b]));

@@ -8,6 +8,7 @@
 #include "device/gl/shader.h"
 #include "glrecon/filter.h"
 #include "glrecon/parallel.h"
+#include "glrecon/slab.h"
 
 namespace glrecon {
 namespace {
@@ -36,13 +37,26 @@ class GlFdkFilter final : public DeviceFdkFilter {
     auto& window = static_cast<gl::ProjectionWindow&>(target);
     window.context->makeCurrent();
     const std::size_t pixels = static_cast<std::size_t>(nu_) * nv_;
-    // The raw projections into the window's staging memory (several threads: one core copies about 8 GB/s), then a
-    // device-side copy into the storage buffer the shader reads.
-    parallelFor(count * pixels, std::size_t{1} << 18, std::min(8, resolveThreadCount(0)),
-                [&](std::size_t b, std::size_t e) { std::copy(raw + b, raw + e, window.staging + slot * pixels + b); });
+    // A slab's operator samples only its band of rows: those alone are sent and filtered, one band for the whole call
+    // so that each projection's rows stay one contiguous block (as the CUDA twin does).
+    const RowBand band = window.rowBands ? bandUnion(window.rowBands, views, count) : RowBand{0, nv_};
+    if (band.count == 0) return;  // no voxel of the block sees these views
+    const std::size_t bandPixels = static_cast<std::size_t>(band.count) * nu_, offset = static_cast<std::size_t>(band.first) * nu_;
+    // The raw projections' bands into the window's staging memory (several threads: one core copies about 8 GB/s),
+    // then a device-side copy into the storage buffer the shader reads.
+    float* staged = window.staging + slot * pixels;
+    parallelFor(count * bandPixels, std::size_t{1} << 18, std::min(8, resolveThreadCount(0)), [&](std::size_t b, std::size_t e) {
+      while (b < e) {  // piece [b, e) of the staged bands, projection by projection
+        const std::size_t s = b / bandPixels, within = b - s * bandPixels, n = std::min(e - b, bandPixels - within);
+        std::copy(raw + s * pixels + offset + within, raw + s * pixels + offset + within + n, staged + b);
+        b += n;
+      }
+    });
+    const std::size_t bandBytes = bandPixels * sizeof(float);
     glUseProgram(program_.id());
     glUniform1i(glGetUniformLocation(program_.id(), "nu"), nu_);
-    glUniform1i(glGetUniformLocation(program_.id(), "nv"), nv_);
+    glUniform1i(glGetUniformLocation(program_.id(), "firstV"), band.first);
+    glUniform1i(glGetUniformLocation(program_.id(), "bandRows"), band.count);
     glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 2, cosine_.id());
     glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 3, columns_.id());
     glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 4, taps_.id());
@@ -50,13 +64,13 @@ class GlFdkFilter final : public DeviceFdkFilter {
     glBindImageTexture(2, window.texture, 0, GL_TRUE, 0, GL_WRITE_ONLY, GL_R32F);
     for (std::size_t first = 0; first < count; first += chunk_) {
       const std::size_t n = std::min(chunk_, count - first);
-      glCopyNamedBufferSubData(window.stagingBuffer, raw_.id(), static_cast<GLintptr>(window.stagingOffset + (slot + first) * bytes()), 0,
-                               static_cast<GLsizeiptr>(n * bytes()));
+      glCopyNamedBufferSubData(window.stagingBuffer, raw_.id(), static_cast<GLintptr>(window.stagingOffset + slot * bytes() + first * bandBytes),
+                               0, static_cast<GLsizeiptr>(n * bandBytes));
       std::vector<GLint> list(n);
       for (std::size_t s = 0; s < n; ++s) list[s] = static_cast<GLint>(views[first + s]);
       glNamedBufferSubData(views_.id(), 0, static_cast<GLsizeiptr>(n * sizeof(GLint)), list.data());
-      glBindBufferRange(GL_SHADER_STORAGE_BUFFER, 1, raw_.id(), 0, static_cast<GLsizeiptr>(n * bytes()));
-      const int rows = static_cast<int>(n) * nv_;
+      glBindBufferRange(GL_SHADER_STORAGE_BUFFER, 1, raw_.id(), 0, static_cast<GLsizeiptr>(n * bandBytes));
+      const int rows = static_cast<int>(n) * band.count;
       glUniform1i(glGetUniformLocation(program_.id(), "rows"), rows);
       glUniform1i(glGetUniformLocation(program_.id(), "firstLayer"), static_cast<GLint>(window.firstLayer + slot + first));
       GLRECON_CHECK_GL(glDispatchCompute((nu_ + 63) / 64, (rows + 63) / 64, 1));

@@ -160,7 +160,7 @@ void GlVolume::add(const float* data, const std::size_t* views, std::size_t coun
       // The bands copied on the threads at once (a parallel copy per projection started and joined its threads for
       // every projection of every slab), then uploaded one by one.
       std::vector<RowBand> bands(n);
-      for (std::size_t s = 0; s < n; ++s) bands[s] = slabRowBand(geometry, views[p + s], grid, blockFirst, rows);
+      for (std::size_t s = 0; s < n; ++s) bands[s] = blockBands()[views[p + s]];
       parallelFor(n, 1, threads, [&](std::size_t b, std::size_t e) {
         for (std::size_t s = b; s < e; ++s) {
           const std::size_t offset = s * pixels + static_cast<std::size_t>(bands[s].first) * nu;
@@ -212,7 +212,18 @@ gl::ProjectionWindow* GlVolume::nextWindow(const std::function<void()>& draw) {
   window_.stagingBuffer = staging_.id();
   window_.stagingOffset = static_cast<std::size_t>(layerBase) * pixels * sizeof(float);
   window_.staging = staging_.as<float>() + static_cast<std::size_t>(layerBase) * pixels;
+  window_.rowBands = blockCapacity > 0 ? blockBands() : nullptr;  // a twin sends and filters only the block's rows
   return &window_;
+}
+
+const RowBand* GlVolume::blockBands() {
+  if (bandsFirst_ != blockFirst || bandsRows_ != rows) {
+    bands_.resize(geometry.size());
+    for (std::size_t view = 0; view < bands_.size(); ++view) bands_[view] = slabRowBand(geometry, view, grid, blockFirst, rows);
+    bandsFirst_ = blockFirst;
+    bandsRows_ = rows;
+  }
+  return bands_.data();
 }
 
 void GlVolume::addWindow(const std::size_t* views, std::size_t count, const std::function<void()>& draw) {
@@ -223,7 +234,9 @@ void GlVolume::addWindow(const std::size_t* views, std::size_t count, const std:
     throw std::logic_error("back(window): expected 1 to " + std::to_string(window) + " projections and nothing waiting, found " +
                            std::to_string(count));
   pending.assign(views, views + count);
-  uploaded += static_cast<double>(count) * geometry.detector.nu * geometry.detector.nv * sizeof(float);
+  // What the twin sent: the rows of the views' bands (bandUnion), as it computes them.
+  const int sentRows = blockCapacity > 0 ? bandUnion(blockBands(), views, count).count : geometry.detector.nv;
+  uploaded += static_cast<double>(count) * geometry.detector.nu * sentRows * sizeof(float);
   // A full window is drawn as add() draws one (timed while the window search runs), a last partial one as flush() does.
   if (static_cast<int>(count) == window)
     drawWindow(draw);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "glrecon/operator.h"
+#include "glrecon/slab.h"
 #include "device/gl/context.h"
 #include "device/gl/objects.h"
 #include "device/gl/projection_window.h"
@@ -98,6 +99,10 @@ class GlVolume {
   std::size_t readbackLayers_ = 0;  // slices per chunk
   gl::Fence fences_[2];
   void drawPending(const std::function<void()>& draw);  // draws, clears the window, times it when profiling
+  /// Made for blocks: per view, the detector rows the block samples (slabRowBand), made once per block.
+  const RowBand* blockBands();
+  std::vector<RowBand> bands_;
+  int bandsFirst_ = -1, bandsRows_ = -1;  // the block bands_ holds
   gl::ProjectionWindow window_;  // what nextWindow() hands out
   std::string where_;
   bool searching_ = false;
