@@ -859,9 +859,10 @@ void FdkReconstructor::begin(ProjectionSource& source, VolumeSink& sink) {
   run.cpuFilter = !firstFilter_;
   run.deviceSetUp();
   // Filtered on the devices: every worker hands raw projections over through its own device's twin, slab after slab
-  // (each slab filters every projection again, only the rows of its band: the filter overlaps the backprojection, about 0.1 s a slab at 2048^3
-  // from 720 x 1024^2 on an H100, where filtering every projection into host memory first, on one device, took
-  // 1.7-4.5 s before the first slab, bound by the host's memory; the same kernels: the same bits).
+  // (each slab filters every projection again, only the rows of its band: the filter overlaps the backprojection,
+  // about 0.1 s a slab at 2048^3 from 720 x 1024^2 on an H100 when it filtered every row, where filtering every
+  // projection into host memory first, on one device, took 1.7-4.5 s before the first slab, bound by the host's
+  // memory; the same kernels: the same bits).
   run.waitForFiltered = run.cpuFilter;
   if (run.direct) {
     if (run.cpuFilter) makeStore();
