@@ -16,6 +16,8 @@ struct DeviceProjections {
   /// Per view of the geometry, the detector rows its operator's block samples (slabRowBand), or nullptr: every row.
   /// A twin need filter and send only those (each row is filtered alone); the others are never read.
   const RowBand* rowBands = nullptr;
+  /// Projection bytes a twin sent to the device into this window since its operator last took the count (back()).
+  double sentBytes = 0;
 };
 
 }  // namespace glrecon

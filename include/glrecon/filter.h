@@ -155,8 +155,11 @@ class DeviceFdkFilter {
  public:
   virtual ~DeviceFdkFilter() = default;
   /// `count` raw projections (host memory, nv rows of nu floats each; views[i] the i-th's geometry index) into the
-  /// window's projections [slot, slot + count), filtered on its device. Asynchronous where the device is: the
-  /// operator's back() of the window orders after it. The host memory may be reused when the call returns.
+  /// window's projections [slot, slot + count), filtered on its device: every row, or where the window has rowBands
+  /// only the rows from the first to the last of the views' bands (bandUnion; the others keep what they held, which
+  /// the operator's block never samples). Adds the bytes it sends to the window's sentBytes. Asynchronous where the
+  /// device is: the operator's back() of the window orders after it. The host memory may be reused when the call
+  /// returns.
   virtual void filter(const float* raw, const std::size_t* views, std::size_t count, DeviceProjections& window, std::size_t slot) = 0;
 };
 

@@ -66,8 +66,9 @@ SlabPlan planSlabsFor(const FdkPlan& plan, DeviceSession& session, const Project
   // Only where the projections are in memory already and filtered on the devices: two slabs per device read each
   // projection twice, so a source read from a file, or filtered into host memory first, would be kept whole (32 GiB
   // for 2000 x 2048^2) where one slab per device reads it through a ring. From a share of 2 GiB: on two H200s at 1024^3
-  // (2 GiB each) 4 slabs read back beside took 0.625 s against 2 slabs in line 0.660 s, once each slab's twin sent and
-  // filtered only its rows (before, 0.78 s against 0.67 s); smaller shares were not measured.
+  // (2 GiB each), once each slab's twin sent and filtered only its rows, 4 slabs read back beside took 0.625 s and
+  // 0.648 s against 2 slabs in line 0.660 s and 0.641 s (two runs: even), at 2048^3 3.52 s against 4.02 s; at 768^3
+  // (0.84 GiB each) beside lost, 0.385 s against 0.339 s.
   const bool drain = options.drainBeside.value_or(plan.backend == Backend::Cuda && devices > 1 && share >= (std::uint64_t{2} << 30) &&
                                                   source.memory() != nullptr && plan.deviceFilter);
   return planSlabs(plan.grid, cost, budget, what, devices, devices, drain);

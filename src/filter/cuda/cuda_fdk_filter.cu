@@ -122,6 +122,7 @@ class CudaFdkFilter final : public DeviceFdkFilter {
     });
     float* onDevice = raw_[window.index % 2].get() + slot * pixels();
     GLRECON_CUDA(cudaMemcpyAsync(onDevice, staged, count * bandPixels * sizeof(float), cudaMemcpyHostToDevice, window.stream));
+    window.sentBytes += static_cast<double>(count * bandPixels * sizeof(float));
     WindowViews list{};
     for (std::size_t s = 0; s < count; ++s) list.view[s] = static_cast<int>(views[s]);
     const int rows = band.count * static_cast<int>(count);

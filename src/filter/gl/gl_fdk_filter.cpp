@@ -53,6 +53,7 @@ class GlFdkFilter final : public DeviceFdkFilter {
       }
     });
     const std::size_t bandBytes = bandPixels * sizeof(float);
+    window.sentBytes += static_cast<double>(count * bandBytes);
     glUseProgram(program_.id());
     glUniform1i(glGetUniformLocation(program_.id(), "nu"), nu_);
     glUniform1i(glGetUniformLocation(program_.id(), "firstV"), band.first);

@@ -473,7 +473,7 @@ DeviceProjections* CudaOperator::nextWindow() {
   return &handedOut_;
 }
 
-void CudaOperator::back(DeviceProjections&, const std::size_t* views, std::size_t count) {
+void CudaOperator::back(DeviceProjections& window, const std::size_t* views, std::size_t count) {
   GLRECON_CUDA(cudaSetDevice(device_));
   for (std::size_t p = 0; p < count; ++p)
     if (views[p] >= geometry_.size()) throw std::out_of_range("back: view index beyond the geometry");
@@ -481,9 +481,7 @@ void CudaOperator::back(DeviceProjections&, const std::size_t* views, std::size_
     throw std::logic_error("back(window): expected 1 to " + std::to_string(window_) + " projections and nothing waiting, found " +
                            std::to_string(count));
   pending_.assign(views, views + count);
-  // What the twin sent: the rows of the views' bands (bandUnion), as it computes them.
-  const int sentRows = options_.blockRows > 0 ? bandUnion(blockBands(), views, count).count : geometry_.detector.nv;
-  uploaded_ += static_cast<double>(geometry_.detector.nu) * sentRows * count * sizeof(float);
+  uploaded_ += std::exchange(window.sentBytes, 0.0);  // what the twin sent into this window
   pass();  // the twin filled the window's array on copyStream_: the pass orders after it
 }
 
@@ -612,6 +610,7 @@ void CudaOperator::reset() {
   updatesDone_ = updatesTotal_ = 0;
   timings_ = {};
   uploaded_ = 0;  // as the GL backends: reset() clears every counter
+  handedOut_.sentBytes = 0;
 }
 
 void CudaOperator::moveBlock(int firstRow, int rows) {

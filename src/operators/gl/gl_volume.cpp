@@ -234,9 +234,7 @@ void GlVolume::addWindow(const std::size_t* views, std::size_t count, const std:
     throw std::logic_error("back(window): expected 1 to " + std::to_string(window) + " projections and nothing waiting, found " +
                            std::to_string(count));
   pending.assign(views, views + count);
-  // What the twin sent: the rows of the views' bands (bandUnion), as it computes them.
-  const int sentRows = blockCapacity > 0 ? bandUnion(blockBands(), views, count).count : geometry.detector.nv;
-  uploaded += static_cast<double>(count) * geometry.detector.nu * sentRows * sizeof(float);
+  uploaded += std::exchange(window_.sentBytes, 0.0);  // what the twin sent into this window
   // A full window is drawn as add() draws one (timed while the window search runs), a last partial one as flush() does.
   if (static_cast<int>(count) == window)
     drawWindow(draw);
@@ -360,6 +358,7 @@ void GlVolume::reset() {
   glClearTexImage(volume.id(), 0, GL_RED, GL_FLOAT, &zero);
   profile = {};
   uploaded = 0;
+  window_.sentBytes = 0;
   gl::checkError("clearing the volume");
 }
 
