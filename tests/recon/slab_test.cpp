@@ -83,6 +83,32 @@ TEST(Slab, BandUnionSpansTheViewsBandsAndSkipsEmptyOnes) {
   expectBand(bandUnion(bands.data(), one, 0), 0, 0);
 }
 
+// The plan reads slabs back beside by itself (FdkOptions::drainBeside unset) on cuda over several devices, the
+// projections in memory and filtered on the devices, from a device share of 2 GiB: measured even at 1024^3 on two
+// H200s and slower at 768^3 (docs/benchmarks.md). Only the plan: no device is opened (the budget is given), and the
+// grid's size alone sets the share (the scan is tiny; the voxels are small enough that every projection sees them).
+TEST(Slab, CudaReadsBackBesideFromATwoGibShareOfEachDevice) {
+  const Geometry g = circularScan();
+  const Image projections = phantomScan(g);
+  const auto source = memorySource(projections, "projections");
+  FdkOptions options;
+  options.backend = Backend::Cuda;
+  options.gpus = {0, 1};
+  options.gpuMemory = std::uint64_t{64} << 30;  // room for two buffers of a share: the 4:1 plan
+  const auto planned = [&](int ny, const FdkOptions& o) { return planFdk(g, VolumeGrid::centred({1024, ny, 1024}, glm::dvec3(0.05)), o, *source); };
+  const FdkPlan twoGib = planned(1024, options);  // 4 GiB over two devices: 2 GiB each
+  ASSERT_TRUE(twoGib.deviceFilter) << "the plan filters on the devices";
+  EXPECT_TRUE(twoGib.slabs.drainBeside);
+  EXPECT_EQ(twoGib.slabs.slabs.size(), 4u) << "each device a large slab, then a small one";
+  EXPECT_FALSE(planned(1008, options).slabs.drainBeside) << "a granule less: under 2 GiB a device";
+  FdkOptions onCpu = options;
+  onCpu.filterOn = FilterPlace::Cpu;  // filtered into host memory first: two slabs per device would keep every projection
+  EXPECT_FALSE(planned(1024, onCpu).slabs.drainBeside);
+  FdkOptions oneDevice = options;
+  oneDevice.gpus = {0};
+  EXPECT_FALSE(planned(1024, oneDevice).slabs.drainBeside) << "one device keeps its plan (its share is 4 GiB)";
+}
+
 TEST(Slab, PlanSplitsIntoGranulesWithinTheBudget) {
   const VolumeGrid grid = smallGrid(100);
   const SlabCost cost{1000, rowBytes(grid)};
