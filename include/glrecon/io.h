@@ -176,6 +176,7 @@ class VolumeFileWriter {
   std::unique_ptr<AtomicOutput> header_, data_;
   std::uint64_t dataOffset_ = 0;
   int fd_ = -1;
+  int joinedSlot_ = -1;  // joined: the shared temporary registered for removal (registerSharedTemporary)
   bool inMemory_ = false;
   struct Mapping;
   std::unique_ptr<Mapping> mapping_;      // preparePages': made before any slab, handed out by mappedVolume()
@@ -280,5 +281,10 @@ void installCleanupSignalHandlers();
 int registerCleanupPath(const std::string& path);
 /// Forgets a slot (the path was committed or removed).
 void unregisterCleanupPath(int slot);
+/// Registers `path`, the file `fd` has open, as this run's for removal on a signal: a temporary another process of the
+/// run made (MPI ranks write into rank 0's). Returns its slot, or -1 (the registry is full, or fstat failed).
+int registerSharedTemporary(const std::string& path, int fd);
+/// Removes a slot's path where it still holds the file registered there (never another's), then forgets the slot.
+void removeRegisteredPath(int slot);
 
 }  // namespace glrecon

@@ -147,6 +147,23 @@ void removeAllAndExit(int signal) {
 
 int registerCleanupPath(const std::string& path) { return claimSlot(path, Slot::Unrecorded::EmptyDirectory); }
 
+int registerSharedTemporary(const std::string& path, int fd) {
+  struct stat s {};
+  if (::fstat(fd, &s) != 0) return -1;
+  const int slot = claimSlot(path, Slot::Unrecorded::EmptyDirectory);
+  if (slot < 0) return -1;
+  std::lock_guard lock(slotMutex);
+  recordInSlot(slots[slot], s);
+  return slot;
+}
+
+void removeRegisteredPath(int slot) {
+  if (slot < 0 || static_cast<std::size_t>(slot) >= kSlots) return;
+  struct stat s {};
+  if (ownerOf(slots[slot], s) == Owner::Ours && !S_ISDIR(s.st_mode)) ::unlink(slots[slot].path);
+  unregisterCleanupPath(slot);
+}
+
 void unregisterCleanupPath(int slot) {
   if (slot < 0 || static_cast<std::size_t>(slot) >= kSlots) return;
   std::lock_guard lock(slotMutex);

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "glrecon/errors.h"
@@ -93,6 +94,10 @@ VolumeFileWriter::VolumeFileWriter(const std::string& path, const VolumeGrid& gr
   fd_ = ::open(joined.temporaryData.c_str(), O_RDWR | O_CLOEXEC);  // read too: a file in memory is written through a mapping
   if (fd_ < 0) throwInputError(path, "output", "the file rank 0 made (" + joined.temporaryData + ") on a file system every rank shares", std::strerror(errno));
   inMemory_ = onMemoryFileSystem(fd_);
+  // This rank removes it too where it fails (its writer goes without commit(): the job ends) or a signal ends it: left
+  // to rank 0's removal on the signal MPI_Abort sends, the file stayed under load about once in 20 runs (rank 0 likely
+  // killed before its handler ran; ClusterCli.ARankThatFailsMidRunStopsTheJobAndLeavesNoFile).
+  joinedSlot_ = registerSharedTemporary(joined.temporaryData, fd_);
 }
 
 const std::string& VolumeFileWriter::temporaryData() const { return data_->temporaryPath(); }
@@ -150,6 +155,7 @@ VolumeFileWriter::~VolumeFileWriter() {
   mapping_.reset();
   rowsMapping_.reset();
   if (fd_ >= 0) ::close(fd_);
+  if (joinedSlot_ >= 0) removeRegisteredPath(joinedSlot_);  // not committed: the job fails (see the joined constructor)
 }
 
 void VolumeFileWriter::preparePages(int threads) {
@@ -290,6 +296,7 @@ void VolumeFileWriter::commit() {
     const bool closed = ::close(fd_) == 0;
     fd_ = -1;
     if (!synced || !closed) throwInputError(path_, "output", "a writable file with enough space", std::strerror(synced ? errno : error));
+    unregisterCleanupPath(std::exchange(joinedSlot_, -1));  // rank 0 renames it once every rank is here
     return;
   }
   // The mapped pages are in the page cache already, the file's: it is complete, closed and renamed now, and the mapping

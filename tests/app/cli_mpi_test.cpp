@@ -138,7 +138,11 @@ TEST(ClusterCli, ARankThatFailsMidRunStopsTheJobAndLeavesNoFile) {
   EXPECT_TRUE(contains(r.output, "stops the job")) << r.output;
   EXPECT_TRUE(contains(r.output, "p_40.mha") && contains(r.output, "projection 40")) << r.output;
   EXPECT_FALSE(fs::exists(dir / "v.mha"));
-  EXPECT_EQ(filesStartingWith(dir, ".v.mha"), 0) << "temporary files left";
+  // The failing rank removes the shared temporary itself before it aborts the job: left to rank 0's removal on the
+  // signal MPI_Abort sends, the file stayed under load about once in 20 runs (rank 0 likely killed before its handler ran).
+  std::string names;
+  for (const auto& entry : fs::directory_iterator(dir)) names += " " + entry.path().filename().string();
+  EXPECT_EQ(filesStartingWith(dir, ".v.mha"), 0) << "temporary files left; the folder holds" << names << "\n" << r.output;
 }
 
 TEST(ClusterCli, WhatCannotBeSharedOutIsRefused) {
