@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <numbers>
+#include <optional>
+#include <vector>
 
 #include <glm/geometric.hpp>
 
@@ -98,6 +101,46 @@ TEST_F(Graphics, AutomaticWindowMeasuresAndKeepsTheFastest) {
   auto cpuOperator = makeOperator(Backend::Cpu, g, grid);
   const Image cpu = run(*cpuOperator, g, q, g.size());
   expectAgree(cpu, result, tolerance(g, grid, cpu), "auto window");
+}
+
+// blockLargestMagnitude on the GL backends: the largest |voxel| exactly (a pass on the GPU, so that the scheduler skips
+// the host's scan), infinity, and NaN where any voxel is NaN, so that the host's check runs and names it; in a block of
+// rows too (only the rows it holds).
+TEST_F(Graphics, BlockLargestMagnitudeFindsTheLargestAndNaN) {
+  const Geometry g = test::circularScan(4, 8);
+  const VolumeGrid grid = VolumeGrid::centred({300, 7, 21}, glm::dvec3(4.0));  // 300: two work groups along x, 21: two runs of z
+  for (const Backend backend : {Backend::Compute, Backend::Graphics, Backend::GraphicsMp}) {
+    const std::string name = backendInfo(backend).name;
+    auto op = makeOperator(backend, g, grid, {});
+    std::vector<float> voxels(grid.voxelCount());
+    for (std::size_t i = 0; i < voxels.size(); ++i) voxels[i] = std::sin(0.37f * static_cast<float>(i));
+    voxels[voxels.size() - 1] = -7.5f;  // the last voxel: the last x, row and slice
+    op->setVolume(voxels.data());
+    std::optional<float> largest = op->blockLargestMagnitude();
+    ASSERT_TRUE(largest.has_value()) << name;
+    EXPECT_EQ(*largest, 7.5f) << name;
+    voxels[200] = std::numeric_limits<float>::infinity();
+    op->setVolume(voxels.data());
+    EXPECT_EQ(*op->blockLargestMagnitude(), std::numeric_limits<float>::infinity()) << name;
+    voxels[17] = std::numeric_limits<float>::quiet_NaN();
+    op->setVolume(voxels.data());
+    EXPECT_TRUE(std::isnan(*op->blockLargestMagnitude())) << name;
+  }
+  // A block of 16 rows of 40: the rows beyond those it holds (the texture's unused rows after a shorter block) do not
+  // count.
+  const VolumeGrid tall = VolumeGrid::centred({40, 40, 9}, glm::dvec3(4.0));
+  OperatorOptions options;
+  options.blockRows = 32;
+  auto op = makeOperator(Backend::Compute, g, tall, options);
+  op->moveBlock(0, 32);
+  std::vector<float> block(static_cast<std::size_t>(40) * 32 * 9, 1.0f);
+  block[5] = 900.0f;
+  op->setVolume(block.data());
+  EXPECT_EQ(*op->blockLargestMagnitude(), 900.0f);
+  op->moveBlock(32, 8);  // zeroes the texture; it holds 8 rows now
+  std::vector<float> shorter(static_cast<std::size_t>(40) * 8 * 9, -2.0f);
+  op->setVolume(shorter.data());
+  EXPECT_EQ(*op->blockLargestMagnitude(), 2.0f);
 }
 
 TEST_F(Graphics, LimitsAndFailuresAreReportedClearly) {

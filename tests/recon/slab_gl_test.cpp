@@ -36,6 +36,11 @@ TEST_F(GraphicsSlab, ClusterBandsEqualOneBlockOnEveryGlBackend) {
   for (const char* backend : {"graphics", "graphics-mp", "compute"}) bandsEqualOneBlock(backend, 8);
 }
 
+// Overflowing projections are refused whichever side checks: the GL backends find the largest voxel on the GPU.
+TEST_F(GraphicsSlab, OverflowIsRefusedInOneBlockAndSlabsOnEveryGlBackend) {
+  for (const char* backend : {"compute", "graphics"}) overflowIsRefused(backend, 8);
+}
+
 // The plan for reading back beside (4:1 slabs, or even ones in half the room) on the GL backends, which read back in
 // line (a second context reading back beside was measured slower on two H200s: the driver takes turns between the
 // contexts, docs/benchmarks.md): the same bits as one block.

@@ -35,6 +35,7 @@ class GlOperator : public ConeBeamOperator {
   DeviceProjections* nextWindow() override;
   void back(DeviceProjections& window, const std::size_t* views, std::size_t count) override;
   bool softwareDevice() const override { return device().software; }
+  std::optional<float> blockLargestMagnitude() override;
   OperatorTimings timings() const override;
   double uploadedBytes() const override { return volume_.uploaded; }
   int window() const override { return volume_.window; }

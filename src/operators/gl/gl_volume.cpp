@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include "glrecon/parallel.h"
 #include "glrecon/slab.h"
 #include "device/gl/shader.h"
+#include "device/gl/state_scope.h"
 
 namespace glrecon::detail {
 int uniformWindowLimit() { return gl::integer(GL_MAX_UNIFORM_BLOCK_SIZE) / (3 * 16); }
@@ -349,6 +351,35 @@ void GlVolume::readVolumeInto(float* destination, int volumeRows) {
   }
   gl::checkError("reading the volume back");
   profile.readback += since(t);
+}
+
+float GlVolume::largestMagnitude() {
+  context_->makeCurrent();
+  if (!largest_) {
+    largest_ = gl::buildProgram({{GL_COMPUTE_SHADER, "volume_largest.comp"}});
+    largestBits_ = gl::createBuffer();
+    glNamedBufferStorage(largestBits_.id(), sizeof(GLuint), nullptr, GL_DYNAMIC_STORAGE_BIT);
+  }
+  gl::StateScope keep;
+  const GLuint zero = 0;
+  glNamedBufferSubData(largestBits_.id(), 0, sizeof zero, &zero);
+  glUseProgram(largest_.id());
+  glBindTextureUnit(0, volume.id());
+  GLint previous = 0;  // binding 7, restored after: operators keep their buffers bound between passes
+  glGetIntegeri_v(GL_SHADER_STORAGE_BUFFER_BINDING, 7, &previous);
+  glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 7, largestBits_.id());
+  glUniform3i(glGetUniformLocation(largest_.id(), "size"), grid.size[0], rows, grid.size[2]);
+  // Image stores (compute, AG-GPU blocks) are seen by texture fetches only after this barrier.
+  glMemoryBarrier(GL_TEXTURE_FETCH_BARRIER_BIT);
+  glDispatchCompute(static_cast<GLuint>((grid.size[0] + 255) / 256), static_cast<GLuint>(rows), static_cast<GLuint>((grid.size[2] + 15) / 16));
+  glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);
+  glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 7, static_cast<GLuint>(previous));
+  GLuint bits = 0;
+  glGetNamedBufferSubData(largestBits_.id(), 0, sizeof bits, &bits);
+  gl::checkError("finding the volume's largest voxel");
+  float largest = 0.0f;
+  std::memcpy(&largest, &bits, sizeof largest);
+  return largest;
 }
 
 void GlVolume::reset() {

@@ -60,6 +60,8 @@ class GlVolume {
   /// halves): the GPU copies one chunk while host threads move the previous one out. With `volumeRows` (> 0), each
   /// z slice of the block goes to its place in a whole volume of that many y rows, from row blockFirst on.
   void readVolumeInto(float* destination, int volumeRows = 0);
+  /// The largest |voxel| held (NaN where a voxel is NaN), found on the GPU: shaders/volume_largest.comp.
+  float largestMagnitude();
   /// Zeroes the volume and forgets the pending window, the timings and the fences' passes (keeps the window).
   void reset();
   /// Made for blocks: checks the block (checkSlab), forgets the pending window as reset() does and zeroes the volume,
@@ -96,6 +98,8 @@ class GlVolume {
   // projections travel while the previous window is backprojected; a fence guards each half until its pass ends.
   gl::MappedBuffer staging_;
   gl::MappedBuffer readback_;  // made at the first readback
+  gl::Program largest_;        // largestMagnitude's, made at its first use
+  gl::Buffer largestBits_;
   std::size_t readbackLayers_ = 0;  // slices per chunk
   gl::Fence fences_[2];
   void drawPending(const std::function<void()>& draw);  // draws, clears the window, times it when profiling
