@@ -43,6 +43,21 @@ RowBand slabRowBand(const Geometry& geometry, std::size_t view, const VolumeGrid
 /// none has rows): the one band a window of those views sends and filters.
 RowBand bandUnion(const RowBand* bands, const std::size_t* views, std::size_t count);
 
+/// slabRowBand of every view for one block of rows, made when the block changes and kept while it stays: what a
+/// block's operator hands its filter twin (DeviceProjections::rowBands) and looks up per projection it uploads.
+class BlockRowBands {
+ public:
+  const RowBand* of(const Geometry& geometry, const VolumeGrid& grid, int firstRow, int rows);
+
+ private:
+  std::vector<RowBand> bands_;
+  int first_ = -1, rows_ = -1;  // the block bands_ holds
+};
+
+/// Rows `band` of `count` projections of `pixels` floats each (rows of `nu`) from `projections` into `to`, one band after
+/// another, on up to 8 threads (one core copies about 8 GB/s): what a filter twin stages and sends.
+void copyRowBands(const float* projections, std::size_t count, std::size_t pixels, int nu, RowBand band, float* to);
+
 /// Throws UsageError unless the backprojector is in slab mode (capacity > 0) and rows [firstRow, firstRow + rows)
 /// are a slab it can hold: firstRow a multiple of kSlabGranule, 0 < rows <= capacity, inside the grid.
 void checkSlab(const VolumeGrid& grid, int capacity, int firstRow, int rows);

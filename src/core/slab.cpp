@@ -44,6 +44,27 @@ RowBand bandUnion(const RowBand* bands, const std::size_t* views, std::size_t co
   return first < end ? RowBand{first, end - first} : RowBand{0, 0};
 }
 
+const RowBand* BlockRowBands::of(const Geometry& geometry, const VolumeGrid& grid, int firstRow, int rows) {
+  if (first_ != firstRow || rows_ != rows) {
+    bands_.resize(geometry.size());
+    for (std::size_t view = 0; view < bands_.size(); ++view) bands_[view] = slabRowBand(geometry, view, grid, firstRow, rows);
+    first_ = firstRow;
+    rows_ = rows;
+  }
+  return bands_.data();
+}
+
+void copyRowBands(const float* projections, std::size_t count, std::size_t pixels, int nu, RowBand band, float* to) {
+  const std::size_t bandPixels = static_cast<std::size_t>(band.count) * nu, offset = static_cast<std::size_t>(band.first) * nu;
+  parallelFor(count * bandPixels, std::size_t{1} << 18, std::min(8, resolveThreadCount(0)), [&](std::size_t b, std::size_t e) {
+    while (b < e) {  // piece [b, e) of the bands, projection by projection
+      const std::size_t s = b / bandPixels, within = b - s * bandPixels, n = std::min(e - b, bandPixels - within);
+      std::copy(projections + s * pixels + offset + within, projections + s * pixels + offset + within + n, to + b);
+      b += n;
+    }
+  });
+}
+
 void checkSlab(const VolumeGrid& grid, int capacity, int firstRow, int rows) {
   if (capacity <= 0) throw UsageError("moveBlock: the operator was not made for blocks (OperatorOptions::blockRows)");
   if (firstRow < 0 || firstRow % kSlabGranule != 0 || rows <= 0 || rows > capacity || firstRow + rows > grid.size[1])

@@ -126,8 +126,7 @@ TEST_F(Graphics, BlockLargestMagnitudeFindsTheLargestAndNaN) {
     op->setVolume(voxels.data());
     EXPECT_TRUE(std::isnan(*op->blockLargestMagnitude())) << name;
   }
-  // A block of 16 rows of 40: the rows beyond those it holds (the texture's unused rows after a shorter block) do not
-  // count.
+  // Blocks of a 40-row grid: 32 rows, then the last 8: the texture's rows beyond those the block holds do not count.
   const VolumeGrid tall = VolumeGrid::centred({40, 40, 9}, glm::dvec3(4.0));
   OperatorOptions options;
   options.blockRows = 32;

@@ -1,14 +1,12 @@
 // The FDK filter's CUDA twin (see glrecon/filter.h): raw projections staged in the window's pinned buffer, copied to
 // the device on the window's stream and filtered there into the window's layered array through its surface.
 #include <algorithm>
-#include <cstring>
 #include <memory>
 #include <vector>
 
 #include "device/cuda/cuda.h"
 #include "device/cuda/projection_window.h"
 #include "glrecon/filter.h"
-#include "glrecon/parallel.h"
 #include "glrecon/slab.h"
 
 namespace glrecon {
@@ -108,18 +106,10 @@ class CudaFdkFilter final : public DeviceFdkFilter {
     // that the rows stay one contiguous block per projection.
     const RowBand band = window.rowBands ? bandUnion(window.rowBands, views, count) : RowBand{0, nv_};
     if (band.count == 0) return;  // no voxel of the block sees these views
-    const std::size_t bandPixels = static_cast<std::size_t>(band.count) * nu_, offset = static_cast<std::size_t>(band.first) * nu_;
-    // Several threads: one core copies about 8 GB/s, and at 512^2 this copy is 1 MiB per projection on the thread that
-    // feeds the GPU.
+    const std::size_t bandPixels = static_cast<std::size_t>(band.count) * nu_;
+    // On several threads: at 512^2 this copy is 1 MiB per projection on the thread that feeds the GPU.
     float* staged = window.staging + slot * pixels();
-    parallelFor(count * bandPixels, std::size_t{1} << 18, std::min(8, resolveThreadCount(0)), [&](std::size_t b, std::size_t e) {
-      // Piece [b, e) of the staged band rows: projection by projection, from its band in `raw`.
-      while (b < e) {
-        const std::size_t s = b / bandPixels, within = b - s * bandPixels, n = std::min(e - b, bandPixels - within);
-        std::memcpy(staged + b, raw + s * pixels() + offset + within, n * sizeof(float));
-        b += n;
-      }
-    });
+    copyRowBands(raw, count, pixels(), nu_, band, staged);
     float* onDevice = raw_[window.index % 2].get() + slot * pixels();
     GLRECON_CUDA(cudaMemcpyAsync(onDevice, staged, count * bandPixels * sizeof(float), cudaMemcpyHostToDevice, window.stream));
     window.sentBytes += static_cast<double>(count * bandPixels * sizeof(float));

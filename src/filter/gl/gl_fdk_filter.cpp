@@ -7,7 +7,6 @@
 #include "device/gl/projection_window.h"
 #include "device/gl/shader.h"
 #include "glrecon/filter.h"
-#include "glrecon/parallel.h"
 #include "glrecon/slab.h"
 
 namespace glrecon {
@@ -41,18 +40,10 @@ class GlFdkFilter final : public DeviceFdkFilter {
     // so that each projection's rows stay one contiguous block (as the CUDA twin does).
     const RowBand band = window.rowBands ? bandUnion(window.rowBands, views, count) : RowBand{0, nv_};
     if (band.count == 0) return;  // no voxel of the block sees these views
-    const std::size_t bandPixels = static_cast<std::size_t>(band.count) * nu_, offset = static_cast<std::size_t>(band.first) * nu_;
-    // The raw projections' bands into the window's staging memory (several threads: one core copies about 8 GB/s),
-    // then a device-side copy into the storage buffer the shader reads.
-    float* staged = window.staging + slot * pixels;
-    parallelFor(count * bandPixels, std::size_t{1} << 18, std::min(8, resolveThreadCount(0)), [&](std::size_t b, std::size_t e) {
-      while (b < e) {  // piece [b, e) of the staged bands, projection by projection
-        const std::size_t s = b / bandPixels, within = b - s * bandPixels, n = std::min(e - b, bandPixels - within);
-        std::copy(raw + s * pixels + offset + within, raw + s * pixels + offset + within + n, staged + b);
-        b += n;
-      }
-    });
-    const std::size_t bandBytes = bandPixels * sizeof(float);
+    // The raw projections' bands into the window's staging memory, then a device-side copy into the storage buffer
+    // the shader reads.
+    copyRowBands(raw, count, pixels, nu_, band, window.staging + slot * pixels);
+    const std::size_t bandBytes = static_cast<std::size_t>(band.count) * nu_ * sizeof(float);
     window.sentBytes += static_cast<double>(count * bandBytes);
     glUseProgram(program_.id());
     glUniform1i(glGetUniformLocation(program_.id(), "nu"), nu_);

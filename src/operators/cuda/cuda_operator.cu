@@ -189,16 +189,7 @@ class CudaOperator final : public ConeBeamOperator {
 
  private:
   RowBand bandOf(std::size_t view) { return options_.blockRows > 0 ? blockBands()[view] : RowBand{0, geometry_.detector.nv}; }
-  /// Per view, the detector rows the block samples (slabRowBand), made once per block.
-  const RowBand* blockBands() {
-    if (bandsFirst_ != firstRow() || bandsRows_ != rows()) {
-      bands_.resize(geometry_.size());
-      for (std::size_t view = 0; view < bands_.size(); ++view) bands_[view] = slabRowBand(geometry_, view, grid_, firstRow(), rows());
-      bandsFirst_ = firstRow();
-      bandsRows_ = rows();
-    }
-    return bands_.data();
-  }
+  const RowBand* blockBands() { return bands_.of(geometry_, grid_, firstRow(), rows()); }
   void fdkBack(const float* projections, const std::size_t* views, std::size_t count);
   /// The pending window: staged projections uploaded, then backprojected.
   void launch();
@@ -263,8 +254,7 @@ class CudaOperator final : public ConeBeamOperator {
   int buffer_ = 0;
   std::vector<std::size_t> pending_;
   std::vector<RowBand> pendingBands_;  // blocks: the detector rows each pending projection has staged
-  std::vector<RowBand> bands_;         // blockBands(), for the block of rows [bandsFirst_, bandsFirst_ + bandsRows_)
-  int bandsFirst_ = -1, bandsRows_ = -1;
+  BlockRowBands bands_;                // blocks: the detector rows each view samples
   cuda::ProjectionWindow handedOut_;   // what nextWindow() hands out
   double uploaded_ = 0;
   std::vector<detail::ProjectorView> views_;

@@ -218,16 +218,6 @@ gl::ProjectionWindow* GlVolume::nextWindow(const std::function<void()>& draw) {
   return &window_;
 }
 
-const RowBand* GlVolume::blockBands() {
-  if (bandsFirst_ != blockFirst || bandsRows_ != rows) {
-    bands_.resize(geometry.size());
-    for (std::size_t view = 0; view < bands_.size(); ++view) bands_[view] = slabRowBand(geometry, view, grid, blockFirst, rows);
-    bandsFirst_ = blockFirst;
-    bandsRows_ = rows;
-  }
-  return bands_.data();
-}
-
 void GlVolume::addWindow(const std::size_t* views, std::size_t count, const std::function<void()>& draw) {
   context_->makeCurrent();
   for (std::size_t p = 0; p < count; ++p)

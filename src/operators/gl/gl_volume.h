@@ -103,10 +103,9 @@ class GlVolume {
   std::size_t readbackLayers_ = 0;  // slices per chunk
   gl::Fence fences_[2];
   void drawPending(const std::function<void()>& draw);  // draws, clears the window, times it when profiling
-  /// Made for blocks: per view, the detector rows the block samples (slabRowBand), made once per block.
-  const RowBand* blockBands();
-  std::vector<RowBand> bands_;
-  int bandsFirst_ = -1, bandsRows_ = -1;  // the block bands_ holds
+  /// Made for blocks: per view, the detector rows the block samples.
+  const RowBand* blockBands() { return bands_.of(geometry, grid, blockFirst, rows); }
+  BlockRowBands bands_;
   gl::ProjectionWindow window_;  // what nextWindow() hands out
   std::string where_;
   bool searching_ = false;
