@@ -41,9 +41,9 @@ TEST_F(GraphicsSlab, OverflowIsRefusedInOneBlockAndSlabsOnEveryGlBackend) {
   for (const char* backend : {"compute", "graphics"}) overflowIsRefused(backend, 8);
 }
 
-// The plan for reading back beside (4:1 slabs, or even ones in half the room) on the GL backends, which read back in
-// line (a second context reading back beside was measured slower on two H200s: the driver takes turns between the
-// contexts, docs/benchmarks.md): the same bits as one block.
+// Reading back beside (4:1 slabs, or even ones in half the room) on the GL backends: each slab copied on the GPU into
+// the spare texture and read back from there between the next slab's windows (GlVolume::drainBeside), the last by
+// synchronize(): the same bits as one block, every slab read back beside.
 TEST_F(GraphicsSlab, SlabsReadBackBesideTheNextEqualOneBlock) {
   for (const char* backend : {"compute", "graphics"}) drainedSlabsEqualOneBlock(backend, 8);
 }
