@@ -268,9 +268,7 @@ class ConeBeamOperator {
   /// gives (asked for on that thread: it may wait for the memory to be prepared; nullptr is an error), while the
   /// caller moves on (moveBlock) and backprojects the next block. The future is ready once they are in the volume
   /// (rethrowing what failed); one readback at a time (a second call waits for the first). An invalid future where
-  /// the backend cannot (the caller then reads back with readBlockInto). The GL backends copy the voxels out on the
-  /// caller's thread, between the next block's windows: a caller that wants the future ready without another block
-  /// calls synchronize() first, on the thread that drives the operator.
+  /// the backend cannot (the caller then reads back with readBlockInto).
   virtual std::shared_future<void> readBlockIntoBeside(const std::function<float*()>& volume, const std::array<int, 3>& volumeSize,
                                                        int volumeFirstRow) {
     (void)volume, (void)volumeSize, (void)volumeFirstRow;
@@ -330,7 +328,7 @@ class ConeBeamOperator {
   /// True on a software rasterizer (llvmpipe), where device work runs slower than the host's.
   virtual bool softwareDevice() const { return false; }
   /// Waits until the work queued on the device has finished (cpu: nothing to wait for), so that a time taken after
-  /// it counts that work (the iterative methods' per-iteration times); a GL readback beside is finished too.
+  /// it counts that work (the iterative methods' per-iteration times).
   virtual void synchronize() {}
 
   // ---- vectors kept on the device (glrecon::OperatorVectors) ----

@@ -127,7 +127,7 @@ void measure(const SlabBenchRequest& q, const std::string& backend, const FdkOpt
   std::printf("    slab plan: %d rows per slab, %s per device; filter %.3f s (busy), readback %.3f s, setup %.3f s\n", report.rowsPerSlab,
               report.slabBudget == UINT64_MAX ? "no limit" : formatBytes(report.slabBudget).c_str(), report.filterSeconds,
               report.readbackSeconds, report.setupSeconds);
-  if (backend != "cpu") {
+  if (backend == "cuda") {
     // The other way of reading slabs back (FdkOptions::drainBeside): in line, or beside the next slab's backprojection.
     FdkOptions other = slabbed;
     other.drainBeside = !plan.drainBeside;

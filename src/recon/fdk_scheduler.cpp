@@ -273,19 +273,6 @@ struct FdkReconstructor::Run::Worker {
   std::size_t consumedHere = 0;  // projections of its slab handed over (under run.mutex; ringSlabs)
 
   Worker(Run& r, std::size_t i) : run(r), index(i) {}
-  // A GL readback beside ends only on the thread that drives its operator (GlVolume::drainBeside), and `draining`
-  // waits for it: a run that failed or was cancelled before finishSlabs finishes it here (the first device's operator,
-  // driven on this thread) or drops the operator it owns (its drain's promise broken), so that the wait cannot hang.
-  ~Worker() {
-    if (draining.valid() && op && !owned) {
-      try {
-        op->synchronize();
-      } catch (...) {  // the run's failure is reported already
-      }
-    }
-    ownedTwin.reset();
-    owned.reset();
-  }
 
   // A stretch of this device's work on the run's clock (DeviceShare::timeline).
   void record(std::string what, Clock::time_point from, Clock::time_point to, double waited = 0) {
@@ -526,10 +513,7 @@ struct FdkReconstructor::Run::Worker {
   bool drainBeside(Clock::time_point blockEnd) {
     const bool checked = blockRegion.mask.empty() && checkedOnDevice();
     const auto tw = Clock::now();
-    if (draining.valid()) {
-      op->synchronize();  // the GL backends move the last readback beside out on this thread
-      draining.get();
-    }
+    if (draining.valid()) draining.get();
     readbackSeconds += since(tw);
     const auto t0 = Clock::now();
     const auto memory = [this] {
@@ -560,7 +544,6 @@ struct FdkReconstructor::Run::Worker {
     finished = true;
     if (draining.valid()) {
       const auto tw = Clock::now();
-      if (op) op->synchronize();  // the GL backends move the last readback beside out on this thread
       draining.get();
       readbackSeconds += since(tw);
       record("readback wait", tw, Clock::now());

@@ -41,9 +41,10 @@ TEST_F(GraphicsSlab, OverflowIsRefusedInOneBlockAndSlabsOnEveryGlBackend) {
   for (const char* backend : {"compute", "graphics"}) overflowIsRefused(backend, 8);
 }
 
-// Reading back beside (4:1 slabs, or even ones in half the room) on the GL backends: each slab copied on the GPU into
-// the spare texture and read back from there between the next slab's windows (GlVolume::drainBeside), the last by
-// synchronize(): the same bits as one block, every slab read back beside.
+// The plan for reading back beside (4:1 slabs, or even ones in half the room) on the GL backends, which read back in
+// line (reading back beside was measured slower on two H200s both ways it was tried: from a second context, between
+// which the driver takes turns, and between the next slab's windows in the one context, whose copies the GPU runs in
+// line with the windows; docs/benchmarks.md): the same bits as one block.
 TEST_F(GraphicsSlab, SlabsReadBackBesideTheNextEqualOneBlock) {
   for (const char* backend : {"compute", "graphics"}) drainedSlabsEqualOneBlock(backend, 8);
 }

@@ -71,15 +71,6 @@ bool GlOperator::readBlockInto(float* volume, const std::array<int, 3>& volumeSi
   return true;
 }
 
-// Read back between the next block's windows on the caller's thread (GlVolume::drainBeside): the future is ready once
-// the next block's windows, a later readback or synchronize() have moved every chunk out.
-std::shared_future<void> GlOperator::readBlockIntoBeside(const std::function<float*()>& volume, const std::array<int, 3>& volumeSize,
-                                                       int volumeFirstRow) {
-  checkHoldsBlock(volumeSize, volumeFirstRow);
-  drawPending();
-  return volume_.drainBeside(volume, volumeSize[1]);
-}
-
 // On the GPU: a pass over the volume texture (milliseconds), where the host's scan of its copy of a 16 GiB slab took
 // 0.18 s after the readback on an H200, and 0.25 s for a 32 GiB block.
 std::optional<float> GlOperator::blockLargestMagnitude() {
@@ -141,7 +132,6 @@ double GlOperator::correctSubset(const std::size_t* views, std::size_t count) {
 
 void GlOperator::synchronize() {
   volume_.context().makeCurrent();
-  volume_.finishDrain();
   glFinish();
 }
 

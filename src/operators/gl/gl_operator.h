@@ -22,8 +22,6 @@ class GlOperator : public ConeBeamOperator {
   void setVolume(const float* voxels) override;
   void readVolume(float* destination) override;
   bool readBlockInto(float* volume, const std::array<int, 3>& volumeSize, int volumeFirstRow) override;
-  std::shared_future<void> readBlockIntoBeside(const std::function<float*()>& volume, const std::array<int, 3>& volumeSize,
-                                               int volumeFirstRow) override;
   void back(const float* projections, const std::size_t* views, std::size_t count, Weighting weighting) override;
   void forward(const std::size_t* views, std::size_t count, float* projections) override;
   void setUpdateMask(const std::uint8_t* mask) override;

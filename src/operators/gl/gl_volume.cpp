@@ -59,19 +59,13 @@ GlVolume::GlVolume(gl::Context* borrowed, const Geometry& g, const VolumeGrid& v
   limit("volume size z (slices, texture array layers)", grid.size[2], maxLayers);
   limit("detector width", geometry.detector.nu, maxTexture);
   limit("detector height", geometry.detector.nv, maxTexture);
-  const bool spare = o.drainBeside && blockCapacity > 0;  // drainBeside's second texture
   if (const long long free = gl::freeDeviceMemory(); free >= 0)
-    limit(spare ? "GPU memory for the volume and its spare (bytes)" : "GPU memory for the volume (bytes)",
-          static_cast<long long>(grid.size[0]) * allocatedRows * grid.size[2] * 4 * (spare ? 2 : 1), free, true);
+    limit("GPU memory for the volume (bytes)", static_cast<long long>(grid.size[0]) * allocatedRows * grid.size[2] * 4, free, true);
 
   volume = gl::createTexture(GL_TEXTURE_2D_ARRAY);
   glTextureStorage3D(volume.id(), 1, GL_R32F, grid.size[0], allocatedRows, grid.size[2]);
   const float zero = 0.0f;
   glClearTexImage(volume.id(), 0, GL_RED, GL_FLOAT, &zero);
-  if (spare) {
-    spare_ = gl::createTexture(GL_TEXTURE_2D_ARRAY);
-    glTextureStorage3D(spare_.id(), 1, GL_R32F, grid.size[0], allocatedRows, grid.size[2]);
-  }
   gl::checkError(("allocating the " + std::to_string(grid.size[0]) + " x " + std::to_string(allocatedRows) + " x " +
                   std::to_string(grid.size[2]) + " volume texture").c_str());
 }
@@ -154,10 +148,7 @@ void GlVolume::add(const float* data, const std::size_t* views, std::size_t coun
     const auto t = std::chrono::steady_clock::now();
     const int half = layerBase == 0 ? 0 : 1;
     // The last pass that read this half must be done before its staging memory and layers are rewritten.
-    if (slot == 0) {
-      pumpDrain(false);
-      fences_[half].wait(GLuint64{60} * 1000000000);
-    }
+    if (slot == 0) fences_[half].wait(GLuint64{60} * 1000000000);
     // The projections that fill this window, copied by several threads (one core copies about 8 GB/s, and
     // this thread also feeds the GPU), then one upload call for all of them.
     const std::size_t n = std::min(count - p, static_cast<std::size_t>(window - slot));
@@ -213,7 +204,6 @@ gl::ProjectionWindow* GlVolume::nextWindow(const std::function<void()>& draw) {
   if (!pending.empty()) drawPending(draw);
   const int half = layerBase == 0 ? 0 : 1;
   // The last pass that read this half must be done before its staging memory and layers are rewritten.
-  pumpDrain(false);
   fences_[half].wait(GLuint64{60} * 1000000000);
   const std::size_t pixels = static_cast<std::size_t>(geometry.detector.nu) * geometry.detector.nv;
   window_.capacity = static_cast<std::size_t>(maxWindow);
@@ -254,7 +244,6 @@ void GlVolume::finishWindow() {
   const int half = layerBase == 0 ? 0 : 1;
   fences_[half] = gl::Fence::insert();
   layerBase = layerBase == 0 ? maxWindow : 0;
-  pumpDrain(false);  // the last block's readback, between this block's windows
 }
 
 void GlVolume::drawPending(const std::function<void()>& draw) {
@@ -307,135 +296,74 @@ Image GlVolume::readVolume() {
 // host's copy out of the mapped memory.
 void GlVolume::readVolumeInto(float* destination, int volumeRows) {
   context_->makeCurrent();
-  finishDrain();  // the readback buffer's halves are the drain's until it ends
   if (options.profile) glFinish();
   const auto t = std::chrono::steady_clock::now();
   glMemoryBarrier(GL_TEXTURE_UPDATE_BARRIER_BIT | GL_PIXEL_BUFFER_BARRIER_BIT);  // after image stores (compute) as after rendering
-  Readback r = startReadback(volume.id(), volumeRows, destination, {});
-  while (r.copied < r.chunks) {
-    while (r.issued < r.chunks && r.issued < r.copied + 2) issueChunk(r);  // the half of chunk copied + 2 is free
-    copyChunk(r);
-  }
-  gl::checkError("reading the volume back");
-  profile.readback += since(t);
-  trace(("gl readback: " + std::to_string(r.chunks) + " chunks in " + std::to_string(since(t)) + " s: waiting for the GPU " +
-         std::to_string(r.waiting) + " s, copying " + std::to_string(r.copying) + " s")
-            .c_str());
-}
-
-GlVolume::Readback GlVolume::startReadback(GLuint source, int volumeRows, float* destination, std::function<float*()> memory) {
   // In slab mode the buffer is laid out for the allocated rows; a shorter (last) slab uses part of each half.
-  const std::size_t halfSliceFloats = static_cast<std::size_t>(grid.size[0]) * allocatedRows;
+  const int nx = grid.size[0], ny = rows, nz = grid.size[2];
+  const std::size_t sliceFloats = static_cast<std::size_t>(nx) * ny;
+  const std::size_t halfSliceFloats = static_cast<std::size_t>(nx) * allocatedRows;
   if (!readback_) {
-    // 256 MiB chunks: the host's copies bound the readback (the GPU's copies are ahead: 4-6 ms of waiting for 32
-    // GiB on an H200), and each chunk's copy starts and joins its threads. Two H200s reading 16 GiB each took 1.34 s
-    // in 32 MiB chunks, 0.88 s in 256 MiB; one reading 32 GiB 1.96 s and 0.97 s. GLRECON_READBACK_MIB sets it, to measure.
+    // 256 MiB chunks: the host's copies bound the readback (the GPU's copies run ahead: 4-6 ms of 2 s waiting for them
+    // at 32 GiB on an H200), and each chunk's copy starts and joins its threads. Two H200s reading 16 GiB each took
+    // 1.34 s in 32 MiB chunks, 0.88 s in 256 MiB; one reading 32 GiB 1.96 s and 0.97 s. GLRECON_READBACK_MIB sets it,
+    // to measure.
     static const std::size_t chunkBytes = [] {
       const char* mib = std::getenv("GLRECON_READBACK_MIB");
       return (mib && std::atoi(mib) > 0 ? static_cast<std::size_t>(std::atoi(mib)) : std::size_t{256}) << 20;
     }();
-    readbackLayers_ = std::clamp<std::size_t>(chunkBytes / (halfSliceFloats * sizeof(float)), 1, static_cast<std::size_t>(grid.size[2]));
+    readbackLayers_ = std::clamp<std::size_t>(chunkBytes / (halfSliceFloats * sizeof(float)), 1, static_cast<std::size_t>(nz));
     const GLsizeiptr bytes = static_cast<GLsizeiptr>(2 * readbackLayers_ * halfSliceFloats * sizeof(float));
     readback_ = gl::MappedBuffer(bytes, GL_MAP_READ_BIT | GL_MAP_PERSISTENT_BIT | GL_MAP_COHERENT_BIT, GL_CLIENT_STORAGE_BIT);
     if (!readback_.as<float>()) throw gl::GlError(where_ + ": cannot map the readback buffer");
   }
-  Readback r;
-  r.source = source;
-  r.rows = rows;
-  r.firstRow = blockFirst;
-  r.volumeRows = volumeRows;
-  r.destination = destination;
-  r.memory = std::move(memory);
-  r.chunks = (static_cast<std::size_t>(grid.size[2]) + readbackLayers_ - 1) / readbackLayers_;
-  return r;
-}
-
-void GlVolume::issueChunk(Readback& r) {
-  const int nx = grid.size[0], nz = grid.size[2];
-  const std::size_t c = r.issued++;
-  const int first = static_cast<int>(c * readbackLayers_);
-  const int layers = std::min<int>(static_cast<int>(readbackLayers_), nz - first);
-  const std::size_t offset = (c % 2) * readbackLayers_ * nx * allocatedRows * sizeof(float);
-  glBindBuffer(GL_PIXEL_PACK_BUFFER, readback_.id());
-  glGetTextureSubImage(r.source, 0, 0, 0, first, nx, r.rows, layers, GL_RED, GL_FLOAT,
-                       static_cast<GLsizei>(static_cast<std::size_t>(layers) * nx * r.rows * sizeof(float)), reinterpret_cast<void*>(offset));
-  glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
-  r.done[c % 2] = gl::Fence::insert();
-  glFlush();
-}
-
-// GLRECON_TRACE reports how a readback's time splits between waiting for the GPU's copies and the host's.
-void GlVolume::copyChunk(Readback& r) {
-  const int nx = grid.size[0], nz = grid.size[2];
-  const std::size_t c = r.copied;
-  const auto tw = std::chrono::steady_clock::now();
-  r.done[c % 2].wait(GLuint64{60} * 1000000000);
-  const auto tc = std::chrono::steady_clock::now();
-  r.waiting += std::chrono::duration<double>(tc - tw).count();
-  if (!r.destination && !(r.destination = r.memory())) throw std::logic_error("readback: no memory to read the block into");
-  const std::size_t sliceFloats = static_cast<std::size_t>(nx) * r.rows;
-  const std::size_t first = c * readbackLayers_;
-  const std::size_t n = std::min(readbackLayers_, static_cast<std::size_t>(nz) - first) * sliceFloats;
-  const float* from = readback_.as<float>() + (c % 2) * readbackLayers_ * nx * allocatedRows;
-  if (r.volumeRows <= 0) {
-    float* to = r.destination + first * sliceFloats;
-    parallelFor(n, std::size_t{1} << 18, options.threads, [&](std::size_t b, std::size_t e) { std::copy(from + b, from + e, to + b); });
-  } else {
+  const std::size_t chunks = (static_cast<std::size_t>(nz) + readbackLayers_ - 1) / readbackLayers_;
+  gl::Fence done[2];
+  const auto issue = [&](std::size_t c) {
+    const int first = static_cast<int>(c * readbackLayers_);
+    const int layers = std::min<int>(static_cast<int>(readbackLayers_), nz - first);
+    const std::size_t offset = (c % 2) * readbackLayers_ * halfSliceFloats * sizeof(float);
+    glBindBuffer(GL_PIXEL_PACK_BUFFER, readback_.id());
+    glGetTextureSubImage(volume.id(), 0, 0, 0, first, nx, ny, layers, GL_RED, GL_FLOAT,
+                         static_cast<GLsizei>(layers * sliceFloats * sizeof(float)), reinterpret_cast<void*>(offset));
+    glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
+    done[c % 2] = gl::Fence::insert();
+    glFlush();
+  };
+  // GLRECON_TRACE: how the readback's time splits between waiting for the GPU's copies and the host's.
+  double waiting = 0, copying = 0;
+  issue(0);
+  for (std::size_t c = 0; c < chunks; ++c) {
+    if (c + 1 < chunks) issue(c + 1);  // its half held chunk c - 1, already copied out
+    const auto tw = std::chrono::steady_clock::now();
+    done[c % 2].wait(GLuint64{60} * 1000000000);
+    const auto tc = std::chrono::steady_clock::now();
+    waiting += std::chrono::duration<double>(tc - tw).count();
+    struct Timed {
+      double& sum;
+      std::chrono::steady_clock::time_point from;
+      ~Timed() { sum += std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count(); }
+    } timed{copying, tc};
+    const std::size_t first = c * readbackLayers_;
+    const std::size_t n = std::min(readbackLayers_, static_cast<std::size_t>(nz) - first) * sliceFloats;
+    const float* from = readback_.as<float>() + (c % 2) * readbackLayers_ * halfSliceFloats;
+    if (volumeRows <= 0) {
+      float* to = destination + first * sliceFloats;
+      parallelFor(n, std::size_t{1} << 18, options.threads,
+                  [&](std::size_t b, std::size_t e) { std::copy(from + b, from + e, to + b); });
+      continue;
+    }
     const std::size_t base = first * sliceFloats;
     parallelFor(n, std::size_t{1} << 18, options.threads, [&](std::size_t b, std::size_t e) {
-      copyBlockRangeToVolume({nx, r.volumeRows, nz}, r.firstRow, r.rows, base + b, base + e, from + b, r.destination);
+      copyBlockRangeToVolume({nx, volumeRows, nz}, blockFirst, ny, base + b, base + e, from + b, destination);
     });
   }
-  ++r.copied;
-  r.copying += since(tc);
+  gl::checkError("reading the volume back");
+  profile.readback += since(t);
+  trace(("gl readback: " + std::to_string(chunks) + " chunks in " + std::to_string(since(t)) + " s: waiting for the GPU " +
+         std::to_string(waiting) + " s, copying " + std::to_string(copying) + " s")
+            .c_str());
 }
-
-// The block copied on the GPU into the spare texture (a device copy: milliseconds), so that the next block may clear
-// and fill the volume while this one is read back from the spare between its windows (pumpDrain). One context does
-// both: a second context sharing this one, reading back on a thread of its own, made the driver take turns between
-// the contexts and slowed the next block (docs/benchmarks.md).
-std::shared_future<void> GlVolume::drainBeside(std::function<float*()> memory, int volumeRows) {
-  if (!spare_) return {};
-  context_->makeCurrent();
-  finishDrain();
-  glMemoryBarrier(GL_ALL_BARRIER_BITS);  // image stores and rendering into the volume, before the copy reads it
-  glCopyImageSubData(volume.id(), GL_TEXTURE_2D_ARRAY, 0, 0, 0, 0, spare_.id(), GL_TEXTURE_2D_ARRAY, 0, 0, 0, 0, grid.size[0], rows,
-                     grid.size[2]);
-  drain_ = std::make_unique<Drain>();
-  drain_->readback = startReadback(spare_.id(), volumeRows, nullptr, std::move(memory));
-  drain_->future = drain_->promise.get_future().share();
-  gl::checkError("copying the block for its readback");
-  pumpDrain(false);
-  return drain_->future;
-}
-
-// Called after each window is drawn and before the GL thread waits for the GPU: chunks issued into the free halves
-// (queued behind the windows drawn so far), and those the GPU has copied moved out by the host while the GPU still has
-// a window to run, so that it never waits for the host's copies. `finish`: every chunk, waiting for each.
-void GlVolume::pumpDrain(bool finish) {
-  if (!drain_) return;
-  Readback& r = drain_->readback;
-  try {
-    for (;;) {
-      while (r.issued < r.chunks && r.issued < r.copied + 2) issueChunk(r);
-      if (r.copied == r.chunks) break;
-      // The fence of the window drawn last: signalled once the GPU has nothing of this block left to run.
-      const gl::Fence& lastWindow = fences_[layerBase == 0 ? 1 : 0];
-      if (!finish && (!r.done[r.copied % 2].signalled() || lastWindow.signalled())) return;
-      copyChunk(r);
-    }
-    gl::checkError("reading a block back beside the next");
-    trace(("gl readback beside: " + std::to_string(r.chunks) + " chunks: waiting for the GPU " + std::to_string(r.waiting) +
-           " s, copying " + std::to_string(r.copying) + " s")
-              .c_str());
-    drain_->promise.set_value();
-  } catch (...) {
-    drain_->promise.set_exception(std::current_exception());
-  }
-  drain_.reset();
-}
-
-void GlVolume::finishDrain() { pumpDrain(true); }
 
 float GlVolume::largestMagnitude() {
   context_->makeCurrent();

@@ -6,7 +6,6 @@
 // [blockFirst, blockFirst + rows) of y only, and each projection's upload only the detector rows the block can reach
 // (slabRowBand); matrices stay the whole grid's. Internal to src/operators/gl.
 #include <functional>
-#include <future>
 #include <memory>
 #include <string>
 #include <utility>
@@ -61,14 +60,6 @@ class GlVolume {
   /// halves): the GPU copies one chunk while host threads move the previous one out. With `volumeRows` (> 0), each
   /// z slice of the block goes to its place in a whole volume of that many y rows, from row blockFirst on.
   void readVolumeInto(float* destination, int volumeRows = 0);
-  /// Made for blocks with options.drainBeside (a spare texture as large as the volume): the block is copied on the GPU
-  /// into the spare and read back from there into the memory `memory()` gives (a whole volume of `volumeRows` rows,
-  /// asked for at the first chunk), chunk by chunk between the next block's windows, on this thread; the future is ready
-  /// once every voxel is there (rethrowing what failed). A later drain, readVolumeInto and finishDrain() finish it first.
-  /// An invalid future without the spare.
-  std::shared_future<void> drainBeside(std::function<float*()> memory, int volumeRows);
-  /// What is left of the drain, now (the GL backends' synchronize()).
-  void finishDrain();
   /// The largest |voxel| held (NaN where a voxel is NaN), found on the GPU: shaders/volume_largest.comp.
   float largestMagnitude();
   /// Zeroes the volume and forgets the pending window, the timings and the fences' passes (keeps the window).
@@ -110,30 +101,6 @@ class GlVolume {
   gl::Program largest_;        // largestMagnitude's, made at its first use
   gl::Buffer largestBits_;
   std::size_t readbackLayers_ = 0;  // slices per chunk
-  // A readback of a block (`rows` rows from `firstRow`) from the texture `source` through readback_'s two halves, chunk
-  // by chunk of readbackLayers_ slices: into `destination` as it is, or (volumeRows > 0) to its rows of a whole volume.
-  struct Readback {
-    GLuint source = 0;
-    int rows = 0, firstRow = 0, volumeRows = 0;
-    float* destination = nullptr;
-    std::function<float*()> memory;  // where destination comes from when null, asked at the first chunk
-    std::size_t chunks = 0, issued = 0, copied = 0;
-    gl::Fence done[2];
-    double waiting = 0, copying = 0;  // GLRECON_TRACE: waiting for the GPU's copies, the host's copies
-  };
-  /// The held block's readback from `source` (readback_ made at the first).
-  Readback startReadback(GLuint source, int volumeRows, float* destination, std::function<float*()> memory);
-  void issueChunk(Readback& r);  // the next chunk into its half, fenced
-  void copyChunk(Readback& r);   // waits for the oldest issued chunk and copies it out
-  /// The drain's progress between windows (see drainBeside), or all of it (`finish`).
-  void pumpDrain(bool finish);
-  struct Drain {
-    Readback readback;
-    std::promise<void> promise;
-    std::shared_future<void> future;
-  };
-  gl::Texture spare_;              // drainBeside's copy of the finished block
-  std::unique_ptr<Drain> drain_;
   gl::Fence fences_[2];
   void drawPending(const std::function<void()>& draw);  // draws, clears the window, times it when profiling
   /// Made for blocks: per view, the detector rows the block samples.
