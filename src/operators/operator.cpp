@@ -163,7 +163,7 @@ void checkDistanceDrivenGeometry(const Geometry& geometry, const VolumeGrid& gri
   if (step != 0.0)
     throw UsageError(field("step") + ": the distance-driven pair integrates across the voxel planes, expected 0, found " + std::to_string(step));
   const std::vector<ProjectorView> views = projectorViews(geometry, grid);
-  const float h[3] = {static_cast<float>(grid.spacing.x), static_cast<float>(grid.spacing.y), static_cast<float>(grid.spacing.z)};
+  const detail::FloatSpacing h(grid);
   const int size[3] = {grid.size[0], grid.size[1], grid.size[2]};
   for (std::size_t p = 0; p < views.size(); ++p)
     if (const char* why = planeFormRefusal(views[p], h, size, geometry.detector.nu, geometry.detector.nv))
@@ -206,7 +206,7 @@ void checkProjectorGeometry(const Geometry& geometry, const VolumeGrid& grid, co
 double countRaySamples(const Geometry& geometry, const VolumeGrid& grid, double step) {
   // forward()'s rays without the samples: how many samples every ray of every view takes.
   const std::vector<detail::ProjectorView> views = detail::projectorViews(geometry, grid);
-  const float sp[3] = {static_cast<float>(grid.spacing.x), static_cast<float>(grid.spacing.y), static_cast<float>(grid.spacing.z)};
+  const detail::FloatSpacing sp(grid);
   const float hi[3] = {static_cast<float>(grid.size[0]), static_cast<float>(grid.size[1]), static_cast<float>(grid.size[2])};
   double total = 0;
   for (const detail::ProjectorView& o : views)

@@ -9,6 +9,14 @@
 
 namespace glrecon::detail {
 
+/// The grid's voxel spacing (x, y, z) in float, as the projectors and kernels take it (`const float spacing[3]`).
+struct FloatSpacing {
+  float h[3];
+  explicit FloatSpacing(const VolumeGrid& grid)
+      : h{static_cast<float>(grid.spacing.x), static_cast<float>(grid.spacing.y), static_cast<float>(grid.spacing.z)} {}
+  operator const float*() const { return h; }
+};
+
 /// Coordinates: "index" = continuous voxel index (world - origin) / spacing.
 /// Parallel beam (`parallel` 1) reads the same fields otherwise: every ray of the view has the direction e0 and starts
 /// (t = 0) at its pixel's centre, sourceIndex + u eu + v ev in voxel-index coordinates; the Adjoint weight is `weight`

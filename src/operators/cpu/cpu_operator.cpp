@@ -244,7 +244,7 @@ void CpuOperator::forward(const std::size_t* views, std::size_t count, float* pr
   const auto start = std::chrono::steady_clock::now();
   const PaddedVolume padded(volume_.data.data(), volume_.size);
   const float step = static_cast<float>(step_);
-  const float sp[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
+  const detail::FloatSpacing sp(grid_);
   const float hi[3] = {static_cast<float>(grid_.size[0]), static_cast<float>(grid_.size[1]), static_cast<float>(grid_.size[2])};
   const bool block = holdsPartOfGrid();
   const float firstRow = static_cast<float>(this->firstRow());
@@ -281,7 +281,7 @@ void CpuOperator::forward(const std::size_t* views, std::size_t count, float* pr
 
 void CpuOperator::distanceDrivenForward(const std::size_t* views, std::size_t count, float* projections) {
   const auto start = std::chrono::steady_clock::now();
-  const float h[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
+  const detail::FloatSpacing h(grid_);
   const int nx = grid_.size[0], nz = grid_.size[2], y0 = firstRow(), y1 = y0 + rows();
   const float* volume = volume_.data.data();
   const std::size_t sy = static_cast<std::size_t>(nx), sz = sy * rows();
@@ -303,7 +303,7 @@ void CpuOperator::distanceDrivenForward(const std::size_t* views, std::size_t co
 void CpuOperator::distanceDrivenBack(const float* projections, const std::size_t* views, std::size_t count, float* volume) {
   constexpr int kRun = 8;
   constexpr std::size_t kDdBatch = 32;
-  const float h[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
+  const detail::FloatSpacing h(grid_);
   const int nx = grid_.size[0], nz = grid_.size[2], y0 = firstRow(), held = rows();
   const std::size_t pixels = static_cast<std::size_t>(nu_) * nv_, sy = static_cast<std::size_t>(nx), sz = sy * held;
   std::vector<detail::PlaneView> planeViews(std::min(count, kDdBatch));
@@ -348,7 +348,7 @@ void CpuOperator::distanceDrivenBack(const float* projections, const std::size_t
 void CpuOperator::transposeBack(const float* projections, const std::size_t* views, std::size_t count, float* volume) {
   const float step = static_cast<float>(step_);
   const int n[3] = {grid_.size[0], grid_.size[1], grid_.size[2]};
-  const float sp[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
+  const detail::FloatSpacing sp(grid_);
   const float hi[3] = {static_cast<float>(n[0]), static_cast<float>(n[1]), static_cast<float>(n[2])};
   // The volume holds rows [firstRow, firstRow + rows) (the whole grid, or a block): `volume` is indexed from firstRow.
   const int heldFirst = firstRow(), held = rows();
@@ -424,7 +424,7 @@ void CpuOperator::adjointBack(const float* projections, const std::size_t* views
   for (std::size_t p = 0; p < count; ++p)
     for (int v = 0; v < nv_; ++v)
       std::copy_n(projections + (p * nv_ + v) * nu_, nu_, padded.begin() + (p * rows + v + 1) * pitch + 1);
-  const float sp[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
+  const detail::FloatSpacing sp(grid_);
   // The volume holds rows [firstRow, firstRow + ny) (the whole grid, or a block); j is the global row.
   const int nx = grid_.size[0], ny = ConeBeamOperator::rows(), nz = grid_.size[2];
   const float maxU = static_cast<float>(nu_), maxV = static_cast<float>(nv_);

@@ -227,7 +227,8 @@ class CudaOperator final : public ConeBeamOperator {
   friend class CudaVectors;
   void requireWholeGrid(const char* what) const;
   float3 spacing() const {
-    return make_float3(static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z));
+    const detail::FloatSpacing h(grid_);
+    return make_float3(h[0], h[1], h[2]);
   }
 
   int device_ = 0;
@@ -646,7 +647,7 @@ RayBuffers& CudaOperator::rays() {
   r->projections = cuda::DeviceBuffer<float>(static_cast<std::size_t>(nu) * nv * cuda::kMaxRayViews);
   views_ = detail::projectorViews(geometry_, grid_);
   modes_.assign(views_.size(), 0);
-  const float h[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
+  const detail::FloatSpacing h(grid_);
   const int size[3] = {grid_.size[0], grid_.size[1], grid_.size[2]};
   if (options_.pair == ProjectorPair::DistanceDriven) {
     // Every view in plane form (makeOperator checked planeGatherable for each).
@@ -731,7 +732,7 @@ bool CudaOperator::uploadRayViews(const std::size_t* views, int n) {
     list[p] = &views_[views[p]];
     modes[p] = modes_[views[p]];
   }
-  const float h[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
+  const detail::FloatSpacing h(grid_);
   return cuda::uploadRayViews(list.data(), modes.data(), h, n);
 }
 

@@ -76,7 +76,7 @@ GlRayPasses::GlRayPasses(bool compute, ProjectorPair pair, const Geometry& geome
     if (step == 0.0) {  // plane form: one sample per plane only
       matchedWeigh_ = build({{GL_COMPUTE_SHADER, "project_matched.comp"}}, {"#define WEIGH 1"});
       matchedGather_ = build({{GL_COMPUTE_SHADER, "project_matched.comp"}}, {"#define GATHER 1"});
-      const float h[3] = {static_cast<float>(grid.spacing.x), static_cast<float>(grid.spacing.y), static_cast<float>(grid.spacing.z)};
+      const FloatSpacing h(grid);
       const int size[3] = {grid.size[0], grid.size[1], grid.size[2]};
       for (const ProjectorView& view : views_) planeGather_.push_back(planeGatherable(view, h, size, nu_, nv_) ? 1 : 0);
     }
@@ -361,7 +361,7 @@ gl::Program GlRayPasses::build(const std::vector<gl::ShaderStage>& stages, const
 
 void GlRayPasses::uploadViews(const std::size_t* views, int n) {
   std::vector<float> data(static_cast<std::size_t>(n) * kViewFloats, 0.0f);
-  const float h[3] = {static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y), static_cast<float>(grid_.spacing.z)};
+  const FloatSpacing h(grid_);
   for (int p = 0; p < n; ++p) {
     const ProjectorView& o = views_[views[p]];
     float* d = data.data() + p * kViewFloats;
@@ -454,8 +454,7 @@ double GlRayPasses::correctSubset(GLuint volume, const std::size_t* views, std::
 
 void GlRayPasses::setCommonUniforms(GLuint program) {
   glUniform3i(glGetUniformLocation(program, "volumeSize"), grid_.size[0], grid_.size[1], grid_.size[2]);
-  glUniform3f(glGetUniformLocation(program, "spacing"), static_cast<float>(grid_.spacing.x), static_cast<float>(grid_.spacing.y),
-              static_cast<float>(grid_.spacing.z));
+  glUniform3fv(glGetUniformLocation(program, "spacing"), 1, FloatSpacing(grid_));
   glUniform1f(glGetUniformLocation(program, "stepLength"), step_);
   glUniform2i(glGetUniformLocation(program, "detectorSize"), nu_, nv_);
 }
