@@ -128,12 +128,6 @@ struct SlabPlan {
 SlabPlan planSlabs(const VolumeGrid& grid, const SlabCost& cost, std::uint64_t budgetBytes, const std::string& what,
                    int minimumSlabs = 1, int devices = 1, bool drainBeside = false);
 
-/// One slab per device, read back in line: heights that grow by the factor (1 + growth) from one slab to the next
-/// (in granules; the last takes the grid's partial granule), so that the devices end their backprojections about one
-/// readback apart and do not read back at once, where readbacks share the host's memory. Unchanged where a slab would
-/// then be taller than `tallestRows` (what the budget allows) or shorter than a granule.
-void staggerSlabs(SlabPlan& plan, int ny, double growth, int tallestRows);
-
 /// "2G", "512M", "1.5G", "800000000" (bytes; K, M, G, T powers of 1024, optional trailing B or iB) to bytes.
 /// Throws UsageError naming `option` for anything else or a value under 4 KiB.
 std::uint64_t parseByteSize(const std::string& option, const std::string& text);

@@ -177,34 +177,6 @@ SlabPlan planSlabs(const VolumeGrid& grid, const SlabCost& cost, std::uint64_t b
   return plan;
 }
 
-void staggerSlabs(SlabPlan& plan, int ny, double growth, int tallestRows) {
-  const int count = static_cast<int>(plan.slabs.size());
-  const int granules = (ny + kSlabGranule - 1) / kSlabGranule;
-  if (count < 2 || granules < count) return;
-  std::vector<double> weights(count);
-  double sum = 0;
-  for (int i = 0; i < count; ++i) sum += weights[i] = std::pow(1.0 + growth, i);
-  std::vector<int> heights(count);
-  int first = 0, given = 0;
-  double running = 0;
-  for (int i = 0; i < count; ++i) {
-    // Granules by rounding the running total, so that they add up to `granules`; each slab at least one.
-    running += weights[i];
-    const int upTo = static_cast<int>(std::lround(granules * running / sum));
-    const int g = std::max(1, std::min(upTo - given, granules - given - (count - 1 - i)));
-    given += g;
-    heights[i] = std::min(ny - first, g * kSlabGranule);
-    first += heights[i];
-  }
-  if (first != ny || *std::max_element(heights.begin(), heights.end()) > tallestRows) return;
-  first = 0;
-  for (int i = 0; i < count; ++i) {
-    plan.slabs[i] = {first, heights[i]};
-    first += heights[i];
-  }
-  plan.rowsPerSlab = *std::max_element(heights.begin(), heights.end());
-}
-
 std::uint64_t parseByteSize(const std::string& option, const std::string& text) {
   std::size_t used = 0;
   double value = 0;

@@ -2,7 +2,6 @@
 #include <sys/statvfs.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "glrecon/cluster.h"
 #include "glrecon/errors.h"
@@ -15,9 +14,6 @@
 
 namespace glrecon {
 namespace {
-// A device's readback alone against its slab's backprojection: compute on an H200 at 2048^3 read a 16 GiB slab back in
-// about 0.45 s after 3.6 s of backprojection (docs/benchmarks.md, session 40).
-constexpr double kReadbackShareOfBackprojection = 0.125;
 
 // The window a backend's memory cost is planned with: the fixed window asked for, or the largest an automatic choice
 // may take (cuda's default, or its constant-memory limit for max; the GL search tries up to 64).
@@ -75,19 +71,7 @@ SlabPlan planSlabsFor(const FdkPlan& plan, DeviceSession& session, const Project
   // (0.84 GiB each) beside lost, 0.385 s against 0.339 s.
   const bool drain = options.drainBeside.value_or(plan.backend == Backend::Cuda && devices > 1 && share >= (std::uint64_t{2} << 30) &&
                                                   source.memory() != nullptr && plan.deviceFilter);
-  SlabPlan slabs = planSlabs(plan.grid, cost, budget, what, devices, devices, drain);
-  // A slab per device, read back in line: the readbacks of devices that end together share the host's memory (on two
-  // H200s, compute at 2048^3, each device's 16 GiB took 0.9-1.1 s beside the other's, where one device alone reads 32
-  // GiB in 0.8-0.9 s). Staggered heights end the backprojections about one readback apart: a device reads its slab
-  // back alone in about an eighth of the slab's backprojection time there. GLRECON_EVEN_SLABS=1 keeps them even, to
-  // measure.
-  static const bool even = std::getenv("GLRECON_EVEN_SLABS") != nullptr;
-  if (!even && !slabs.drainBeside && devices > 1 && slabs.slabs.size() == static_cast<std::size_t>(devices) && plan.backend != Backend::Cpu) {
-    const std::uint64_t room = budget > cost.fixedBytes ? budget - cost.fixedBytes : 0;
-    const std::uint64_t fit = cost.bytesPerRow ? std::min<std::uint64_t>(room / cost.bytesPerRow, plan.grid.size[1]) : plan.grid.size[1];
-    staggerSlabs(slabs, plan.grid.size[1], kReadbackShareOfBackprojection, static_cast<int>(fit));
-  }
-  return slabs;
+  return planSlabs(plan.grid, cost, budget, what, devices, devices, drain);
 }
 
 // Where the filter runs (glrecon/fdk.h, FilterPlace). The device's twin may still decline when it is made (too little

@@ -31,26 +31,6 @@ TEST_F(GraphicsSlab, FdkThroughSlabsEqualsOneBlockOnEveryGlBackend) {
   for (const char* backend : {"graphics", "graphics-mp", "compute"}) slabsEqualOneBlock(backend, 8);
 }
 
-// Two workers with no memory limit take a slab each, staggered (staggerSlabs: 52 granules cut 24 : 28), the filter on
-// the CPU and on the device: the same bits as one block.
-TEST_F(GraphicsSlab, StaggeredSlabsOnTwoWorkersEqualOneBlock) {
-  const Geometry g = circularScan();
-  const Image projections = phantomScan(g);
-  const VolumeGrid grid = smallGrid(832);
-  for (const char* backend : {"compute", "graphics"})
-    for (const FilterPlace place : {FilterPlace::Cpu, FilterPlace::Gpu}) {
-      const std::string what = std::string(backend) + (place == FilterPlace::Gpu ? ", filter on the GPU" : ", filter on the CPU");
-      FdkOptions options = slabTestOptions(backend, 8, "");
-      options.filterOn = place;
-      const Image whole = reconstructFdk(g, projections, grid, options);
-      options.gpus = {0, 0};
-      FdkReport report;
-      expectBitIdentical(reconstructFdk(g, projections, grid, options, &report), whole, what);
-      EXPECT_EQ(report.slabs, 2) << what;
-      EXPECT_EQ(report.rowsPerSlab, 448) << what << ": slabs of 384 and 448 rows";
-    }
-}
-
 // A cluster's rank (each slab's detector rows read and filtered alone, uploaded as row bands): the same bits.
 TEST_F(GraphicsSlab, ClusterBandsEqualOneBlockOnEveryGlBackend) {
   for (const char* backend : {"graphics", "graphics-mp", "compute"}) bandsEqualOneBlock(backend, 8);

@@ -109,52 +109,6 @@ TEST(Slab, CudaReadsBackBesideFromATwoGibShareOfEachDevice) {
   EXPECT_FALSE(planned(1024, oneDevice).slabs.drainBeside) << "one device keeps its plan (its share is 4 GiB)";
 }
 
-// One slab per device read back in line: heights growing by an eighth from one slab to the next, in granules, so that
-// the devices end their backprojections about one readback apart; the rows covered once, in order. A slab the budget
-// cannot hold, or fewer granules than slabs, leaves the plan as it was.
-TEST(Slab, StaggeredSlabsGrowFromOneToTheNextAndCoverTheGrid) {
-  const auto staggered = [](int ny, int count, int tallest) {
-    SlabPlan plan;
-    for (int i = 0; i < count; ++i) plan.slabs.push_back({i, 1});  // only the count matters
-    plan.rowsPerSlab = 1;
-    staggerSlabs(plan, ny, 0.125, tallest);
-    return plan;
-  };
-  using Slabs = std::vector<std::pair<int, int>>;
-  // 2048 rows: 128 granules cut 1 : 1.125, 60.2 : 67.8, rounded to 60 and 68.
-  EXPECT_EQ(staggered(2048, 2, 2048).slabs, (Slabs{{0, 960}, {960, 1088}}));
-  EXPECT_EQ(staggered(2048, 2, 2048).rowsPerSlab, 1088);
-  EXPECT_EQ(staggered(1024, 2, 1024).slabs, (Slabs{{0, 480}, {480, 544}}));
-  // 1000 rows: 63 granules, 29.6 : 33.4 -> 30 and 33, the last holding the partial granule (33 * 16 - 8 rows).
-  EXPECT_EQ(staggered(1000, 2, 1000).slabs, (Slabs{{0, 480}, {480, 520}}));
-  // Three devices: 1 : 1.125 : 1.266 of 128 granules, running totals 37.8, 80.2, 128 rounded: 38, 42 and 48 granules.
-  EXPECT_EQ(staggered(2048, 3, 2048).slabs, (Slabs{{0, 608}, {608, 672}, {1280, 768}}));
-  // Too tall for the budget (1088 > 1087), or fewer granules than slabs: unchanged.
-  EXPECT_EQ(staggered(2048, 2, 1087).slabs, (Slabs{{0, 1}, {1, 1}}));
-  EXPECT_EQ(staggered(16, 2, 16).slabs, (Slabs{{0, 1}, {1, 1}}));
-}
-
-// The plan staggers one slab per device on the GPU backends where it reads back in line (compute; cuda below the 2 GiB
-// share from which it reads back beside), not on cpu nor where it reads back beside. Only the plan: no device opened.
-TEST(Slab, GpuPlansStaggerOneSlabPerDeviceReadBackInLine) {
-  const Geometry g = circularScan();
-  const Image projections = phantomScan(g);
-  const auto source = memorySource(projections, "projections");
-  FdkOptions options;
-  options.gpus = {0, 1};
-  options.gpuMemory = std::uint64_t{64} << 30;
-  using Slabs = std::vector<std::pair<int, int>>;
-  const auto slabs = [&](Backend backend, int ny) {
-    FdkOptions o = options;
-    o.backend = backend;
-    return planFdk(g, VolumeGrid::centred({1024, ny, 1024}, glm::dvec3(0.05)), o, *source).slabs;
-  };
-  EXPECT_EQ(slabs(Backend::Compute, 1024).slabs, (Slabs{{0, 480}, {480, 544}}));
-  EXPECT_EQ(slabs(Backend::Cuda, 1008).slabs, (Slabs{{0, 480}, {480, 528}})) << "cuda in line under a 2 GiB share";
-  EXPECT_TRUE(slabs(Backend::Cuda, 1024).drainBeside) << "cuda reads back beside from a 2 GiB share: 4:1 slabs, not staggered";
-  EXPECT_EQ(slabs(Backend::Cpu, 1024).slabs, (Slabs{{0, 512}, {512, 512}}));
-}
-
 TEST(Slab, PlanSplitsIntoGranulesWithinTheBudget) {
   const VolumeGrid grid = smallGrid(100);
   const SlabCost cost{1000, rowBytes(grid)};
