@@ -19,6 +19,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -90,20 +91,60 @@ int shell(const std::string& command) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// Why the window tests cannot run here ("" when they can): no X display or no xdotool.
+// Why the window tests cannot run here ("" when they can): no X display, no Xvfb or no xdotool.
 std::string inputUnavailableReason() {
   if (!std::getenv("DISPLAY")) return "no X display: run under xvfb-run (./quickstart.sh test does)";
+  if (shell("command -v Xvfb > /dev/null 2>&1") != 0) return "Xvfb is not installed (apt-get install xvfb; ./quickstart.sh installs it)";
   if (shell("command -v xdotool > /dev/null 2>&1") != 0) return "xdotool is not installed (apt-get install xdotool; ./quickstart.sh installs it)";
   return "";
 }
 
-// One `glrecon app` process in a window, and the input sent to it.
+// An X server of the test's own (Xvfb on a free display number, which it reports through -displayfd once it accepts
+// connections). Under ctest -j2 every test shares the server xvfb-run made: another test's window, mapped at the same
+// place and on top, took the clicks and keys meant for this one, and a close test saw its scan run to the end.
+class XServer {
+ public:
+  XServer() {
+    int ready[2];
+    if (::pipe(ready) != 0) return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::close(ready[0]);
+      const std::string fd = std::to_string(ready[1]);
+      ::execlp("Xvfb", "Xvfb", "-displayfd", fd.c_str(), "-screen", "0", "1280x1024x24", "-nolisten", "tcp", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(ready[1]);
+    std::string number;
+    char c = 0;
+    while (::read(ready[0], &c, 1) == 1 && c != '\n') number += c;
+    ::close(ready[0]);
+    if (!number.empty()) name_ = ":" + number;
+  }
+  ~XServer() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  XServer(const XServer&) = delete;
+  XServer& operator=(const XServer&) = delete;
+  /// ":N", or "" where Xvfb did not start.
+  const std::string& name() const { return name_; }
+
+ private:
+  pid_t pid_ = -1;
+  std::string name_;
+};
+
+// One `glrecon app` process in a window on an X server of its own (or the one given), and the input sent to it.
 class DrivenApp {
  public:
-  DrivenApp(const fs::path& dir, const std::string& arguments) : dir_(dir), map_(dir / "map.txt") {
+  DrivenApp(const fs::path& dir, const std::string& arguments, std::shared_ptr<XServer> server = std::make_shared<XServer>())
+      : dir_(dir), map_(dir / "map.txt"), server_(std::move(server)) {
+    if (server_->name().empty()) ADD_FAILURE() << "Xvfb did not start: no X server of the test's own";
     fs::remove(map_);
-    const std::string command = "cd '" + dir.string() + "' && XDG_CACHE_HOME='" + (dir / "cache").string() + "' exec '" + GLRECON_CLI_PATH +
-                                "' app " + arguments + " --widget-map map.txt > app.log 2>&1";
+    const std::string command = "cd '" + dir.string() + "' && DISPLAY=" + server_->name() + " XDG_CACHE_HOME='" + (dir / "cache").string() +
+                                "' exec '" + GLRECON_CLI_PATH + "' app " + arguments + " --widget-map map.txt > app.log 2>&1";
     pid_ = ::fork();
     if (pid_ == 0) {
       ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
@@ -138,12 +179,15 @@ class DrivenApp {
     return false;
   }
 
-  // The window of this process (its _NET_WM_PID, which GLFW sets).
+  // The window of this process (its _NET_WM_PID, which GLFW sets) named glrecon. --all: xdotool's search matches any
+  // of its conditions by default, so under ctest -j2 (one X server for all tests) another test's app window, also
+  // named glrecon, could come first; its keys, clicks and close then went there (a close test saw its own scan run to
+  // the end and write its files).
   std::string window() {
     if (window_.empty()) {
       const fs::path out = dir_ / "window.txt";
       for (int i = 0; i < 100 && window_.empty(); ++i) {
-        shell("xdotool search --pid " + std::to_string(pid_) + " --name '^glrecon$' > '" + out.string() + "' 2>/dev/null");
+        shell(onDisplay("xdotool search --all --pid " + std::to_string(pid_) + " --name '^glrecon$' > '" + out.string() + "' 2>/dev/null"));
         std::istringstream(test::readText(out)) >> window_;
         if (window_.empty()) std::this_thread::sleep_for(100ms);
       }
@@ -155,9 +199,9 @@ class DrivenApp {
   int click(double x, double y) {
     const std::string move = "xdotool mousemove --sync --window " + window() + " " + std::to_string(static_cast<int>(std::lround(x))) + " " +
                              std::to_string(static_cast<int>(std::lround(y)));
-    const int moved = shell(move);
+    const int moved = shell(onDisplay(move));
     std::this_thread::sleep_for(150ms);
-    return moved | shell("xdotool click 1");
+    return moved | shell(onDisplay("xdotool click 1"));
   }
   // A click on `widget`; where the side panel has scrolled it out of the window, the wheel over the panel first brings
   // it in, as a user scrolls to it.
@@ -168,7 +212,7 @@ class DrivenApp {
       if (w == s.widgets.end()) return -1;
       if (w->second.y0 >= 0 && w->second.y1 <= s.height - 2) return click(w->second.cx(), w->second.cy());
       const std::string wheel = w->second.y0 < 0 ? "4" : "5";  // up, down
-      if (shell("xdotool mousemove --sync --window " + window() + " 40 " + std::to_string(static_cast<int>(s.height / 2)) + " click " + wheel) != 0)
+      if (shell(onDisplay("xdotool mousemove --sync --window " + window() + " 40 " + std::to_string(static_cast<int>(s.height / 2)) + " click " + wheel)) != 0)
         return -1;
       waitFor([](const State&) { return true; });  // a frame drawn after the scroll
     }
@@ -178,19 +222,19 @@ class DrivenApp {
   // release between two frames, which only a program can do, would go unseen).
   // Text typed into the field with the keyboard focus, a character at a time as a hand types.
   int type(const std::string& text) {
-    shell("xdotool windowfocus --sync " + window() + " 2>/dev/null");
-    return shell("xdotool type --delay 60 '" + text + "'");
+    shell(onDisplay("xdotool windowfocus --sync " + window() + " 2>/dev/null"));
+    return shell(onDisplay("xdotool type --delay 60 '" + text + "'"));
   }
   int key(const std::string& name) {
-    shell("xdotool windowfocus --sync " + window() + " 2>/dev/null");
-    const int down = shell("xdotool keydown " + name);
+    shell(onDisplay("xdotool windowfocus --sync " + window() + " 2>/dev/null"));
+    const int down = shell(onDisplay("xdotool keydown " + name));
     std::this_thread::sleep_for(150ms);
-    return down | shell("xdotool keyup " + name);
+    return down | shell(onDisplay("xdotool keyup " + name));
   }
 
   // What a window manager sends when the user clicks the window's close button.
   bool closeAsAWindowManagerWould() {
-    Display* display = XOpenDisplay(nullptr);
+    Display* display = XOpenDisplay(server_->name().c_str());
     if (!display) return false;
     XEvent event{};
     event.xclient.type = ClientMessage;
@@ -216,7 +260,11 @@ class DrivenApp {
   }
 
  private:
+  // A command run with the app's X server as its display.
+  std::string onDisplay(const std::string& command) const { return "DISPLAY=" + server_->name() + " " + command; }
+
   fs::path dir_, map_;
+  std::shared_ptr<XServer> server_;
   pid_t pid_ = -1;
   int status_ = 0;
   bool exited_ = false;
@@ -380,11 +428,11 @@ TEST_F(AppInput, AScanOpenedByTypingItsPathsIsReconstructedAndRemembered) {
   EXPECT_TRUE(test::contains(recent, "scan/geometry.xml ; scan/projections.mha")) << recent;
 }
 
-// The X server's resource database (the root window's RESOURCE_MANAGER), where GLFW reads Xft.dpi for a window's
+// An X server's resource database (the root window's RESOURCE_MANAGER), where GLFW reads Xft.dpi for a window's
 // content scale: set for the test's apps, put back as it was when the test ends.
 class ServerResources {
  public:
-  ServerResources() : display_(XOpenDisplay(nullptr)) {
+  explicit ServerResources(const XServer& server) : display_(XOpenDisplay(server.name().c_str())) {
     if (!display_) return;
     atom_ = XInternAtom(display_, "RESOURCE_MANAGER", False);
     Atom type = None;
@@ -424,13 +472,14 @@ class ServerResources {
 // a pixel of rounding in either height, so within 2 +- 3/19.
 TEST_F(AppInput, PanelsFollowTheScreensScale) {
   if (const std::string reason = inputUnavailableReason(); !reason.empty()) GTEST_SKIP() << reason;
-  ServerResources resources;
+  const auto server = std::make_shared<XServer>();  // the apps' own: the resources of no other test's server change
+  ServerResources resources(*server);
   ASSERT_TRUE(resources.open());
   double heights[2] = {0, 0};
   for (int i = 0; i < 2; ++i) {
     resources.set(i == 0 ? "Xft.dpi:\t96\n" : "Xft.dpi:\t192\n");
     const fs::path dir = freshDir(i == 0 ? "app-input-dpi96" : "app-input-dpi192");
-    DrivenApp app(dir, "--simulate 0 --size 16 --spacing 12 --backend cpu --resolution 1280x1000");
+    DrivenApp app(dir, "--simulate 0 --size 16 --spacing 12 --backend cpu --resolution 1280x1000", server);
     ASSERT_TRUE(app.waitFor([](const State& s) { return s.widgets.count("start") > 0; })) << app.log();
     const Rect start = app.state().widgets.at("start");
     heights[i] = start.y1 - start.y0;
