@@ -8,6 +8,7 @@
 
 #include <X11/Xatom.h>
 #include <X11/Xlib.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -117,7 +118,8 @@ class XServer {
     ::close(ready[1]);
     std::string number;
     char c = 0;
-    while (::read(ready[0], &c, 1) == 1 && c != '\n') number += c;
+    pollfd wait{ready[0], POLLIN, 0};
+    while (::poll(&wait, 1, 20000) == 1 && ::read(ready[0], &c, 1) == 1 && c != '\n') number += c;  // 20 s at most a byte
     ::close(ready[0]);
     if (!number.empty()) name_ = ":" + number;
   }
