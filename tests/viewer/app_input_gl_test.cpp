@@ -8,11 +8,14 @@
 
 #include <X11/Xatom.h>
 #include <X11/Xlib.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -108,20 +111,39 @@ class XServer {
   XServer() {
     int ready[2];
     if (::pipe(ready) != 0) return;
+    const std::string fd = std::to_string(ready[1]);  // made before fork: the child only closes, redirects and execs
+    const int quiet = ::open("/dev/null", O_WRONLY);
     pid_ = ::fork();
     if (pid_ == 0) {
       ::close(ready[0]);
-      const std::string fd = std::to_string(ready[1]);
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // not left behind (holding ctest's pipes) by a test that crashed
+      if (quiet >= 0) {
+        ::dup2(quiet, STDOUT_FILENO);  // Xvfb's xkbcomp warnings are not the test's output
+        ::dup2(quiet, STDERR_FILENO);
+      }
       ::execlp("Xvfb", "Xvfb", "-displayfd", fd.c_str(), "-screen", "0", "1280x1024x24", "-nolisten", "tcp", static_cast<char*>(nullptr));
       ::_exit(127);
     }
+    if (quiet >= 0) ::close(quiet);
     ::close(ready[1]);
+    // The display's number and a newline, within 20 s a byte; a number cut short (end of file first) is no name.
     std::string number;
     char c = 0;
     pollfd wait{ready[0], POLLIN, 0};
-    while (::poll(&wait, 1, 20000) == 1 && ::read(ready[0], &c, 1) == 1 && c != '\n') number += c;  // 20 s at most a byte
+    for (;;) {
+      const int polled = ::poll(&wait, 1, 20000);
+      if (polled < 0 && errno == EINTR) continue;
+      if (polled != 1) break;
+      const ssize_t got = ::read(ready[0], &c, 1);
+      if (got < 0 && errno == EINTR) continue;
+      if (got != 1) break;
+      if (c == '\n') {
+        if (!number.empty()) name_ = ":" + number;
+        break;
+      }
+      number += c;
+    }
     ::close(ready[0]);
-    if (!number.empty()) name_ = ":" + number;
   }
   ~XServer() {
     if (pid_ <= 0) return;
@@ -143,8 +165,11 @@ class DrivenApp {
  public:
   DrivenApp(const fs::path& dir, const std::string& arguments, std::shared_ptr<XServer> server = std::make_shared<XServer>())
       : dir_(dir), map_(dir / "map.txt"), server_(std::move(server)) {
-    if (server_->name().empty()) ADD_FAILURE() << "Xvfb did not start: no X server of the test's own";
     fs::remove(map_);
+    if (server_->name().empty()) {  // no app then: on the shared server it would meet the other tests' windows
+      ADD_FAILURE() << "Xvfb did not start: no X server of the test's own";
+      return;
+    }
     const std::string command = "cd '" + dir.string() + "' && DISPLAY=" + server_->name() + " XDG_CACHE_HOME='" + (dir / "cache").string() +
                                 "' exec '" + GLRECON_CLI_PATH + "' app " + arguments + " --widget-map map.txt > app.log 2>&1";
     pid_ = ::fork();
@@ -236,6 +261,7 @@ class DrivenApp {
 
   // What a window manager sends when the user clicks the window's close button.
   bool closeAsAWindowManagerWould() {
+    if (server_->name().empty()) return false;  // XOpenDisplay("") would open $DISPLAY, the shared server
     Display* display = XOpenDisplay(server_->name().c_str());
     if (!display) return false;
     XEvent event{};
@@ -434,7 +460,8 @@ TEST_F(AppInput, AScanOpenedByTypingItsPathsIsReconstructedAndRemembered) {
 // content scale: set for the test's apps, put back as it was when the test ends.
 class ServerResources {
  public:
-  explicit ServerResources(const XServer& server) : display_(XOpenDisplay(server.name().c_str())) {
+  // None of the shared server's ($DISPLAY's, which XOpenDisplay("") opens): open() is false without a server's name.
+  explicit ServerResources(const XServer& server) : display_(server.name().empty() ? nullptr : XOpenDisplay(server.name().c_str())) {
     if (!display_) return;
     atom_ = XInternAtom(display_, "RESOURCE_MANAGER", False);
     Atom type = None;

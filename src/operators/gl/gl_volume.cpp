@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
@@ -304,7 +305,7 @@ void GlVolume::readVolumeInto(float* destination, int volumeRows) {
   const std::size_t sliceFloats = static_cast<std::size_t>(nx) * ny;
   const std::size_t halfSliceFloats = static_cast<std::size_t>(nx) * allocatedRows;
   if (!readback_) {
-    // A 64th of the volume, from 32 to 256 MiB: the host's copies bound the readback (the GPU's copies run ahead: 4-6
+    // A 64th of the volume (of the block, in slabs), from 32 to 256 MiB: the host's copies bound the readback (the GPU's copies run ahead: 4-6
     // ms of 2 s waiting for them at 32 GiB on an H200), and each chunk's copy starts and joins its threads, about a
     // millisecond a chunk. Two H200s reading 16 GiB each took 1.34 s in 32 MiB chunks, 0.88 s in 256 MiB; one reading 32
     // GiB 1.96 s and 0.97 s. But the mapped buffer (two chunks) is pinned host memory made at the first readback: two
@@ -312,9 +313,12 @@ void GlVolume::readVolumeInto(float* destination, int volumeRows) {
     // size, to measure.
     const std::size_t volumeBytes = halfSliceFloats * sizeof(float) * static_cast<std::size_t>(nz);
     const char* mib = std::getenv("GLRECON_READBACK_MIB");
-    const std::size_t chunkBytes = mib && std::atoi(mib) > 0 ? static_cast<std::size_t>(std::atoi(mib)) << 20
-                                                              : std::clamp(volumeBytes / 64, std::size_t{32} << 20, std::size_t{256} << 20);
-    readbackLayers_ = std::clamp<std::size_t>(chunkBytes / (halfSliceFloats * sizeof(float)), 1, static_cast<std::size_t>(nz));
+    const unsigned long asked = mib ? std::strtoul(mib, nullptr, 10) : 0;
+    const std::size_t chunkBytes = asked > 0 ? std::min<std::size_t>(asked, 1024) << 20
+                                             : std::clamp(volumeBytes / 64, std::size_t{32} << 20, std::size_t{256} << 20);
+    // A chunk's bytes are a GLsizei in the copy: at most INT_MAX (one slice at least).
+    const std::size_t sliceBytes = halfSliceFloats * sizeof(float);
+    readbackLayers_ = std::clamp<std::size_t>(std::min(chunkBytes, static_cast<std::size_t>(INT_MAX)) / sliceBytes, 1, static_cast<std::size_t>(nz));
     const GLsizeiptr bytes = static_cast<GLsizeiptr>(2 * readbackLayers_ * halfSliceFloats * sizeof(float));
     readback_ = gl::MappedBuffer(bytes, GL_MAP_READ_BIT | GL_MAP_PERSISTENT_BIT | GL_MAP_COHERENT_BIT, GL_CLIENT_STORAGE_BIT);
     if (!readback_.as<float>()) throw gl::GlError(where_ + ": cannot map the readback buffer");
