@@ -110,10 +110,7 @@ void VolumeHistogram::dispatch(const gl::Program& program, GLuint volume, const 
   const std::array<int, 3> n = sampleCounts(size, stride);
   glUseProgram(program.id());
   glBindTextureUnit(0, volume);
-  // Binding 7, restored after: operators keep their buffers bound between passes.
-  GLint previous = 0;
-  glGetIntegeri_v(GL_SHADER_STORAGE_BUFFER_BINDING, 7, &previous);
-  glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 7, result_.id());
+  const gl::StorageBinding result(7, result_.id());
   glUniform3i(glGetUniformLocation(program.id(), "samples"), n[0], n[1], n[2]);
   glUniform1i(glGetUniformLocation(program.id(), "stride"), stride);
   glUniform1f(glGetUniformLocation(program.id(), "scale"), scale);
@@ -121,7 +118,6 @@ void VolumeHistogram::dispatch(const gl::Program& program, GLuint volume, const 
   glMemoryBarrier(GL_TEXTURE_FETCH_BARRIER_BIT);
   glDispatchCompute(static_cast<GLuint>((n[0] + 7) / 8), static_cast<GLuint>((n[1] + 7) / 8), static_cast<GLuint>((n[2] + 3) / 4));
   glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);
-  glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 7, static_cast<GLuint>(previous));
 }
 
 void VolumeHistogram::issueRange(GLuint volume, const std::array<int, 3>& size, float scale, int stride) {

@@ -61,4 +61,22 @@ class StateScope {
   GLfloat clearColour_[4] = {0, 0, 0, 0};
 };
 
+/// `buffer` bound to shader storage binding `index` for the scope, the buffer bound there before put back after: the
+/// operators keep their buffers bound between passes, and a pass of the viewer's (or a check's) in their context must
+/// leave them so.
+class StorageBinding {
+ public:
+  StorageBinding(GLuint index, GLuint buffer) : index_(index) {
+    glGetIntegeri_v(GL_SHADER_STORAGE_BUFFER_BINDING, index, &previous_);
+    glBindBufferBase(GL_SHADER_STORAGE_BUFFER, index, buffer);
+  }
+  ~StorageBinding() { glBindBufferBase(GL_SHADER_STORAGE_BUFFER, index_, static_cast<GLuint>(previous_)); }
+  StorageBinding(const StorageBinding&) = delete;
+  StorageBinding& operator=(const StorageBinding&) = delete;
+
+ private:
+  GLuint index_;
+  GLint previous_ = 0;
+};
+
 }  // namespace glrecon::gl

@@ -383,15 +383,14 @@ float GlVolume::largestMagnitude() {
   glNamedBufferSubData(largestBits_.id(), 0, sizeof zero, &zero);
   glUseProgram(largest_.id());
   glBindTextureUnit(0, volume.id());
-  GLint previous = 0;  // binding 7, restored after: operators keep their buffers bound between passes
-  glGetIntegeri_v(GL_SHADER_STORAGE_BUFFER_BINDING, 7, &previous);
-  glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 7, largestBits_.id());
-  glUniform3i(glGetUniformLocation(largest_.id(), "size"), grid.size[0], rows, grid.size[2]);
-  // Image stores (compute, AG-GPU blocks) are seen by texture fetches only after this barrier.
-  glMemoryBarrier(GL_TEXTURE_FETCH_BARRIER_BIT);
-  glDispatchCompute(static_cast<GLuint>((grid.size[0] + 255) / 256), static_cast<GLuint>(rows), static_cast<GLuint>((grid.size[2] + 15) / 16));
-  glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);
-  glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 7, static_cast<GLuint>(previous));
+  {
+    const gl::StorageBinding result(7, largestBits_.id());
+    glUniform3i(glGetUniformLocation(largest_.id(), "size"), grid.size[0], rows, grid.size[2]);
+    // Image stores (compute, AG-GPU blocks) are seen by texture fetches only after this barrier.
+    glMemoryBarrier(GL_TEXTURE_FETCH_BARRIER_BIT);
+    glDispatchCompute(static_cast<GLuint>((grid.size[0] + 255) / 256), static_cast<GLuint>(rows), static_cast<GLuint>((grid.size[2] + 15) / 16));
+    glMemoryBarrier(GL_BUFFER_UPDATE_BARRIER_BIT);
+  }
   GLuint bits = 0;
   glGetNamedBufferSubData(largestBits_.id(), 0, sizeof bits, &bits);
   gl::checkError("finding the volume's largest voxel");
