@@ -305,9 +305,9 @@ void GlVolume::readVolumeInto(float* destination, int volumeRows) {
   const std::size_t sliceFloats = static_cast<std::size_t>(nx) * ny;
   const std::size_t halfSliceFloats = static_cast<std::size_t>(nx) * allocatedRows;
   if (!readback_) {
-    // A 64th of the volume (of the block, in slabs), from 32 to 256 MiB: the host's copies bound the readback (the GPU's copies run ahead: 4-6
-    // ms of 2 s waiting for them at 32 GiB on an H200), and each chunk's copy starts and joins its threads, about a
-    // millisecond a chunk. Two H200s reading 16 GiB each took 1.34 s in 32 MiB chunks, 0.88 s in 256 MiB; one reading 32
+    // A 64th of the volume (of the block, in slabs), from 32 to 256 MiB: the host's copies bound the readback (the
+    // GPU's copies run ahead: 4-6 ms of 2 s waiting for them at 32 GiB on an H200), and each chunk's copy starts and
+    // joins its threads, about a millisecond a chunk. Two H200s reading 16 GiB each took 1.34 s in 32 MiB chunks, 0.88 s in 256 MiB; one reading 32
     // GiB 1.96 s and 0.97 s. But the mapped buffer (two chunks) is pinned host memory made at the first readback: two
     // of 256 MiB took 0.19 s there, more than 256 MiB chunks save on a 4 GiB volume. GLRECON_READBACK_MIB sets the
     // size, to measure.
@@ -343,13 +343,8 @@ void GlVolume::readVolumeInto(float* destination, int volumeRows) {
     if (c + 1 < chunks) issue(c + 1);  // its half held chunk c - 1, already copied out
     const auto tw = std::chrono::steady_clock::now();
     done[c % 2].wait(GLuint64{60} * 1000000000);
+    waiting += since(tw);
     const auto tc = std::chrono::steady_clock::now();
-    waiting += std::chrono::duration<double>(tc - tw).count();
-    struct Timed {
-      double& sum;
-      std::chrono::steady_clock::time_point from;
-      ~Timed() { sum += std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count(); }
-    } timed{copying, tc};
     const std::size_t first = c * readbackLayers_;
     const std::size_t n = std::min(readbackLayers_, static_cast<std::size_t>(nz) - first) * sliceFloats;
     const float* from = readback_.as<float>() + (c % 2) * readbackLayers_ * halfSliceFloats;
@@ -357,12 +352,13 @@ void GlVolume::readVolumeInto(float* destination, int volumeRows) {
       float* to = destination + first * sliceFloats;
       parallelFor(n, std::size_t{1} << 18, options.threads,
                   [&](std::size_t b, std::size_t e) { std::copy(from + b, from + e, to + b); });
-      continue;
+    } else {
+      const std::size_t base = first * sliceFloats;
+      parallelFor(n, std::size_t{1} << 18, options.threads, [&](std::size_t b, std::size_t e) {
+        copyBlockRangeToVolume({nx, volumeRows, nz}, blockFirst, ny, base + b, base + e, from + b, destination);
+      });
     }
-    const std::size_t base = first * sliceFloats;
-    parallelFor(n, std::size_t{1} << 18, options.threads, [&](std::size_t b, std::size_t e) {
-      copyBlockRangeToVolume({nx, volumeRows, nz}, blockFirst, ny, base + b, base + e, from + b, destination);
-    });
+    copying += since(tc);
   }
   gl::checkError("reading the volume back");
   profile.readback += since(t);
