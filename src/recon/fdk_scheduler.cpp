@@ -728,7 +728,9 @@ OperatorOptions operatorOptionsOf(const FdkPlan& plan, int device, gl::Context* 
 }
 
 int operatorThreads(const FdkPlan& plan) {
-  // Devices share the CPU's threads for their host copies; the cpu backend takes them all.
+  // Devices share the CPU's threads for their host copies; the cpu backend takes them all. (All of them for each
+  // device was no faster on two H200s at 2048^3, slower at 1024^3: the devices read back at once, and the copies are
+  // bound by the host's memory, 50-55 GB/s there with one device or two.)
   const int threads = resolveThreadCount(plan.options.threads);
   return plan.backend == Backend::Cpu ? plan.options.threads : std::max(1, threads / static_cast<int>(plan.devices.size()));
 }
@@ -813,21 +815,27 @@ void FdkReconstructor::begin(ProjectionSource& source, VolumeSink& sink) {
                                 operatorOptionsOf(run.plan, run.plan.devices[i], nullptr, operatorThreads(run.plan)));
         w->op = w->owned.get();
         trace(("scheduler: device " + std::to_string(run.plan.devices[i]) + "'s operator made").c_str());
+        // Its filter twin is made beside the first device's (made after it, the second of two H200s began its slab
+        // 0.2-0.3 s after the first); where the first device's twin declines, this one is dropped below.
+        if (run.plan.deviceFilter) {
+          DeviceProjections* window = w->op->nextWindow();
+          if (window) w->ownedTwin = makeDeviceFdkFilter(*run.plan.filter, run.plan.geometry, *window, run.plan.options.filterOn == FilterPlace::Gpu);
+          trace(("scheduler: device " + std::to_string(run.plan.devices[i]) + "'s filter twin " + (w->ownedTwin ? "made" : "declined")).c_str());
+        }
         {
           // Where the filter runs is the first device's to find out (its twin may decline).
           std::unique_lock lock(run.mutex);
           if (!run.waitFor(lock, Clock::time_point::max(), [&] { return run.filterDecided; })) return;
         }
-        if (!run.cpuFilter) {
+        if (run.cpuFilter) {
+          w->ownedTwin.reset();
+        } else {
           // The plan's budget kept room for the twin's buffers on every device (the smallest free memory, less a margin).
-          const bool force = run.plan.options.filterOn == FilterPlace::Gpu;
-          w->ownedTwin = makeDeviceFdkFilter(*run.plan.filter, run.plan.geometry, *w->op->nextWindow(), force);
           if (!w->ownedTwin)
             throw InputError(std::string(backendInfo(run.plan.backend).name) + " device " + std::to_string(run.plan.devices[i]) +
                              ": the filter's device buffers do not fit beside its slab (device " + std::to_string(run.plan.devices.front()) +
                              " had room); expected room for both, or " + field("filterOn") + " cpu");
           w->twin = w->ownedTwin.get();
-          trace(("scheduler: device " + std::to_string(run.plan.devices[i]) + "'s filter twin made").c_str());
         }
         w->setupSeconds = since(t);
         w->record("setup", t, Clock::now());
