@@ -16,6 +16,7 @@
 
 #include "glrecon/errors.h"
 #include "glrecon/io.h"
+#include "posix_file.h"
 
 namespace glrecon {
 namespace fs = std::filesystem;
@@ -241,10 +242,23 @@ void checkOutputDirectory(const std::string& directory, const std::string& field
   requireWritableDirectory(p.string(), field);
 }
 
+int openEmptied(const std::string& file, int flags) {
+  const int fd = ::open(file.c_str(), flags | O_CREAT, 0644);
+  if (fd < 0) return -1;
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || (info.st_size > 0 && ::ftruncate(fd, 0) != 0)) {
+    const int error = errno;
+    ::close(fd);
+    errno = error;
+    return -1;
+  }
+  return fd;
+}
+
 void writeFileBytes(const std::string& target, const std::string& file, const void* data, std::size_t size,
                     const void* more, std::size_t moreSize) {
   // POSIX calls rather than a stream: errno tells the user why (ENOSPC, EROFS, EACCES, EDQUOT...).
-  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = openEmptied(file, O_WRONLY | O_CLOEXEC);
   if (fd < 0) throwInputError(target, "output", "a writable file", std::strerror(errno));
   const auto fail = [&](int error) {
     ::close(fd);

@@ -22,6 +22,7 @@
 #include "glrecon/io.h"
 #include "glrecon/parallel.h"
 #include "headers.h"
+#include "posix_file.h"
 
 namespace fs = std::filesystem;
 
@@ -117,7 +118,7 @@ VolumeFileWriter::VolumeFileWriter(const std::string& path, const VolumeGrid& gr
     dataOffset_ = header.size();
   }
   // Read and write: preparePages maps it.
-  fd_ = ::open(data_->temporaryPath().c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  fd_ = openEmptied(data_->temporaryPath(), O_RDWR | O_CLOEXEC);
   if (fd_ < 0) throwInputError(path, "output", "a writable file", std::strerror(errno));
   inMemory_ = onMemoryFileSystem(fd_);
   if (dataOffset_ > 0) writeAll(fd_, header.data(), header.size(), 0, path);
@@ -290,12 +291,12 @@ void VolumeFileWriter::writeRows(int firstRow, int rows, const float* data) {
 
 void VolumeFileWriter::commit() {
   if (!data_) {
-    // Joined: this rank's rows on the disk (a shared file system shows them to rank 0 once written back) and closed.
-    const bool synced = ::fdatasync(fd_) == 0 || errno == EINVAL;
-    const int error = errno;
+    // Joined: this rank's rows closed, which is what shows them to rank 0 (NFS sends a file's writes to the server at
+    // close; Lustre and GPFS are coherent; ranks of one host share its page cache). Not fdatasync'ed: that wrote back
+    // the whole file's pages, every rank's of the host, and rank 0 syncs no part of it either (nor does a one-process run).
     const bool closed = ::close(fd_) == 0;
     fd_ = -1;
-    if (!synced || !closed) throwInputError(path_, "output", "a writable file with enough space", std::strerror(synced ? errno : error));
+    if (!closed) throwInputError(path_, "output", "a writable file with enough space", std::strerror(errno));
     unregisterCleanupPath(std::exchange(joinedSlot_, -1));  // rank 0 renames it once every rank is here
     return;
   }

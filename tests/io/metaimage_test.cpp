@@ -138,6 +138,21 @@ TEST(MetaImage, WritesAreAtomicAndNeverOverwriteUnasked) {
   EXPECT_EQ(filesIn(dir), (std::vector<fs::path>{"v.mha"}));
 }
 
+// writeFileBytes empties a file only where it holds bytes (an empty temporary is left untruncated: on ext4 that spares
+// close() writing the pages back, src/io/posix_file.h): a longer file it writes over holds the new bytes alone, an
+// empty one the new bytes.
+TEST(WriteFileBytes, AFileWrittenOverHoldsTheNewBytesAlone) {
+  const auto dir = test::scratchDir();
+  test::writeText(dir / "long.txt", std::string(1000, 'x'));
+  writeFileBytes((dir / "long.txt").string(), (dir / "long.txt").string(), "head", 4, "tail", 4);
+  EXPECT_EQ(test::readText(dir / "long.txt"), "headtail");
+  test::writeText(dir / "empty.txt", "");
+  writeFileBytes((dir / "empty.txt").string(), (dir / "empty.txt").string(), "new", 3);
+  EXPECT_EQ(test::readText(dir / "empty.txt"), "new");
+  writeFileBytes((dir / "made.txt").string(), (dir / "made.txt").string(), "made", 4);
+  EXPECT_EQ(test::readText(dir / "made.txt"), "made");
+}
+
 // A file that appears at the output path while a run works (another run given the same output finished first) is never
 // replaced without overwrite, nor removed by the failing run's cleanup: the commit refuses naming it, the file stays
 // byte for byte, no temporary is left, and a .mhd pair publishes neither half. With overwrite the run replaces it.
