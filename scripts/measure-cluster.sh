@@ -2,6 +2,8 @@
 # One device run (docs/gpu-measurement.md carries the libraries; .gl/mpi/*.deb carries Open MPI): FDK over MPI ranks on
 # one machine against one process with the same GPU, file to file, and the files compared (docs/cluster.md).
 #   scripts/measure-cluster.sh SIZE [RANKS...]      e.g. scripts/measure-cluster.sh 1024 1 2 4
+# GPUS: --gpu for every run (default 0; "all" on a machine of several GPUs: one per rank, and one process on all of
+# them); SLABS: --slabs-per-rank values to run each rank count with (default 4); REPEATS: the rounds (default "1 2").
 set -uo pipefail
 for f in .gl/mpi/*.deb; do dpkg -x $f /; done; ldconfig
 export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu
@@ -15,7 +17,7 @@ d=/tmp/cluster; mkdir -p $d
 # 720 projections of 1024^2 (3 GiB), the volume over the phantom (256 mm).
 [ -f $d/scan/projections.mha ] || .gl/bin/glrecon phantom -o $d/scan --projections 720 --detector 1024 --detector-spacing 0.5 -q
 spacing=$(awk "BEGIN{print 256 / $size}")
-common="fdk -g $d/scan/geometry.xml -p $d/scan/projections.mha --size $size --spacing $spacing --backend cuda --filter-on cpu -q"
+common="fdk -g $d/scan/geometry.xml -p $d/scan/projections.mha --size $size --spacing $spacing --backend cuda --filter-on cpu -q --gpu ${GPUS:-0}"
 sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null
 run() {  # label, command...: wall seconds of the whole command (mpirun's start included) and the file's md5
   local label=$1; shift
@@ -28,9 +30,16 @@ run() {  # label, command...: wall seconds of the whole command (mpirun's start 
 }
 for repeat in ${REPEATS:-1 2}; do
   run "one process" .gl/bin/glrecon $common -o $d/v.mha
-  for n in "$@"; do run "mpirun -np $n" mpirun -np $n .gl/bin/glrecon $common -o $d/v.mha; done
+  for n in "$@"; do
+    for k in ${SLABS:-4}; do run "mpirun -np $n --slabs-per-rank $k" mpirun -np $n .gl/bin/glrecon $common --slabs-per-rank $k -o $d/v.mha; done
+  done
 done 2>&1 | tee -a "$out/cluster.txt"
-# Where a rank's time went, once, with the report.
+# Where the time went, once each, with the reports and each rank's timeline.
 rm -f $d/v.mha
-mpirun -np ${@: -1} .gl/bin/glrecon ${common/ -q/} -o $d/v.mha 2>&1 | grep -E "^slabs|rank|file to file|backend" | tee -a "$out/cluster.txt"
+.gl/bin/glrecon ${common/ -q/} -o $d/v.mha 2>&1 | grep -E "file to file|backend" | tee -a "$out/cluster.txt"
+for k in ${SLABS:-4}; do
+  rm -f $d/v.mha
+  mpirun -np ${@: -1} .gl/bin/glrecon ${common/ -q/} --slabs-per-rank $k --timeline -o $d/v.mha 2>&1 |
+    grep -E "^slabs|rank|file to file|backend|^     " | tee -a "$out/cluster.txt"
+done
 rm -f $d/v.mha
