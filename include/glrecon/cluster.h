@@ -23,6 +23,8 @@ class Cluster {
   virtual int size() const = 0;
   /// This rank's index among the ranks on its host (a node's GPUs are shared out by it).
   virtual int localRank() const { return rank(); }
+  /// How many ranks run on this rank's host (all of them: they share its page cache).
+  virtual int localSize() const { return size(); }
   /// The host's name, for reports and messages.
   virtual std::string host() const;
 

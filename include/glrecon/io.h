@@ -155,7 +155,10 @@ class VolumeFileWriter {
   /// (no fallocate) nothing happens and writeVolume writes as writeRows does: a mapped write to a full disk
   /// would be a SIGBUS, not an error message. A full disk is reported here, before the reconstruction. Files on
   /// disk over 1/16 of physical memory are left alone (see the .cpp); files in memory are mapped whatever their size.
-  void preparePages(int threads = 4);
+  /// `othersWrite`: other processes of this host write rows into the file meanwhile (an MPI job's other ranks): its pages
+  /// are then made present without being written (MADV_POPULATE_WRITE), as a file in memory's always are, since the
+  /// zero written into each page could land on their rows.
+  void preparePages(int threads = 4, bool othersWrite = false);
   /// The whole volume (nx x ny x nz floats): through the prepared mapping on `threads` threads (0 = all), or
   /// with pwrite when preparePages did not map the file. Then commit().
   void writeVolume(const float* data, int threads = 0);
@@ -192,9 +195,11 @@ class VolumeFileWriter {
 /// written at their offsets as they come. Destroyed without commit(), nothing is left.
 class VolumeFileSink final : public VolumeSink {
  public:
-  /// `mapped` false: never mapped (a cluster's rank 0, whose file the other ranks write through descriptors of their
-  /// own: the threads that prepare a mapping's pages write a zero into each, which could land on another rank's rows).
-  VolumeFileSink(const std::string& path, const VolumeGrid& grid, bool overwrite, int threads = 0, bool mapped = true);
+  /// `mapped` false: never mapped (a cluster's rank 0 whose ranks run on several hosts: their writes through a shared
+  /// file system would meet this host's whole pages). `othersWrite`: other processes of this host write rows into the
+  /// file meanwhile (VolumeFileWriter::preparePages).
+  VolumeFileSink(const std::string& path, const VolumeGrid& grid, bool overwrite, int threads = 0, bool mapped = true,
+                 bool othersWrite = false);
   /// Another rank's sink into the file rank 0's sink made (VolumeFileWriter::JoinedFile): rows only; commit() writes them
   /// back and closes, without renaming.
   VolumeFileSink(const std::string& path, const VolumeGrid& grid, const VolumeFileWriter::JoinedFile& joined);

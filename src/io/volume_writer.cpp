@@ -159,7 +159,7 @@ VolumeFileWriter::~VolumeFileWriter() {
   if (joinedSlot_ >= 0) removeRegisteredPath(joinedSlot_);  // not committed: the job fails (see the joined constructor)
 }
 
-void VolumeFileWriter::preparePages(int threads) {
+void VolumeFileWriter::preparePages(int threads, bool othersWrite) {
   if (mapping_ || fd_ < 0) return;
   const std::uint64_t total = dataOffset_ + std::uint64_t{4} * size_[0] * size_[1] * size_[2];
   const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
@@ -187,15 +187,15 @@ void VolumeFileWriter::preparePages(int threads) {
   mapping_ = mapWhole(total);
   if (!mapping_) return;
   // Each thread brings its share of the voxels' pages into the page cache (never the header's bytes). On disk by a
-  // write of one zero per page into the reserved blocks, which the volume overwrites later; in memory by populate(),
-  // which writes nothing (other ranks may be writing their rows already) and reports a full file system.
+  // write of one zero per page into the reserved blocks, which the volume overwrites later; in memory, or where other
+  // ranks may be writing their rows already, by populate(), which writes nothing (and reports a full file system).
   const int n = std::max(1, threads);
   const std::uint64_t share = ((total - dataOffset_) / n + page - 1) / page * page;
   for (int t = 0; t < n; ++t) {
     const std::uint64_t begin = dataOffset_ + t * share, end = std::min(total, begin + share);
     if (begin >= end) break;
-    mapping_->threads.emplace_back([m = mapping_.get(), begin, end, page, fd = fd_, memory = inMemory_] {
-      if (memory) {
+    mapping_->threads.emplace_back([m = mapping_.get(), begin, end, page, fd = fd_, untouched = inMemory_ || othersWrite] {
+      if (untouched) {
         const std::uint64_t piece = std::uint64_t{64} << 20;  // pieces, so that an abandoned writer stops soon
         for (std::uint64_t at = begin; at < end && !m->stop.load(std::memory_order_relaxed); at += piece)
           if (const int error = populate(fd, m->base, at, std::min(end, at + piece))) {

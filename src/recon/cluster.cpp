@@ -102,10 +102,9 @@ class MpiCluster final : public Cluster {
     MPI_Comm local;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
     MPI_Comm_rank(local, &local_);
-    int localSize = 1;
-    MPI_Comm_size(local, &localSize);
+    MPI_Comm_size(local, &localSize_);
     MPI_Comm_free(&local);
-    widenBinding(localSize);
+    widenBinding(localSize_);
     // Dealing has a communicator of its own: its messages never meet the collectives of the main thread.
     MPI_Comm_dup(MPI_COMM_WORLD, &deals_);
   }
@@ -116,6 +115,7 @@ class MpiCluster final : public Cluster {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   int localRank() const override { return local_; }
+  int localSize() const override { return localSize_; }
   std::uint64_t minimum(std::uint64_t value) override {
     std::uint64_t result = value;
     MPI_Allreduce(&value, &result, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
@@ -218,7 +218,7 @@ class MpiCluster final : public Cluster {
     ::sched_setaffinity(0, sizeof set, &set);
   }
 
-  int rank_ = 0, size_ = 1, local_ = 0;
+  int rank_ = 0, size_ = 1, local_ = 0, localSize_ = 1;
   MPI_Comm deals_ = MPI_COMM_NULL;
   Counter items_;
   std::atomic<std::size_t> finishedElsewhere_{0};

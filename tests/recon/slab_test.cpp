@@ -445,6 +445,38 @@ TEST(Slab, PreparedWholeVolumeWriteWritesWhatWriteImageWrites) {
   for (const auto& entry : fs::directory_iterator(dir)) EXPECT_EQ(entry.path().filename().string().find("gone"), std::string::npos);
 }
 
+// A cluster's rank 0 maps its file on disk where every rank runs on its host; the other ranks write their rows through
+// descriptors of their own, maybe before rank 0's preparing threads reach those pages. Prepared with othersWrite, the
+// pages are made present without a write, so the rows stay: without it each page would get a zero written over the
+// rows already there (the volume has few zeros, so that shows). Rank 0's own rows go in place, as its slabs do.
+TEST(Slab, RowsAnotherRankWroteStayWhileRankZeroPreparesItsPages) {
+  const fs::path dir = test::scratchDir() / "joined-on-disk";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "ref");
+  const VolumeGrid grid{{64, 37, 50}, {0.5, 0.25, 2.0}, {-1.0, 3.5, 7.0}};  // 116 pages: each has rows of both ranks
+  Image volume(grid);
+  for (std::size_t i = 0; i < volume.data.size(); ++i) volume.data[i] = std::sin(0.37 * i) * 1e3f + 1.0f;
+  writeImage((dir / "ref" / "v.mha").string(), volume, false);
+  const auto rowsOf = [&](int first, int rows) {
+    std::vector<float> slab(static_cast<std::size_t>(64) * rows * 50);
+    for (int k = 0; k < 50; ++k) std::copy_n(volume.data.begin() + (k * 37 + first) * 64, 64 * rows, slab.begin() + k * 64 * rows);
+    return slab;
+  };
+  {
+    VolumeFileWriter rankZero((dir / "v.mha").string(), grid, false);
+    VolumeFileWriter other((dir / "v.mha").string(), grid, VolumeFileWriter::JoinedFile{rankZero.temporaryData()});
+    other.writeRows(20, 17, rowsOf(20, 17).data());  // before rank 0's threads run
+    rankZero.preparePages(3, /*othersWrite=*/true);
+    ASSERT_TRUE(rankZero.mapped());
+    float* voxels = rankZero.mappedVolume();
+    ASSERT_NE(voxels, nullptr);
+    for (int k = 0; k < 50; ++k) std::copy_n(volume.data.begin() + k * 37 * 64, 64 * 20, voxels + k * 37 * 64);  // rows 0-19 in place
+    other.commit();
+    rankZero.commit();
+  }
+  EXPECT_TRUE(test::readText(dir / "v.mha") == test::readText(dir / "ref" / "v.mha")) << "the rows rank 0 or the other rank wrote are not all there";
+}
+
 // A volume file in memory (tmpfs, /dev/shm): mapped, its pages populated without writing them, and rows written
 // through mappings (pwrite queues behind the file's lock there), by one process's slab workers at once and by another
 // rank's writer joining the file; the bytes are writeImage's.

@@ -177,8 +177,13 @@ class FdkCommand final : public Command {
       outputs.track(output);
       if (!rawPath().empty()) outputs.track(rawPath());
     }
+    // A cluster's rank 0 maps the file as one process does where every rank runs on its host (they share its page
+    // cache): its slabs are read back into the file's pages rather than written with pwrite behind the file's lock.
+    const bool ranksOnThisHost = !cluster || cluster->localSize() == cluster->size();
     std::unique_ptr<VolumeFileSink> made =
-        rankZero ? std::make_unique<VolumeFileSink>(output, grid, overwrite, options.threads, /*mapped=*/cluster == nullptr) : nullptr;
+        rankZero ? std::make_unique<VolumeFileSink>(output, grid, overwrite, options.threads, /*mapped=*/ranksOnThisHost,
+                                                    /*othersWrite=*/cluster && cluster->size() > 1)
+                 : nullptr;
     if (cluster) {
       const std::string shared = cluster->broadcast(made ? made->temporaryData() : std::string());
       if (!made) made = std::make_unique<VolumeFileSink>(output, grid, VolumeFileWriter::JoinedFile{shared});
