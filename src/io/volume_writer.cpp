@@ -68,9 +68,10 @@ std::string populateFailure(int error) {
   return error == EFAULT || error == ENOSPC ? "the file system full (its size limit reached)" : std::strerror(error);
 }
 
-// A file in memory without room for its `bytes`: before the run (the free room `found`), or as its pages were populated.
-[[noreturn]] void throwNoRoom(const std::string& path, std::uint64_t bytes, const std::string& found) {
-  throwInputError(path, "output", "room for " + std::to_string(bytes) + " bytes in its file system (in memory)", found);
+// A file without room for its `bytes` (in memory; or on disk, found as its pages were populated for other ranks): before
+// the run (the free room `found`), or as its pages were populated.
+[[noreturn]] void throwNoRoom(const std::string& path, std::uint64_t bytes, const std::string& found, bool inMemory = true) {
+  throwInputError(path, "output", "room for " + std::to_string(bytes) + " bytes in its file system" + (inMemory ? " (in memory)" : ""), found);
 }
 }  // namespace
 
@@ -137,7 +138,7 @@ struct VolumeFileWriter::Mapping {
   char* base = nullptr;
   std::size_t bytes = 0;
   std::atomic<bool> stop{false};
-  std::atomic<int> error{0};  // a preparing thread's populate() failed: the file system (in memory) is full
+  std::atomic<int> error{0};  // a preparing thread's populate() failed: the file system is full
   std::vector<std::thread> threads;
   std::mutex joining;  // several slab workers ask for the mapping (and writeRows joins) at once
   void join() {
@@ -222,7 +223,7 @@ std::unique_ptr<VolumeFileWriter::Mapping> VolumeFileWriter::mapWhole(std::uint6
 void VolumeFileWriter::checkPrepared() {
   mapping_->join();
   if (const int error = mapping_->error.load())
-    throwNoRoom(path_, mapping_->bytes, populateFailure(error));
+    throwNoRoom(path_, mapping_->bytes, populateFailure(error), inMemory_);  // on disk where other ranks write (othersWrite)
 }
 
 float* VolumeFileWriter::mappedVolume() {
