@@ -24,9 +24,10 @@ struct VolumeFileSink::Fallback {
 VolumeFileSink::VolumeFileSink(const std::string& path, const VolumeGrid& grid, bool overwrite, int threads, bool mapped, bool othersWrite)
     : path_(path), grid_(grid), threads_(threads), writer_(path, grid, overwrite) {
   // Mapped pages are bounded by the writeback threshold (preparePages); memory for an unmapped volume is claimed
-  // only once the plan has checked it fits (beginWholeVolume). A file in memory is mapped for a cluster's rank 0 too:
-  // its pages are populated without being written, and the other ranks write through mappings of their own. Its
-  // pages cost allocation and zeroing, not a disk: 8 threads (4 on disk, where the disk bounds what follows).
+  // only once the plan has checked it fits (beginWholeVolume). A file in memory is mapped for a cluster's rank 0
+  // whatever its ranks' hosts, one on disk where they all share this host (`mapped`); where other ranks write
+  // (`othersWrite`, and always in memory) its pages are populated without being written. Pages in memory cost
+  // allocation and zeroing, not a disk: 8 threads (4 on disk, where the disk bounds what follows).
   if (mapped || writer_.inMemory()) writer_.preparePages(writer_.inMemory() ? 8 : 4, othersWrite);
 }
 

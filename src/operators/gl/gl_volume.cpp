@@ -307,10 +307,10 @@ void GlVolume::readVolumeInto(float* destination, int volumeRows) {
   if (!readback_) {
     // A 64th of the volume (of the block, in slabs), from 32 to 256 MiB: the host's copies bound the readback (the
     // GPU's copies run ahead: 4-6 ms of 2 s waiting for them at 32 GiB on an H200), and each chunk's copy starts and
-    // joins its threads, about a millisecond a chunk. Two H200s reading 16 GiB each took 1.34 s in 32 MiB chunks, 0.88 s in 256 MiB; one reading 32
-    // GiB 1.96 s and 0.97 s. But the mapped buffer (two chunks) is pinned host memory made at the first readback: two
-    // of 256 MiB took 0.19 s there, more than 256 MiB chunks save on a 4 GiB volume. GLRECON_READBACK_MIB sets the
-    // size, to measure.
+    // joins its threads, about a millisecond a chunk. Two H200s reading 16 GiB each took 1.34 s in 32 MiB chunks,
+    // 0.88 s in 256 MiB; one reading 32 GiB 1.96 s and 0.97 s. But the mapped buffer (two chunks) is pinned host
+    // memory made at the first readback: two of 256 MiB took 0.19 s there, more than 256 MiB chunks save on a 4 GiB
+    // volume. GLRECON_READBACK_MIB sets the size, to measure.
     const std::size_t volumeBytes = halfSliceFloats * sizeof(float) * static_cast<std::size_t>(nz);
     const char* mib = std::getenv("GLRECON_READBACK_MIB");
     const unsigned long asked = mib ? std::strtoul(mib, nullptr, 10) : 0;
