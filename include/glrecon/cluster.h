@@ -1,10 +1,10 @@
 #pragma once
 /// Several processes reconstructing one volume: the ranks of an MPI job (`mpirun -np N glrecon fdk ...`), one process
 /// per node or per GPU. The FDK scheduler (glrecon/fdk.h, FdkOptions::cluster) cuts the volume into slabs of y rows as it
-/// does for several GPUs of one machine; rank 0 deals them out on demand (a slower rank takes fewer), and each rank
-/// reads and filters only the detector rows of the slab it holds (slabRowBand), backprojects it on its device and writes
-/// it at its offsets into the one output file. Every slab is computed as one block computes it, so the file equals a
-/// one-process run's bit for bit.
+/// does for several GPUs of one machine; rank 0 deals them out on demand (a slower rank takes fewer; a rank asks for
+/// its next slab as its device nears the end of the last), and each rank reads and filters only the detector rows of
+/// the slabs it holds (slabRowBand), backprojects them on its device and writes them at their offsets into the one
+/// output file. Every slab is computed as one block computes it, so the file equals a one-process run's bit for bit.
 ///
 /// Implemented over MPI (src/recon/cluster.cpp, where the build found MPI) and, for tests and for the same band-reading
 /// configuration without MPI, as one process (singleProcessCluster).
@@ -50,9 +50,13 @@ class Cluster {
   virtual void deal(std::size_t count) = 0;
 
   // ---- dealing, from any thread once deal() has returned ----
-  /// The next item for this rank, in increasing order over the cluster; nullopt once every item is taken.
+  /// The next item for this rank, in increasing order over the cluster; nullopt once every item is taken. A rank may
+  /// ask before it has finished the items it holds (the FDK scheduler asks one slab ahead).
   virtual std::optional<std::size_t> next() = 0;
-  /// On rank 0: items the other ranks have finished (a rank asking again has finished its last one); 0 elsewhere.
+  /// This rank has finished one of its items: rank 0 hears of it with the rank's next request.
+  virtual void finishedOne() {}
+  /// On rank 0: items the other ranks have finished and said so (the last items of a rank that was told nothing is
+  /// left are not heard of); 0 elsewhere.
   virtual std::size_t finishedElsewhere() const { return 0; }
 };
 

@@ -91,9 +91,10 @@ struct FdkOptions {
   std::size_t queueDepth = 16;
   int filterThreads = 0;           ///< the CPU filter pool's threads (0: threads)
   /// Several processes (glrecon/cluster.h; not owned, it outlives the run): the volume always in slabs, at least
-  /// slabsPerRank per rank, dealt out on demand by rank 0; each rank reads and filters (on the CPU) only the detector rows of the
-  /// slab it holds and writes it into the sink, which every rank shares (VolumeFileSink's joined form). One device per
-  /// rank. planFdk and FdkReconstructor::finish are then collectives: every rank calls them.
+  /// slabsPerRank per rank, dealt out on demand by rank 0; each rank reads and filters (on the CPU) only the detector
+  /// rows of the slabs it holds (the one its device backprojects, and the next, dealt ahead and read meanwhile) and
+  /// writes each into the sink, which every rank shares (VolumeFileSink's joined form). One device per rank. planFdk
+  /// and FdkReconstructor::finish are then collectives: every rank calls them.
   Cluster* cluster = nullptr;
   /// With a cluster: at least this many slabs per rank (more even out ranks of different speeds; fewer, thicker slabs
   /// read fewer detector rows, which thin slabs of a wide cone share: docs/cluster.md).

@@ -171,20 +171,22 @@ class MpiCluster final : public Cluster {
     if (server_.joinable()) server_.join();
     items_.reset(count);
     finishedElsewhere_ = 0;
-    holding_ = false;
+    finished_ = 0;
     if (rank_ == 0 && size_ > 1) server_ = std::thread([this] { serve(); });
     barrier();  // the server listens before anyone asks (and no rank asks about an earlier deal's items)
   }
   std::optional<std::size_t> next() override {
     if (rank_ == 0) return items_.take();
-    // The request says whether this rank has finished an item since it last asked (rank 0's progress counts it).
-    int finished = holding_.exchange(false) ? 1 : 0;
+    // The request says how many items this rank has finished since it last asked (rank 0's progress counts them).
+    int finished = finished_.exchange(0);
     long long item = -1;
     MPI_Send(&finished, 1, MPI_INT, 0, kAsk, deals_);
     MPI_Recv(&item, 1, MPI_LONG_LONG, 0, kGive, deals_, MPI_STATUS_IGNORE);
     if (item < 0) return std::nullopt;
-    holding_ = true;
     return static_cast<std::size_t>(item);
+  }
+  void finishedOne() override {
+    if (rank_ != 0) ++finished_;
   }
   std::size_t finishedElsewhere() const override { return finishedElsewhere_; }
 
@@ -222,7 +224,7 @@ class MpiCluster final : public Cluster {
   MPI_Comm deals_ = MPI_COMM_NULL;
   Counter items_;
   std::atomic<std::size_t> finishedElsewhere_{0};
-  std::atomic<bool> holding_{false};
+  std::atomic<int> finished_{0};
   std::thread server_;
 };
 #endif

@@ -121,7 +121,8 @@ void checkHostMemoryFor(const FdkPlan& plan, const ProjectionSource& source) {
   }
   const std::uint64_t workers = plan.devices.size();
   if (plan.options.cluster) {
-    // A rank holds one slab's detector rows of every projection at a time (the widest slab's) and two slab buffers.
+    // A rank holds two slabs' detector rows of every projection at a time (the one its device backprojects and the
+    // next, read meanwhile; at most the widest slab's each) and two slab buffers.
     std::uint64_t widest = 0;
     for (const auto& [first, rows] : plan.slabs.slabs) {
       std::uint64_t values = 0;
@@ -129,8 +130,8 @@ void checkHostMemoryFor(const FdkPlan& plan, const ProjectionSource& source) {
         values += static_cast<std::uint64_t>(slabRowBand(plan.geometry, view, plan.grid, first, rows).count) * plan.geometry.detector.nu;
       widest = std::max(widest, values);
     }
-    checkHostMemory("fdk", "one slab's detector rows of every projection and 2 slab buffers",
-                    4 * widest + 2 * 4 * static_cast<std::uint64_t>(plan.grid.size[0]) * plan.slabs.rowsPerSlab * plan.grid.size[2]);
+    checkHostMemory("fdk", "two slabs' detector rows of every projection and 2 slab buffers",
+                    2 * 4 * widest + 2 * 4 * static_cast<std::uint64_t>(plan.grid.size[0]) * plan.slabs.rowsPerSlab * plan.grid.size[2]);
     return;
   }
   const bool stored = source.memory() == nullptr || !plan.deviceFilter;  // a memory source filtered on the device needs no store

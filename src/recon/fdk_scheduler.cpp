@@ -82,7 +82,9 @@ class ProjectionStore {
   float* slot(std::size_t projection) { return data_ + (projection % slots_) * pixels_; }
   std::size_t slots() const { return slots_; }
   bool inFile() const { return fd_ >= 0; }
-  // A sparse store's pages back to the system (they read as zeros again).
+  // A sparse store's pages back to the system (they read as zeros again). Not MADV_FREE, which would keep pages the
+  // next band writes again from faulting: it made a rank's reading 3-5 times slower on the development machine
+  // (docs/cluster.md).
   void release() {
     if (sparse_) ::madvise(data_, slots_ * pixels_ * sizeof(float), MADV_DONTNEED);
   }
@@ -174,16 +176,29 @@ struct FdkReconstructor::Run {
   bool stop = false;
   std::exception_ptr failure;
   double readSeconds = 0, filterBusy = 0, bytesRead = 0;
-  // Bands: the rows of each view the slab being read needs; slabs begun (the reader reads each once); no slab left.
-  std::vector<RowBand> rowBands;
-  std::size_t bandEpoch = 0;
-  bool bandsOver = false;
+  // Bands (a cluster's rank): its slabs in the order it is dealt them, band b holding slab bandAt[b % 2].slab and the
+  // rows of every view that slab needs, in bandStore(b). Two bands live at once: while the device backprojects band
+  // b, band b + 1 is dealt (the dealer thread, once band b is filled and its device near its end) and read and
+  // filtered. read, filteredPrefix, nextToFilter and filtered above are band `filling`'s; every band before it is
+  // read and filtered whole. The worker backprojects band bandsTaken - 1.
+  struct Band {
+    std::size_t slab = 0;
+    std::vector<RowBand> rows;
+  };
+  Band bandAt[2];
+  std::unique_ptr<ProjectionStore> spareStore;  // odd bands' rows (even bands': store)
+  std::size_t bandsDealt = 0, filling = 0, bandsTaken = 0;
+  bool dealtAll = false;  // the cluster has no slab left for this rank
+  Clock::time_point fillStarted = Clock::now(), bandTakenAt = Clock::now();
+  double lastFillSeconds = 0;            // how long the last band took to be read and filtered
+  std::atomic<std::size_t> bandHanded{0};  // projections of its band the worker has handed over
+  std::mutex dealMutex;                  // one request to the cluster at a time
   int filterThreads = 0;
   Clock::time_point lastRead = Clock::now();
 
   std::atomic<std::size_t> nextSlab{0}, done{0};
   std::vector<std::unique_ptr<Worker>> workers;
-  std::jthread reader;
+  std::jthread reader, dealer;
   std::vector<std::jthread> filterPool, deviceThreads;
   std::mutex progressMutex;
   Progress progress;
@@ -223,11 +238,19 @@ struct FdkReconstructor::Run {
     }
     return true;
   }
-  // The memory projection p is in: its slot, or the source's memory.
+  // The memory projection p is in: its slot (for bands, the worker's band's), or the source's memory.
   float* slotOf(std::size_t p) { return store->slot(p); }
-  const float* projection(std::size_t p) { return store ? slotOf(p) : direct + p * pixels; }
-  // Projections ready for the workers: filtered, or (the twin filters as they are handed over) read.
-  std::size_t ready() const { return waitForFiltered ? filteredPrefix : read; }
+  const float* projection(std::size_t p) {
+    if (!store) return direct + p * pixels;
+    return bands ? bandStore(bandsTaken - 1).slot(p) : slotOf(p);
+  }
+  ProjectionStore& bandStore(std::size_t band) { return band % 2 ? *spareStore : *store; }
+  // Projections ready for the workers: filtered, or (the twin filters as they are handed over) read; all of a band
+  // filled before the one being filled.
+  std::size_t ready() const {
+    if (bands && filling >= bandsTaken) return count;
+    return waitForFiltered ? filteredPrefix : read;
+  }
   // The most projections a ring (one block's, or one slab per device) may hold beyond those consumed.
   std::size_t ringRoom() const { return (slabs && !ringSlabs) || !store ? count : store->slots(); }
   // What every device has handed over (under `mutex`): the ring's slots below it may be read into again.
@@ -236,10 +259,16 @@ struct FdkReconstructor::Run {
   void startReader();
   void startFilterPool(int threads);
   void markFiltered(std::size_t p);
-  void beginBand(int firstRow, int rows);
-  void endBands();
-  // Projections [first, first + n) into the store: whole, or the current slab's rows of each.
-  void readChunk(std::size_t first, std::size_t n);
+  // Bands: band `band` dealt (unless it is already, or nothing is left), from the worker or ahead from the dealer.
+  void dealBand(std::size_t band);
+  // The worker's next band, dealt now unless it was ahead: its slab, or nullopt once the cluster has none left.
+  std::optional<std::size_t> takeBand();
+  void startDealer();
+  // Under `mutex`: band `filling` begun afresh; the next band begun where this one is filled.
+  void resetFill();
+  void fillProgressed();
+  // Projections [first, first + n) into `into`: whole, or the rows `rows` of each.
+  void readChunk(std::size_t first, std::size_t n, const RowBand* rows, ProjectionStore& into);
 };
 
 // ---- one device's worker ----
@@ -291,11 +320,8 @@ struct FdkReconstructor::Run::Worker {
       if (!plan.region.mask.empty()) op->setRegion(plan.region);
     } else {
       if (run.bands) {
-        const std::optional<std::size_t> dealt = run.cluster->next();
-        if (!dealt) {
-          run.endBands();
-          return false;
-        }
+        const std::optional<std::size_t> dealt = run.takeBand();
+        if (!dealt) return false;
         slab = *dealt;
       } else {
         slab = run.nextSlab++;
@@ -309,7 +335,6 @@ struct FdkReconstructor::Run::Worker {
         blockRegion = slabRegion(plan.region, firstRow, rows);
         op->setRegion(blockRegion);
       }
-      if (run.bands) run.beginBand(firstRow, rows);
     }
     inBlock = true;
     next = 0;
@@ -395,6 +420,7 @@ struct FdkReconstructor::Run::Worker {
       if (next == 0) trace("worker: first projections handed over");
       handOver(n);
       next += n;
+      if (run.bands) run.bandHanded = next;  // the dealer deals the next band as this one nears its end
       if (!run.slabs || run.ringSlabs) {
         std::lock_guard lock(run.mutex);
         consumedHere = next;
@@ -420,6 +446,7 @@ struct FdkReconstructor::Run::Worker {
     inBlock = false;
     closeWindow();
     trace("worker: every projection handed over");
+    if (run.bands) run.cluster->finishedOne();  // rank 0's progress line counts it (as it counts its own handed over)
     const FdkPlan& plan = run.plan;
     const auto t = Clock::now();
     record(run.slabs ? "slab " + std::to_string(slab) : "backproject", blockStart, t, waitSeconds - blockWaitBefore);
@@ -570,15 +597,16 @@ void FdkReconstructor::Run::markFiltered(std::size_t p) {
   while (filteredPrefix < count && filtered[filteredPrefix]) ++filteredPrefix;
   // A source in memory has no reader: its projections are held from the pool's copy into a slot on.
   if (direct) peakHeld = std::max(peakHeld, nextToFilter - std::min(nextToFilter, consumed));
+  fillProgressed();
   changed.notify_all();
 }
 
-void FdkReconstructor::Run::readChunk(std::size_t first, std::size_t n) {
+void FdkReconstructor::Run::readChunk(std::size_t first, std::size_t n, const RowBand* rows, ProjectionStore& into) {
   try {
-    if (bands)
-      source.readRows(first, n, rowBands.data() + first, store->slot(first));
+    if (rows)
+      source.readRows(first, n, rows + first, into.slot(first));
     else
-      source.read(first, n, store->slot(first));
+      source.read(first, n, into.slot(first));
   } catch (const Error&) {
     throw;  // glrecon's sources name the file, the projection and the field
   } catch (const std::exception& e) {
@@ -589,22 +617,29 @@ void FdkReconstructor::Run::readChunk(std::size_t first, std::size_t n) {
 
 void FdkReconstructor::Run::startReader() {
   if (direct) {
-    if (!bands) read = count;  // bands: at each slab's start (beginBand)
+    if (!bands) read = count;  // bands: as each band is begun (resetFill)
     return;
   }
   reader = std::jthread([this] {
     try {
-      std::size_t chunk = std::max<std::size_t>(1, source.chunk());
-      // Once; in a cluster's rank, once per slab it takes (beginBand), each time only the slab's rows.
-      for (std::size_t epoch = 0;; ++epoch) {
+      // Once; in a cluster's rank, each band in turn (once the one before is filled), only its slab's rows.
+      for (std::size_t band = 0;; ++band) {
+        std::size_t chunk = std::max<std::size_t>(1, source.chunk());
+        const RowBand* rows = nullptr;
+        ProjectionStore* into = store.get();
         if (bands) {
           std::unique_lock lock(mutex);
-          if (!waitFor(lock, Clock::time_point::max(), [&] { return bandEpoch > epoch || bandsOver; }) || bandEpoch == epoch) return;
+          if (!waitFor(lock, Clock::time_point::max(), [&] { return (filling == band && band < bandsDealt) || (dealtAll && bandsDealt <= band); }) ||
+              band >= bandsDealt)
+            return;
+          // Unchanged until the worker is done with this band: only then is a band dealt over it (dealBand).
+          rows = bandAt[band % 2].rows.data();
+          into = &bandStore(band);
           // About 64 MiB of rows at once: the source reads a chunk's projections in parallel.
-          std::size_t rows = 0;
-          for (const RowBand& b : rowBands) rows += static_cast<std::size_t>(std::max(0, b.count));
-          const std::size_t perProjection = std::max<std::size_t>(1, rows * plan.geometry.detector.nu * sizeof(float) / std::max<std::size_t>(1, count));
-          chunk = std::max(std::max<std::size_t>(1, source.chunk()), (std::size_t{64} << 20) / perProjection);
+          std::size_t values = 0;
+          for (std::size_t p = 0; p < count; ++p) values += static_cast<std::size_t>(std::max(0, rows[p].count));
+          const std::size_t perProjection = std::max<std::size_t>(1, values * plan.geometry.detector.nu * sizeof(float) / std::max<std::size_t>(1, count));
+          chunk = std::max(chunk, (std::size_t{64} << 20) / perProjection);
         }
         for (std::size_t first = 0; first < count;) {
           std::size_t n = std::min(chunk, count - first);
@@ -612,19 +647,20 @@ void FdkReconstructor::Run::startReader() {
             std::unique_lock lock(mutex);
             // A one-block ring holds at most its slots beyond what the workers consumed.
             if (!waitFor(lock, Clock::time_point::max(), [&] { return first < consumed + ringRoom(); })) return;
-            n = std::min({n, consumed + ringRoom() - first, store->slots() - first % store->slots()});
+            n = std::min({n, consumed + ringRoom() - first, into->slots() - first % into->slots()});
           }
           const auto t = Clock::now();
-          readChunk(first, n);
+          readChunk(first, n, rows, *into);
           std::lock_guard lock(mutex);
           readSeconds += since(t);
           double values = 0;
-          for (std::size_t p = first; p < first + n; ++p) values += bands ? static_cast<double>(rowBands[p].count) * plan.geometry.detector.nu : pixels;
+          for (std::size_t p = first; p < first + n; ++p) values += rows ? static_cast<double>(rows[p].count) * plan.geometry.detector.nu : pixels;
           bytesRead += values * sizeof(float);
           lastRead = Clock::now();
           read = first + n;
           peakHeld = std::max(peakHeld, read - std::min(read, consumed));
           first += n;
+          if (!waitForFiltered) fillProgressed();  // the device twin filters: a band read is filled
           changed.notify_all();
         }
         trace("reader: every projection read");
@@ -636,25 +672,93 @@ void FdkReconstructor::Run::startReader() {
   });
 }
 
-// A cluster's rank begins a slab: the last slab's rows forgotten, this one's to be read and filtered from the start
-// (the worker has handed every projection of the last one over, so the reader and the pool are idle).
-void FdkReconstructor::Run::beginBand(int firstRow, int rows) {
-  std::vector<RowBand> needed(count);
-  for (std::size_t view = 0; view < count; ++view) needed[view] = slabRowBand(plan.geometry, view, plan.grid, firstRow, rows);
-  std::lock_guard lock(mutex);
-  store->release();
-  rowBands = std::move(needed);
+void FdkReconstructor::Run::resetFill() {
   read = direct ? count : 0;
   filteredPrefix = nextToFilter = 0;
   std::fill(filtered.begin(), filtered.end(), 0);
-  ++bandEpoch;
+  fillStarted = Clock::now();
+  // From memory with the device twin filtering, a band is filled as soon as it begins.
+  fillProgressed();
   changed.notify_all();
 }
 
-void FdkReconstructor::Run::endBands() {
+void FdkReconstructor::Run::fillProgressed() {
+  if (!bands || filling >= bandsDealt || (waitForFiltered ? filteredPrefix : read) < count) return;
+  lastFillSeconds = since(fillStarted);
+  ++filling;
+  if (filling < bandsDealt) resetFill();
+}
+
+void FdkReconstructor::Run::dealBand(std::size_t band) {
+  std::lock_guard dealing(dealMutex);
+  {
+    std::lock_guard lock(mutex);
+    if (bandsDealt > band || dealtAll) return;
+  }
+  // The request goes to rank 0 and back (outside `mutex`: the pool and the reader go on).
+  const std::optional<std::size_t> slab = cluster->next();
+  std::vector<RowBand> rows;
+  if (slab) {
+    const auto [firstRow, slabRows] = plan.slabs.slabs[*slab];
+    rows.resize(count);
+    for (std::size_t view = 0; view < count; ++view) rows[view] = slabRowBand(plan.geometry, view, plan.grid, firstRow, slabRows);
+  }
   std::lock_guard lock(mutex);
-  bandsOver = true;
+  if (!slab) {
+    dealtAll = true;
+    changed.notify_all();
+    return;
+  }
+  // This store's last band (band - 2) is backprojected: the worker has taken band - 1 (the dealer deals ahead only
+  // then, and the worker deals its own band only after finishing the last one).
+  if (store) bandStore(band).release();
+  bandAt[band % 2] = {*slab, std::move(rows)};
+  bandsDealt = band + 1;
+  if (filling == band) resetFill();
   changed.notify_all();
+}
+
+std::optional<std::size_t> FdkReconstructor::Run::takeBand() {
+  const std::size_t band = bandsTaken;  // written by this (the worker's) thread alone
+  dealBand(band);
+  std::lock_guard lock(mutex);
+  if (band >= bandsDealt) return std::nullopt;
+  bandsTaken = band + 1;
+  bandHanded = 0;
+  bandTakenAt = Clock::now();
+  changed.notify_all();
+  return bandAt[band % 2].slab;
+}
+
+// Bands are dealt ahead of the worker: the first at once (read while the devices open), each next one so that its
+// rows are read and filtered while the device still backprojects the worker's band, but only once that band is
+// filled (the reader is free) and its device nears the band's end: when the time it still needs, at its pace so far,
+// is within 1.5 times the last band's filling. A band dealt earlier would wait idle at this rank while another rank,
+// done sooner, finds no slab left at the end of the run.
+void FdkReconstructor::Run::startDealer() {
+  dealer = std::jthread([this] {
+    try {
+      for (;;) {
+        std::size_t ahead = 0;
+        {
+          std::unique_lock lock(mutex);
+          const auto due = [&] {
+            if (bandsTaken == 0) return bandsDealt == 0;  // the first band, before the device is ready
+            if (bandsDealt != bandsTaken || filling < bandsTaken) return false;
+            const std::size_t handed = bandHanded;
+            if (handed >= count) return true;
+            if (handed == 0) return false;
+            return since(bandTakenAt) * static_cast<double>(count - handed) / static_cast<double>(handed) <= 1.5 * lastFillSeconds;
+          };
+          if (!waitFor(lock, Clock::time_point::max(), [&] { return dealtAll || due(); }) || dealtAll) return;
+          ahead = bandsTaken;
+        }
+        dealBand(ahead);
+      }
+    } catch (...) {
+      fail(std::current_exception());
+    }
+  });
 }
 
 void FdkReconstructor::Run::startFilterPool(int threads) {
@@ -666,21 +770,23 @@ void FdkReconstructor::Run::startFilterPool(int threads) {
         for (;;) {
           std::size_t p;
           RowBand band;
+          float* slot;
           {
             std::unique_lock lock(mutex);
             // In order; from a source in memory, into the ring's slots (never more than it holds ahead). A cluster's
-            // rank filters each slab's rows in turn, until no slab is left.
+            // rank filters each band's rows in turn, until no band is left.
+            const auto bandsOver = [&] { return dealtAll && filling >= bandsDealt; };
             if (!waitFor(lock, Clock::time_point::max(), [&] {
-                  if (bands) return bandsOver || nextToFilter < read;
+                  if (bands) return bandsOver() || nextToFilter < read;
                   return nextToFilter >= count || (nextToFilter < read && nextToFilter < consumed + ringRoom());
                 }))
               return;
             if (bands ? nextToFilter >= read : nextToFilter >= count) return;
             p = nextToFilter++;
-            if (bands) band = rowBands[p];
+            if (bands) band = bandAt[filling % 2].rows[p];
+            slot = bands ? bandStore(filling).slot(p) : slotOf(p);
           }
           const auto t0 = Clock::now();
-          float* slot = slotOf(p);
           if (bands) {
             const std::size_t begin = static_cast<std::size_t>(band.first) * plan.geometry.detector.nu;
             if (direct) std::copy_n(direct + p * pixels + begin, static_cast<std::size_t>(band.count) * plan.geometry.detector.nu, slot + begin);
@@ -794,6 +900,8 @@ void FdkReconstructor::begin(ProjectionSource& source, VolumeSink& sink) {
       slots = std::max(run.batch * 4, run.direct ? 0 : (std::size_t{1} << 30) / (run.pixels * sizeof(float)));
     run.store = std::make_unique<ProjectionStore>(std::min(slots, run.count), run.pixels, run.slabs && !run.ringSlabs ? plan.options.scratch : "",
                                                   run.bands);
+    // A cluster's rank holds two bands at once: the next slab's rows are read while this one's are backprojected.
+    if (run.bands) run.spareStore = std::make_unique<ProjectionStore>(run.count, run.pixels, "", true);
   };
   run.direct = source.memory();
   if (!run.direct) {
@@ -801,6 +909,12 @@ void FdkReconstructor::begin(ProjectionSource& source, VolumeSink& sink) {
     run.startReader();
   }
   trace("scheduler: reader started");
+  // A cluster's slabs are dealt from here on (every rank starts its run: a collective), its first one at once: its
+  // rows are read while the devices open, as one process reads its first projections meanwhile.
+  if (run.bands) {
+    run.cluster->deal(plan.slabs.slabs.size());
+    run.startDealer();
+  }
   // Every device's worker. The others make their operators on threads of their own (a GL context is current on one
   // thread) while the first device's is made here: the devices start together (made one after the other, the second
   // of two H100s began its slab 0.8 s after the first).
@@ -871,7 +985,11 @@ void FdkReconstructor::begin(ProjectionSource& source, VolumeSink& sink) {
   // about 0.1 s a slab at 2048^3 from 720 x 1024^2 on an H100 when it filtered every row, where filtering every
   // projection into host memory first, on one device, took 1.7-4.5 s before the first slab, bound by the host's
   // memory; the same kernels: the same bits).
-  run.waitForFiltered = run.cpuFilter;
+  {
+    std::lock_guard lock(run.mutex);
+    run.waitForFiltered = run.cpuFilter;
+    run.fillProgressed();  // a band read before the twin was known to filter is filled
+  }
   if (run.direct) {
     if (run.cpuFilter) makeStore();
     run.startReader();
@@ -893,8 +1011,6 @@ void FdkReconstructor::begin(ProjectionSource& source, VolumeSink& sink) {
     run.startFilterPool(pool);
   }
 
-  // A cluster's slabs are dealt from here on (every rank starts its run: a collective).
-  if (run.bands) run.cluster->deal(plan.slabs.slabs.size());
   Run::Worker* first = run.workers[0].get();
   first->op = first_;
   first->setupSeconds = setupSeconds_;
@@ -970,6 +1086,7 @@ FdkReport FdkReconstructor::finish() {
   run.deviceThreads.clear();  // joins
   run.filterPool.clear();
   run.reader = {};
+  run.dealer = {};
   std::unique_ptr<Run> ended = std::move(run_);
   if (ended->failure) std::rethrow_exception(ended->failure);
   for (auto& w : ended->workers) w->finishSlabs();
@@ -1037,6 +1154,7 @@ void FdkReconstructor::cancel() {
   run_->deviceThreads.clear();
   run_->filterPool.clear();
   run_->reader = {};
+  run_->dealer = {};
   for (auto& w : run_->workers)
     for (auto& f : w->writing)
       if (f.valid()) f.wait();

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "glrecon/cluster.h"
 #include "glrecon/operator.h"
 #include "device/cuda/device.h"
 #include "glrecon/errors.h"
@@ -22,6 +24,7 @@
 #include "glrecon/phantom.h"
 #include "glrecon/sink.h"
 #include "glrecon/slab.h"
+#include "glrecon/source.h"
 #include "test_support.h"
 #include "slab_support.h"
 
@@ -186,6 +189,72 @@ TEST(Slab, PlanSharesSlabsEvenlyAmongDevices) {
 TEST(Slab, CpuSlabsEqualOneBlockBitForBit) { slabsEqualOneBlock("cpu", 0); }
 
 TEST(Slab, CpuClusterBandsEqualOneBlockBitForBit) { bandsEqualOneBlock("cpu", 0); }
+
+// A source read from (not in memory) that counts the bands begun: a cluster's rank reads each band from projection 0.
+class BandCountingSource final : public ProjectionSource {
+ public:
+  explicit BandCountingSource(const Image& stack) : inner_(memorySource(stack, "projections")) {}
+  std::size_t count() const override { return inner_->count(); }
+  DetectorLayout detector() const override { return inner_->detector(); }
+  std::string origin(std::size_t index) const override { return inner_->origin(index); }
+  void read(std::size_t first, std::size_t n, float* out) override { inner_->read(first, n, out); }
+  void readRows(std::size_t first, std::size_t n, const RowBand* bands, float* out) override {
+    if (first == 0) ++bandsBegun;
+    inner_->readRows(first, n, bands, out);
+  }
+  std::atomic<int> bandsBegun{0};
+
+ private:
+  std::unique_ptr<ProjectionSource> inner_;
+};
+
+// Holds the worker at its first slab's readback until `source` has begun reading a second band (or 30 s passed).
+class ReadbackHoldingSink final : public VolumeSink {
+ public:
+  ReadbackHoldingSink(const VolumeGrid& grid, const BandCountingSource& source) : inner(grid), source_(source) {}
+  std::string name() const override { return inner.name(); }
+  void devicesReady() override { inner.devicesReady(); }
+  float* wholeVolume() override { return inner.wholeVolume(); }
+  void writeRows(int firstRow, int rows, const float* data) override { inner.writeRows(firstRow, rows, data); }
+  float* rowsInPlace() override {
+    if (!held) {
+      held = true;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (source_.bandsBegun.load() < 2 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      secondBandBegunDuringReadback = source_.bandsBegun.load() >= 2;
+    }
+    return inner.rowsInPlace();
+  }
+  bool hasRowsInPlace() const override { return inner.hasRowsInPlace(); }
+  ImageSink inner;
+  bool held = false, secondBandBegunDuringReadback = false;
+
+ private:
+  const BandCountingSource& source_;
+};
+
+// A cluster's rank deals itself its next slab before this one is done (Run::startDealer), so that the next slab's
+// rows are read and filtered while its device still works: here, while the first slab is read back. Dealt only once
+// they were asked for (the old way), the rows of the second slab would be read after the first slab's readback, and
+// the readback, held until then, would wait the 30 s out. The bits stay those of one block.
+TEST(Slab, AClusterRankReadsTheNextSlabsRowsBeforeThisSlabIsDone) {
+  const Geometry g = circularScan();
+  const Image projections = phantomScan(g);
+  const VolumeGrid grid = smallGrid(100);
+  FdkOptions options = slabTestOptions("cpu", 0, "");
+  const Image whole = reconstructFdk(g, projections, grid, options);
+  std::unique_ptr<Cluster> one = singleProcessCluster();
+  options.cluster = one.get();
+  BandCountingSource source(projections);
+  ReadbackHoldingSink sink(grid, source);
+  FdkReconstructor reconstructor(planFdk(g, grid, options, source));
+  const FdkReport report = reconstructor.run(source, sink);
+  EXPECT_TRUE(sink.held) << "the sink was never asked for its rows in place";
+  EXPECT_TRUE(sink.secondBandBegunDuringReadback) << "the second slab's rows were not read before the first slab was read back";
+  EXPECT_EQ(report.slabs, 4);
+  EXPECT_EQ(source.bandsBegun.load(), report.slabs);  // each band read once
+  expectBitIdentical(sink.inner.take(), whole, "bands dealt one ahead");
+}
 
 TEST(Slab, CpuOverflowIsRefusedInOneBlockAndSlabs) { overflowIsRefused("cpu", 0); }
 
