@@ -3,7 +3,9 @@
 # one machine against one process with the same GPU, file to file, and the files compared (docs/cluster.md).
 #   scripts/measure-cluster.sh SIZE [RANKS...]      e.g. scripts/measure-cluster.sh 1024 1 2 4
 # GPUS: --gpu for every run (default 0; "all" on a machine of several GPUs: one per rank, and one process on all of
-# them); SLABS: --slabs-per-rank values to run each rank count with (default 4); REPEATS: the rounds (default "1 2").
+# them); SLABS: --slabs-per-rank values to run each rank count with (default 4); REPEATS: the rounds (default "1 2");
+# DIR: where the scan and the volume are written (default /tmp/cluster, the local disk; /dev/shm/cluster keeps both in
+# memory, so that the pipeline is measured and not the disk).
 set -uo pipefail
 for f in .gl/mpi/*.deb; do dpkg -x $f /; done; ldconfig
 export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu
@@ -13,7 +15,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 export PMIX_MCA_preg=native
 size=$1; shift
 out=${OUT:-/tmp/out}; mkdir -p "$out"
-d=/tmp/cluster; mkdir -p $d
+d=${DIR:-/tmp/cluster}; mkdir -p $d
 # 720 projections of 1024^2 (3 GiB), the volume over the phantom (256 mm).
 [ -f $d/scan/projections.mha ] || .gl/bin/glrecon phantom -o $d/scan --projections 720 --detector 1024 --detector-spacing 0.5 -q
 spacing=$(awk "BEGIN{print 256 / $size}")
