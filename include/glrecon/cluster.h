@@ -53,10 +53,10 @@ class Cluster {
   /// The next item for this rank, in increasing order over the cluster; nullopt once every item is taken. A rank may
   /// ask before it has finished the items it holds (the FDK scheduler asks one slab ahead).
   virtual std::optional<std::size_t> next() = 0;
-  /// This rank has finished one of its items: rank 0 hears of it with the rank's next request.
+  /// This rank has finished one of its items: rank 0 hears of it with the rank's next request, or at once once the
+  /// rank was told that nothing is left. Every item next() gave must be finished: rank 0 waits to hear of each.
   virtual void finishedOne() {}
-  /// On rank 0: items the other ranks have finished and said so (the last items of a rank that was told nothing is
-  /// left are not heard of); 0 elsewhere.
+  /// On rank 0: items the other ranks have finished and said so; 0 elsewhere.
   virtual std::size_t finishedElsewhere() const { return 0; }
 };
 

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "glrecon/errors.h"
 #include "glrecon/parallel.h"
@@ -92,7 +93,7 @@ int launchedRanks() {
 }
 
 #ifdef GLRECON_HAVE_MPI
-constexpr int kAsk = 1, kGive = 2, kSum = 3;
+constexpr int kAsk = 1, kGive = 2, kSum = 3, kFinished = 4;
 
 class MpiCluster final : public Cluster {
  public:
@@ -172,6 +173,7 @@ class MpiCluster final : public Cluster {
     items_.reset(count);
     finishedElsewhere_ = 0;
     finished_ = 0;
+    told_ = false;
     if (rank_ == 0 && size_ > 1) server_ = std::thread([this] { serve(); });
     barrier();  // the server listens before anyone asks (and no rank asks about an earlier deal's items)
   }
@@ -182,27 +184,54 @@ class MpiCluster final : public Cluster {
     long long item = -1;
     MPI_Send(&finished, 1, MPI_INT, 0, kAsk, deals_);
     MPI_Recv(&item, 1, MPI_LONG_LONG, 0, kGive, deals_, MPI_STATUS_IGNORE);
-    if (item < 0) return std::nullopt;
-    return static_cast<std::size_t>(item);
+    if (item >= 0) return static_cast<std::size_t>(item);
+    // Nothing left, but this rank may still hold items (one dealt ahead, the one its device works on): from now on
+    // each is reported as it is finished, and rank 0's server waits for them.
+    told_ = true;
+    reportFinished();
+    return std::nullopt;
   }
   void finishedOne() override {
-    if (rank_ != 0) ++finished_;
+    if (rank_ == 0) return;
+    ++finished_;
+    if (told_) reportFinished();
   }
   std::size_t finishedElsewhere() const override { return finishedElsewhere_; }
 
  private:
-  // Rank 0: answers every other rank until each has been told that nothing is left.
+  // Rank 0: answers every other rank's requests until each has been told that nothing is left, and hears of every item
+  // it gave them finished (a request says how many since the last; kFinished messages, once told, the rest).
   void serve() {
-    for (int open = size_ - 1; open > 0;) {
+    std::vector<std::size_t> given(static_cast<std::size_t>(size_)), reported(given.size());
+    std::vector<bool> told(given.size());
+    told[0] = true;
+    const auto settled = [&] {
+      for (std::size_t r = 0; r < given.size(); ++r)
+        if (!told[r] || reported[r] < given[r]) return false;
+      return true;
+    };
+    while (!settled()) {
       int finished = 0;
       MPI_Status status;
-      MPI_Recv(&finished, 1, MPI_INT, MPI_ANY_SOURCE, kAsk, deals_, &status);
+      MPI_Recv(&finished, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, deals_, &status);
+      const auto from = static_cast<std::size_t>(status.MPI_SOURCE);
+      reported[from] += static_cast<std::size_t>(finished);
       finishedElsewhere_ += static_cast<std::size_t>(finished);
+      if (status.MPI_TAG != kAsk) continue;
       const std::optional<std::size_t> item = items_.take();
       const long long reply = item ? static_cast<long long>(*item) : -1;
-      if (!item) --open;
+      if (item)
+        ++given[from];
+      else
+        told[from] = true;
       MPI_Send(&reply, 1, MPI_LONG_LONG, status.MPI_SOURCE, kGive, deals_);
     }
+  }
+  // A rank told that nothing is left reports what it has finished since its last message. Both threads that may call
+  // it (the one told, the one finishing) take the count with exchange: each finished item is reported once.
+  void reportFinished() {
+    int finished = finished_.exchange(0);
+    if (finished > 0) MPI_Send(&finished, 1, MPI_INT, 0, kFinished, deals_);
   }
 
   // Open MPI binds each rank to one core when it starts two or fewer (its default), which leaves glrecon's reading,
@@ -225,6 +254,7 @@ class MpiCluster final : public Cluster {
   Counter items_;
   std::atomic<std::size_t> finishedElsewhere_{0};
   std::atomic<int> finished_{0};
+  std::atomic<bool> told_{false};  // this rank was told that nothing is left
   std::thread server_;
 };
 #endif

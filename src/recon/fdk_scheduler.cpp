@@ -202,6 +202,7 @@ struct FdkReconstructor::Run {
   std::vector<std::jthread> filterPool, deviceThreads;
   std::mutex progressMutex;
   Progress progress;
+  std::size_t progressHeard = 0;  // the count last given to `progress` (under progressMutex)
   std::size_t killedVoxels = 0, killedAfter = 0;
 
   Run(const FdkPlan& p, ProjectionSource& s, VolumeSink& k, const std::atomic<bool>* c, std::string label)
@@ -431,7 +432,8 @@ struct FdkReconstructor::Run::Worker {
       {
         std::lock_guard lock(run.progressMutex);
         run.done += n;
-        run.progress.update(run.done + (run.cluster ? run.cluster->finishedElsewhere() * run.count : 0));
+        run.progressHeard = run.done + (run.cluster ? run.cluster->finishedElsewhere() * run.count : 0);
+        run.progress.update(run.progressHeard);
       }
       if (until > 0 && run.done >= until) {
         closeWindow();  // the caller looks at the volume here (a snapshot): every projection so far is in it
@@ -1090,6 +1092,18 @@ FdkReport FdkReconstructor::finish() {
   std::unique_ptr<Run> ended = std::move(run_);
   if (ended->failure) std::rethrow_exception(ended->failure);
   for (auto& w : ended->workers) w->finishSlabs();
+  // Rank 0's progress line goes on while the other ranks finish their last slabs (each reports them as it finishes:
+  // Cluster::finishedOne), instead of standing still until the final line.
+  if (ended->bands && plan_.options.progress && ended->cluster->rank() == 0 && ended->cluster->size() > 1) {
+    const std::size_t all = plan_.slabs.slabs.size() * ended->count;
+    for (;;) {
+      const std::size_t heard = ended->done + ended->cluster->finishedElsewhere() * ended->count;
+      if (heard != ended->progressHeard) ended->progress.update(heard);  // the workers are joined: no lock needed
+      ended->progressHeard = heard;
+      if (heard >= all) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
   ended->progress.finish();
 
   const FdkPlan& plan = plan_;

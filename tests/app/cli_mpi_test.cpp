@@ -91,6 +91,25 @@ TEST(ClusterCli, TimelineShowsEveryRanksSlabs) {
   }
 }
 
+// Rank 0's progress line counts the slabs the other ranks finish, their last ones too (a rank reports those after it
+// was told that nothing is left, and rank 0 waits to hear of them): its live line reaches every projection of every
+// slab before the final line. Without those reports it stood short of the total (the ranks ask for a slab ahead, so
+// each holds one or two when told that nothing is left) and only the final line said the run was done.
+TEST(ClusterCli, RankZerosProgressCountsEveryRanksLastSlabs) {
+  if (const std::string why = mpiMissing(); !why.empty()) GTEST_SKIP() << why;
+  const auto dir = scratchDir();
+  ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
+  for (int round = 0; round < 3; ++round) {
+    const CliRun r = runMpi(dir, 3, "fdk -g scan/geometry.xml -p scan/projections.mha -o p.mha --overwrite" + kGrid);
+    ASSERT_EQ(r.exitCode, 0) << r.output;
+    // 5 slabs of 60 projections; the live line of a log ends in "ETA", the final one in "proj/s)".
+    const std::size_t live = r.output.find("300/300 proj");
+    EXPECT_NE(live, std::string::npos) << "round " << round << ":\n" << r.output;
+    EXPECT_LT(live, r.output.find("300 proj in ")) << r.output;
+    EXPECT_EQ(live, r.output.rfind("300/300 proj")) << "shown once:\n" << r.output;
+  }
+}
+
 TEST(ClusterCli, EachRankReadsOnlyItsRows) {
   if (const std::string why = mpiMissing(); !why.empty()) GTEST_SKIP() << why;
   const auto dir = scratchDir();
