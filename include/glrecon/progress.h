@@ -15,6 +15,7 @@ class Progress {
   /// Prints the final line with the total time and mean rate.
   void finish();
   double elapsedSeconds() const;
+  bool enabled() const { return enabled_; }
 
  private:
   void print(std::size_t done, bool final);

@@ -203,6 +203,8 @@ struct FdkReconstructor::Run {
   std::mutex progressMutex;
   Progress progress;
   std::size_t progressHeard = 0;  // the count last given to `progress` (under progressMutex)
+  // Projections handed over here, and in a cluster's rank 0 those of the slabs the other ranks have finished.
+  std::size_t heardDone() const { return done + (cluster ? cluster->finishedElsewhere() * count : 0); }
   std::size_t killedVoxels = 0, killedAfter = 0;
 
   Run(const FdkPlan& p, ProjectionSource& s, VolumeSink& k, const std::atomic<bool>* c, std::string label)
@@ -432,7 +434,7 @@ struct FdkReconstructor::Run::Worker {
       {
         std::lock_guard lock(run.progressMutex);
         run.done += n;
-        run.progressHeard = run.done + (run.cluster ? run.cluster->finishedElsewhere() * run.count : 0);
+        run.progressHeard = run.heardDone();
         run.progress.update(run.progressHeard);
       }
       if (until > 0 && run.done >= until) {
@@ -1094,10 +1096,10 @@ FdkReport FdkReconstructor::finish() {
   for (auto& w : ended->workers) w->finishSlabs();
   // Rank 0's progress line goes on while the other ranks finish their last slabs (each reports them as it finishes:
   // Cluster::finishedOne), instead of standing still until the final line.
-  if (ended->bands && plan_.options.progress && ended->cluster->rank() == 0 && ended->cluster->size() > 1) {
+  if (ended->bands && ended->progress.enabled()) {
     const std::size_t all = plan_.slabs.slabs.size() * ended->count;
     for (;;) {
-      const std::size_t heard = ended->done + ended->cluster->finishedElsewhere() * ended->count;
+      const std::size_t heard = ended->heardDone();
       if (heard != ended->progressHeard) ended->progress.update(heard);  // the workers are joined: no lock needed
       ended->progressHeard = heard;
       if (heard >= all) break;
