@@ -16,6 +16,7 @@
 #include "glrecon/errors.h"
 #include "glrecon/io.h"
 #include "glrecon/limits.h"
+#include "glrecon/progress.h"
 #include "option_checks.h"
 #include "options.h"
 
@@ -144,13 +145,17 @@ int run(int argc, char** argv) {
 }  // namespace glrecon::app
 
 int main(int argc, char** argv) {
+  glrecon::trace("main: started");
   try {
     glrecon::startCluster(&argc, &argv);
+    glrecon::trace("main: MPI started, if under mpirun");
   } catch (const glrecon::UsageError& e) {
     std::cerr << "glrecon: usage error: " << e.what() << "\n";
     return 2;
   }
   const int code = glrecon::app::run(argc, argv);
+  glrecon::trace("main: ending MPI, if under mpirun");
   glrecon::endCluster();
+  glrecon::trace("main: ended");
   return code;
 }

@@ -48,6 +48,13 @@ void trace(const char* what) {
   static const bool enabled = std::getenv("GLRECON_TRACE") != nullptr;
   if (!enabled) return;
   static const auto start = std::chrono::steady_clock::now();
+  // The first line also gives the wall clock, so that a script can place the trace after its own launch time (mpirun's
+  // start, a process's loading).
+  static bool first = true;
+  if (first)
+    std::fprintf(stderr, "glrecon trace: starts at wall clock %.3f s\n",
+                 std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  first = false;
   std::fprintf(stderr, "glrecon trace +%.3f s: %s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), what);
 }
 
