@@ -75,5 +75,10 @@ void abortCluster(const std::string& message, int code);
 Cluster* currentCluster();
 /// True where the build has MPI.
 bool clusterBuiltWithMpi();
+/// The messaging layer startCluster asks Open MPI for, from mpirun's environment before MPI_Init: "ob1" (shared memory)
+/// where every rank runs on this host (`worldSize` equals `localSize`: OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE)
+/// and the user chose none (`chosen`: OMPI_MCA_pml, which `--mca pml` sets too); nullptr otherwise (the site's choice
+/// stands). Any argument may be null (unset).
+const char* oneHostMessagingLayer(const char* worldSize, const char* localSize, const char* chosen);
 
 }  // namespace glrecon

@@ -23,6 +23,16 @@ using namespace test;
 // 72 rows of y: 2 or 3 ranks deal 5 slabs of 16 rows (at least 4 a rank, 16-row granules), the last one 8 rows.
 const std::string kGrid = " --size 40,72,32 --spacing 6 --backend cpu --threads 1";
 
+// A job on one host asks for Open MPI's shared-memory layer (0.2 s less MPI_Init than its default's probing of
+// Omni-Path); a job across hosts, or one whose user chose a layer, keeps what it has.
+TEST(ClusterCli, OneHostJobsAskForSharedMemoryMessaging) {
+  EXPECT_STREQ(oneHostMessagingLayer("4", "4", nullptr), "ob1");
+  EXPECT_EQ(oneHostMessagingLayer("8", "4", nullptr), nullptr);
+  EXPECT_EQ(oneHostMessagingLayer("4", "4", "ucx"), nullptr);
+  EXPECT_EQ(oneHostMessagingLayer("4", nullptr, nullptr), nullptr);  // another launcher than Open MPI's
+  EXPECT_EQ(oneHostMessagingLayer(nullptr, nullptr, nullptr), nullptr);
+}
+
 TEST(ClusterCli, FdkOverRanksEqualsOneProcessBitForBit) {
   if (const std::string why = mpiMissing(); !why.empty()) GTEST_SKIP() << why;
   const auto dir = scratchDir();
