@@ -47,14 +47,14 @@ void Progress::print(std::size_t done, bool final) {
 void trace(const char* what) {
   static const bool enabled = std::getenv("GLRECON_TRACE") != nullptr;
   if (!enabled) return;
-  static const auto start = std::chrono::steady_clock::now();
   // The first line also gives the wall clock, so that a script can place the trace after its own launch time (mpirun's
-  // start, a process's loading).
-  static bool first = true;
-  if (first)
+  // start, a process's loading). Printed where the start is taken: a static's initialisation runs once, whichever of
+  // the threads that trace comes first.
+  static const auto start = [] {
     std::fprintf(stderr, "glrecon trace: starts at wall clock %.3f s\n",
                  std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
-  first = false;
+    return std::chrono::steady_clock::now();
+  }();
   std::fprintf(stderr, "glrecon trace +%.3f s: %s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), what);
 }
 
