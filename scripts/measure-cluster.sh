@@ -20,15 +20,18 @@ d=${DIR:-/tmp/cluster}; mkdir -p $d
 [ -f $d/scan/projections.mha ] || .gl/bin/glrecon phantom -o $d/scan --projections 720 --detector 1024 --detector-spacing 0.5 -q
 spacing=$(awk "BEGIN{print 256 / $size}")
 common="fdk -g $d/scan/geometry.xml -p $d/scan/projections.mha --size $size --spacing $spacing --backend cuda --filter-on cpu -q --gpu ${GPUS:-0}"
-# The launch's fixed cost: a rank that does nothing (mpirun's start and end, MPI_Init and MPI_Finalize) against one
-# process, and MPI_Init's part (GLRECON_TRACE marks it).
+# The launch's fixed cost: mpirun starting a program that is not an MPI one (/bin/true), a rank that does nothing
+# (mpirun's start and end, MPI_Init and MPI_Finalize) against one process, and MPI_Init's and MPI_Finalize's parts
+# (GLRECON_TRACE marks both).
 for r in 1 2 3; do
   for launch in "" "mpirun -np 1"; do
     s=$(date +%s.%N); $launch .gl/bin/glrecon --version > /dev/null; e=$(date +%s.%N)
     printf '%s glrecon --version: %.3f s\n' "${launch:-alone:}" "$(awk "BEGIN{print $e - $s}")"
   done
+  s=$(date +%s.%N); mpirun -np 1 /bin/true; e=$(date +%s.%N)
+  printf 'mpirun -np 1 /bin/true: %.3f s\n' "$(awk "BEGIN{print $e - $s}")"
 done 2>&1 | tee -a "$out/cluster.txt"
-GLRECON_TRACE=1 mpirun -np 1 .gl/bin/glrecon --version 2>&1 | grep "MPI started" | tee -a "$out/cluster.txt"
+GLRECON_TRACE=1 mpirun -np 1 .gl/bin/glrecon --version 2>&1 | grep -E "MPI started|ending MPI|ended" | tee -a "$out/cluster.txt"
 sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null
 run() {  # label, command...: wall seconds of the whole command (mpirun's start included) and the file's md5
   local label=$1; shift
