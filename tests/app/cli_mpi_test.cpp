@@ -5,8 +5,15 @@
 // backends: cli_mpi_gl_test.cpp.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <thread>
 
 #include "device/cuda/device.h"
 #include "glrecon/io.h"
@@ -172,6 +179,48 @@ TEST(ClusterCli, ARankThatFailsMidRunStopsTheJobAndLeavesNoFile) {
   std::string names;
   for (const auto& entry : fs::directory_iterator(dir)) names += " " + entry.path().filename().string();
   EXPECT_EQ(filesStartingWith(dir, ".v.mha"), 0) << "temporary files left; the folder holds" << names << "\n" << r.output;
+}
+
+// Ctrl-C at mpirun (SIGINT to mpirun alone; mpirun ends its ranks with SIGTERM) while the ranks reconstruct: the job
+// stops, says so, and leaves neither the output nor its temporary. 256^3 on the cpu backend takes seconds over two ranks, so
+// the signal finds them at work; it is sent once rank 0 has made the temporary, before the reconstruction begins.
+TEST(ClusterCli, InterruptingMpirunLeavesNoFile) {
+  if (const std::string why = mpiMissing(); !why.empty()) GTEST_SKIP() << why;
+  const auto dir = scratchDir();
+  ASSERT_EQ(runCli(dir, "phantom -o scan --projections 360 --detector 64 --detector-spacing 8 -q").exitCode, 0);
+  const fs::path log = dir / "mpi.log";
+  const std::string command = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 "
+                              "ASAN_OPTIONS=\"${ASAN_OPTIONS:-}:detect_leaks=0\" exec mpirun -np 2 '" + std::string(GLRECON_CLI_PATH) +
+                              "' fdk -g scan/geometry.xml -p scan/projections.mha -o v.mha --size 256 --spacing 1 --backend cpu -q";
+  const pid_t mpirun = fork();
+  ASSERT_GE(mpirun, 0);
+  if (mpirun == 0) {  // only async-signal-safe calls until the exec
+    const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out < 0 || chdir(dir.c_str()) != 0) _exit(99);
+    dup2(out, 1);
+    dup2(out, 2);
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(98);
+  }
+  int status = 0;
+  bool ended = false;
+  // Up to a minute (sanitized builds start slowly), polled: no fixed sleep that a slow machine breaks.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (filesStartingWith(dir, ".v.mha") == 0 && std::chrono::steady_clock::now() < until &&
+         !(ended = waitpid(mpirun, &status, WNOHANG) == mpirun))
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (!ended) {
+    kill(mpirun, SIGINT);
+    ended = waitpid(mpirun, &status, 0) == mpirun;
+  }
+  ASSERT_TRUE(ended);
+  const std::string output = readText(log);
+  fs::remove(log);
+  ASSERT_TRUE(WIFEXITED(status)) << "mpirun killed by signal " << WTERMSIG(status) << "\n" << output;
+  EXPECT_NE(WEXITSTATUS(status), 0) << "the job ended before the signal:\n" << output;
+  EXPECT_TRUE(contains(output, "interrupted")) << output;
+  EXPECT_FALSE(fs::exists(dir / "v.mha"));
+  EXPECT_EQ(filesStartingWith(dir, ".v.mha"), 0) << "temporary files left\n" << output;
 }
 
 TEST(ClusterCli, WhatCannotBeSharedOutIsRefused) {
