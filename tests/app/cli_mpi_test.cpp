@@ -189,9 +189,9 @@ TEST(ClusterCli, InterruptingMpirunLeavesNoFile) {
   const auto dir = scratchDir();
   ASSERT_EQ(runCli(dir, "phantom -o scan --projections 360 --detector 64 --detector-spacing 8 -q").exitCode, 0);
   const fs::path log = dir / "mpi.log";
-  const std::string command = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 "
-                              "ASAN_OPTIONS=\"${ASAN_OPTIONS:-}:detect_leaks=0\" exec mpirun -np 2 '" + std::string(GLRECON_CLI_PATH) +
-                              "' fdk -g scan/geometry.xml -p scan/projections.mha -o v.mha --size 256 --spacing 1 --backend cpu -q";
+  // exec: the child is mpirun itself, so that the signal goes to it alone.
+  const std::string command =
+      mpirunCommand(2, "fdk -g scan/geometry.xml -p scan/projections.mha -o v.mha --size 256 --spacing 1 --backend cpu -q", "exec ");
   const pid_t mpirun = fork();
   ASSERT_GE(mpirun, 0);
   if (mpirun == 0) {  // only async-signal-safe calls until the exec

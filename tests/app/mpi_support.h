@@ -27,12 +27,18 @@ inline std::string mpiMissing() {
   return "";
 }
 
+/// The shell words that start `ranks` ranks of the tool with `arguments`, `wrapper` (e.g. "timeout 300 ", "exec ")
+/// before mpirun.
+inline std::string mpirunCommand(int ranks, const std::string& arguments, const std::string& wrapper = "") {
+  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 "
+         "ASAN_OPTIONS=\"${ASAN_OPTIONS:-}:detect_leaks=0\" " +
+         wrapper + "mpirun -np " + std::to_string(ranks) + " '" + GLRECON_CLI_PATH + "' " + arguments;
+}
+
 /// `ranks` ranks of the tool with `arguments` in `dir`: exit code and output as runCli gives them.
 inline CliRun runMpi(const std::filesystem::path& dir, int ranks, const std::string& arguments, int seconds = 300) {
   const std::filesystem::path log = dir / "mpi.log";
-  const std::string command = "cd '" + dir.string() + "' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 "
-                              "ASAN_OPTIONS=\"${ASAN_OPTIONS:-}:detect_leaks=0\" timeout " +
-                              std::to_string(seconds) + " mpirun -np " + std::to_string(ranks) + " '" + GLRECON_CLI_PATH + "' " + arguments +
+  const std::string command = "cd '" + dir.string() + "' && " + mpirunCommand(ranks, arguments, "timeout " + std::to_string(seconds) + " ") +
                               " > '" + log.string() + "' 2>&1";
   const int status = std::system(command.c_str());
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
