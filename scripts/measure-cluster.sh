@@ -3,7 +3,8 @@
 # one machine against one process with the same GPU, file to file, and the files compared (docs/cluster.md).
 #   scripts/measure-cluster.sh SIZE [RANKS...]      e.g. scripts/measure-cluster.sh 1024 1 2 4
 # GPUS: --gpu for every run (default 0; "all" on a machine of several GPUs: one per rank, and one process on all of
-# them); SLABS: --slabs-per-rank values to run each rank count with (default 4); REPEATS: the rounds (default "1 2");
+# them); SLABS: --slabs-per-rank values to run each rank count with (default 4; "none" runs without the option, which
+# for one rank is one process's plan: docs/cluster.md); REPEATS: the rounds (default "1 2");
 # DIR: where the scan and the volume are written (default /tmp/cluster, the local disk; /dev/shm/cluster keeps both in
 # memory, so that the pipeline is measured and not the disk).
 set -uo pipefail
@@ -45,15 +46,19 @@ run() {  # label, command...: wall seconds of the whole command (mpirun's start 
 for repeat in ${REPEATS:-1 2}; do
   run "one process" .gl/bin/glrecon $common -o $d/v.mha
   for n in "$@"; do
-    for k in ${SLABS:-4}; do run "mpirun -np $n --slabs-per-rank $k" mpirun -np $n .gl/bin/glrecon $common --slabs-per-rank $k -o $d/v.mha; done
+    for k in ${SLABS:-4}; do
+      option="--slabs-per-rank $k"; [ "$k" = none ] && option=""
+      run "mpirun -np $n $option" mpirun -np $n .gl/bin/glrecon $common $option -o $d/v.mha
+    done
   done
 done 2>&1 | tee -a "$out/cluster.txt"
 # Where the time went, once each, with the reports and each rank's timeline.
 rm -f $d/v.mha
 .gl/bin/glrecon ${common/ -q/} -o $d/v.mha 2>&1 | grep -E "file to file|backend" | tee -a "$out/cluster.txt"
 for k in ${SLABS:-4}; do
+  option="--slabs-per-rank $k"; [ "$k" = none ] && option=""
   rm -f $d/v.mha
-  mpirun -np ${@: -1} .gl/bin/glrecon ${common/ -q/} --slabs-per-rank $k --timeline -o $d/v.mha 2>&1 |
+  mpirun -np ${@: -1} .gl/bin/glrecon ${common/ -q/} $option --timeline -o $d/v.mha 2>&1 |
     grep -E "^slabs|rank|file to file|backend|^     " | tee -a "$out/cluster.txt"
 done
 rm -f $d/v.mha

@@ -52,14 +52,17 @@ TEST(ClusterCli, FdkOverRanksEqualsOneProcessBitForBit) {
     const std::string common = "fdk -g " + c.scan + "/geometry.xml -p " + c.scan + "/projections.mha" + kGrid + c.extra;
     const CliRun one = runCli(dir, common + " -o one-" + c.name + ".mha");
     ASSERT_EQ(one.exitCode, 0) << one.output;
-    for (int ranks : {1, 2, 3}) {
-      const std::string out = c.name + "-np" + std::to_string(ranks) + ".mha";
-      const CliRun r = runMpi(dir, ranks, common + " -o " + out);
-      ASSERT_EQ(r.exitCode, 0) << c.name << " -np " << ranks << ":\n" << r.output;
-      EXPECT_EQ(fileBytes(dir / out), fileBytes(dir / ("one-" + c.name + ".mha"))) << c.name << " -np " << ranks;
+    // A lone rank runs as one process (one block, no slabs dealt) unless --slabs-per-rank asks for its slabs.
+    for (const auto& [ranks, slabs] : {std::pair{1, ""}, std::pair{1, " --slabs-per-rank 4"}, std::pair{2, ""}, std::pair{3, ""}}) {
+      const std::string out = c.name + "-np" + std::to_string(ranks) + (*slabs ? "-slabs" : "") + ".mha";
+      const CliRun r = runMpi(dir, ranks, common + slabs + " -o " + out);
+      ASSERT_EQ(r.exitCode, 0) << c.name << " -np " << ranks << slabs << ":\n" << r.output;
+      EXPECT_EQ(fileBytes(dir / out), fileBytes(dir / ("one-" + c.name + ".mha"))) << c.name << " -np " << ranks << slabs;
+      const bool dealt = ranks > 1 || *slabs;
       // Rank 0 reports every rank's share, once.
-      EXPECT_TRUE(contains(r.output, "dealt on demand to " + std::to_string(ranks))) << r.output;
-      EXPECT_TRUE(contains(r.output, "rank " + std::to_string(ranks - 1) + " (")) << r.output;
+      EXPECT_EQ(contains(r.output, "dealt on demand to " + std::to_string(ranks)), dealt) << r.output;
+      EXPECT_EQ(contains(r.output, "rank " + std::to_string(ranks - 1) + " ("), dealt) << r.output;
+      EXPECT_EQ(contains(r.output, "slabs: "), dealt) << r.output;
       EXPECT_EQ(r.output.find("wrote "), r.output.rfind("wrote ")) << r.output;
       if (!c.extra.empty()) EXPECT_EQ(fileBytes(dir / (out + ".txt")).size(), fileBytes(dir / ("one-" + c.name + ".mha.txt")).size());
     }
