@@ -34,6 +34,7 @@ for r in 1 2 3; do
 done 2>&1 | tee -a "$out/cluster.txt"
 GLRECON_TRACE=1 mpirun -np 1 .gl/bin/glrecon --version 2>&1 | grep -E "MPI started|ending MPI|ended" | tee -a "$out/cluster.txt"
 sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null
+slabsOption() { [ "$1" = none ] || echo "--slabs-per-rank $1"; }  # SLABS's value as the option ("none": without it)
 run() {  # label, command...: wall seconds of the whole command (mpirun's start included) and the file's md5
   local label=$1; shift
   rm -f $d/v.mha; sync
@@ -46,19 +47,15 @@ run() {  # label, command...: wall seconds of the whole command (mpirun's start 
 for repeat in ${REPEATS:-1 2}; do
   run "one process" .gl/bin/glrecon $common -o $d/v.mha
   for n in "$@"; do
-    for k in ${SLABS:-4}; do
-      option="--slabs-per-rank $k"; [ "$k" = none ] && option=""
-      run "mpirun -np $n $option" mpirun -np $n .gl/bin/glrecon $common $option -o $d/v.mha
-    done
+    for k in ${SLABS:-4}; do run "mpirun -np $n $(slabsOption $k)" mpirun -np $n .gl/bin/glrecon $common $(slabsOption $k) -o $d/v.mha; done
   done
 done 2>&1 | tee -a "$out/cluster.txt"
 # Where the time went, once each, with the reports and each rank's timeline.
 rm -f $d/v.mha
 .gl/bin/glrecon ${common/ -q/} -o $d/v.mha 2>&1 | grep -E "file to file|backend" | tee -a "$out/cluster.txt"
 for k in ${SLABS:-4}; do
-  option="--slabs-per-rank $k"; [ "$k" = none ] && option=""
   rm -f $d/v.mha
-  mpirun -np ${@: -1} .gl/bin/glrecon ${common/ -q/} $option --timeline -o $d/v.mha 2>&1 |
+  mpirun -np ${@: -1} .gl/bin/glrecon ${common/ -q/} $(slabsOption $k) --timeline -o $d/v.mha 2>&1 |
     grep -E "^slabs|rank|file to file|backend|^     " | tee -a "$out/cluster.txt"
 done
 rm -f $d/v.mha
