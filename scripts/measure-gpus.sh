@@ -55,13 +55,14 @@ if has file1024 || has trace1024 || has file2048 || has mpi2048 || has shm2048; 
   [ -f $scan/projections.mha ] || "$bin" phantom -o $scan --projections 720 --detector 1024 --detector-spacing 0.5 --overwrite -q
 fi
 vol=/tmp/v.mha
+# CRC, not md5: md5sum reads about 0.6 GB/s, about 55 s for a 2048^3 volume (docs/cluster.md, session 46).
+volumeCrc() { echo "crc $(cksum < "$1" | cut -d' ' -f1)"; }
 fdkrun() {  # size, spacing, label, options...
   local size=$1 spacing=$2 label=$3; shift 3
   rm -f $vol; sync
   /usr/bin/time -f "$size^3 $label: wall %e s" "$bin" fdk -g $scan/geometry.xml -p $scan/projections.mha -o $vol --size $size \
     --spacing $spacing --window 32 --timeline "$@" 2>&1 | grep -E "file to file|slabs|device|wall|rror|^   "
-  # CRC, not md5: md5sum reads about 0.6 GB/s, about 55 s for a 2048^3 volume (docs/cluster.md, session 46).
-  echo "crc $(cksum < $vol | cut -d' ' -f1)"
+  volumeCrc $vol
 }
 if has trace1024; then
   # Where a 1024^3 file-to-file run's time goes outside the devices' timeline (its "other"), stage by stage.
@@ -102,7 +103,7 @@ if has mpi2048; then
     rm -f $vol; sync
     /usr/bin/time -f "2048^3 cuda mpirun -np 2: wall %e s" mpirun -np 2 "$bin" fdk -g $scan/geometry.xml -p $scan/projections.mha -o $vol \
       --size 2048 --spacing 0.125 --window 32 --backend cuda --gpu all --filter-on cpu --timeline 2>&1 | grep -E "file to file|rank|wall|rror|^     "
-    echo "crc $(cksum < $vol | cut -d' ' -f1)"
+    volumeCrc $vol
     fdkrun 2048 0.125 "cuda one GPU, --filter-on cpu" --backend cuda --gpu 0 --filter-on cpu
   } 2>&1 | tee "$out/mpi2048.txt"
 fi
