@@ -6,7 +6,8 @@
 # them); SLABS: --slabs-per-rank values to run each rank count with (default 4; "none" runs without the option, which
 # for one rank is one process's plan: docs/cluster.md); REPEATS: the rounds (default "1 2");
 # DIR: where the scan and the volume are written (default /tmp/cluster, the local disk; /dev/shm/cluster keeps both in
-# memory, so that the pipeline is measured and not the disk).
+# memory, so that the pipeline is measured and not the disk); HWLOC_COMPONENTS: what mpirun's topology discovery leaves
+# out (default -opencl, as docs/cluster.md advises for hosts with an OpenCL driver; set it empty for hwloc's default).
 set -uo pipefail
 for f in .gl/mpi/*.deb; do dpkg -x $f /; done; ldconfig
 export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu
@@ -14,6 +15,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 # Debian 12's PMIx (carried) on the GPU host's Ubuntu 24.04 crashes in its "compress" process-registry component
 # (a segfault in pmix_preg_base_generate_ppn at mpirun's start); its "native" one works.
 export PMIX_MCA_preg=native
+# hwloc's OpenCL plugin starts every OpenCL platform (the GPU host has pocl) when mpirun discovers the topology: 0.30 s of
+# the launch there (docs/cluster.md, session 47).
+export HWLOC_COMPONENTS=${HWLOC_COMPONENTS--opencl}
 size=$1; shift
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 d=${DIR:-/tmp/cluster}; mkdir -p $d
@@ -29,8 +33,10 @@ for r in 1 2 3; do
     s=$(date +%s.%N); $launch .gl/bin/glrecon --version > /dev/null; e=$(date +%s.%N)
     printf '%s glrecon --version: %.3f s\n' "${launch:-alone:}" "$(awk "BEGIN{print $e - $s}")"
   done
-  s=$(date +%s.%N); mpirun -np 1 /bin/true; e=$(date +%s.%N)
-  printf 'mpirun -np 1 /bin/true: %.3f s\n' "$(awk "BEGIN{print $e - $s}")"
+  for components in "$HWLOC_COMPONENTS" ""; do
+    s=$(date +%s.%N); HWLOC_COMPONENTS=$components mpirun -np 1 /bin/true; e=$(date +%s.%N)
+    printf 'HWLOC_COMPONENTS=%s mpirun -np 1 /bin/true: %.3f s\n' "$components" "$(awk "BEGIN{print $e - $s}")"
+  done
 done 2>&1 | tee -a "$out/cluster.txt"
 GLRECON_TRACE=1 mpirun -np 1 .gl/bin/glrecon --version 2>&1 | grep -E "MPI started|ending MPI|ended" | tee -a "$out/cluster.txt"
 sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null

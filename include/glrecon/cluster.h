@@ -80,5 +80,8 @@ bool clusterBuiltWithMpi();
 /// and the user chose none (`chosen`: OMPI_MCA_pml, which `--mca pml` sets too); nullptr otherwise (the site's choice
 /// stands). Any argument may be null (unset).
 const char* oneHostMessagingLayer(const char* worldSize, const char* localSize, const char* chosen);
+/// Sets TCP_NODELAY on this process's connected TCP sockets whose peer is a loopback address: the link to the host's
+/// MPI daemon, which Open MPI's PMIx opens without it (see startCluster). Returns how many sockets it set.
+int sendLoopbackMessagesAtOnce();
 
 }  // namespace glrecon

@@ -5,8 +5,12 @@
 // backends: cli_mpi_gl_test.cpp.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,6 +42,43 @@ TEST(ClusterCli, OneHostJobsAskForSharedMemoryMessaging) {
   EXPECT_EQ(oneHostMessagingLayer("4", "4", "ucx"), nullptr);
   EXPECT_EQ(oneHostMessagingLayer("4", nullptr, nullptr), nullptr);  // another launcher than Open MPI's
   EXPECT_EQ(oneHostMessagingLayer(nullptr, nullptr, nullptr), nullptr);
+}
+
+// A rank's link to mpirun (PMIx over loopback TCP) sends at once, so that MPI_Finalize does not wait 40 ms for a delayed
+// acknowledgement: every connected loopback TCP socket gets TCP_NODELAY; a socket not connected and a Unix socket are
+// left as they are.
+TEST(ClusterCli, LoopbackLinksSendAtOnce) {
+  auto noDelay = [](int fd) {
+    int on = -1;
+    socklen_t length = sizeof on;
+    return ::getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, &length) == 0 ? on : -1;
+  };
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0), client = ::socket(AF_INET, SOCK_STREAM, 0),
+            idle = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  ASSERT_GE(client, 0);
+  ASSERT_GE(idle, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(listener, 1), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  ASSERT_EQ(::connect(client, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  const int served = ::accept(listener, nullptr, nullptr);
+  ASSERT_GE(served, 0);
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  EXPECT_EQ(noDelay(client), 0);  // what the kernel gives: Nagle's algorithm on
+  EXPECT_EQ(noDelay(served), 0);
+
+  EXPECT_GE(sendLoopbackMessagesAtOnce(), 2);
+  EXPECT_NE(noDelay(client), 0);
+  EXPECT_NE(noDelay(served), 0);
+  EXPECT_EQ(noDelay(idle), 0);
+  EXPECT_EQ(noDelay(listener), 0);
+  for (int fd : {listener, client, idle, served, pair[0], pair[1]}) ::close(fd);
 }
 
 TEST(ClusterCli, FdkOverRanksEqualsOneProcessBitForBit) {
