@@ -21,77 +21,18 @@
 namespace glrecon {
 namespace {
 namespace fs = std::filesystem;
+using test::Child;
 using test::CliRun;
 using test::contains;
 using test::filesUnder;
 using test::runCli;
+using test::waitFor;
 
 bool hasTemporary(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir))
     if (contains(e.path().filename().string(), ".tmp-")) return true;
   return false;
 }
-
-// Polls `done` every 10 ms for up to a minute (sanitized builds are slow): no fixed sleeps that a slow machine breaks.
-template <typename F>
-bool waitFor(F done) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
-
-// The tool started in `dir` with `arguments`, its output into `log`, the signals in `ignored` set to SIG_IGN before
-// the exec (inherited through it, as from `trap "" INT` or nohup). Killed and reaped if a test ends early.
-class Child {
- public:
-  Child(const fs::path& dir, const std::vector<std::string>& arguments, const fs::path& log, std::vector<int> ignored = {}) {
-    std::vector<std::string> words{"glrecon"};
-    words.insert(words.end(), arguments.begin(), arguments.end());
-    std::vector<char*> argv;
-    for (std::string& w : words) argv.push_back(w.data());
-    argv.push_back(nullptr);
-    pid_ = fork();
-    if (pid_ == 0) {  // only async-signal-safe calls until the exec
-      const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (out < 0 || chdir(dir.c_str()) != 0) _exit(99);
-      dup2(out, 1);
-      dup2(out, 2);
-      for (int s : ignored) signal(s, SIG_IGN);
-      execv(GLRECON_CLI_PATH, argv.data());
-      _exit(98);
-    }
-  }
-  ~Child() {
-    if (pid_ > 0 && !reaped_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-
-  bool started() const { return pid_ > 0; }
-  /// Still working (not exited; an exited child is reaped here and its status kept).
-  bool running() {
-    if (reaped_) return false;
-    reaped_ = waitpid(pid_, &status_, WNOHANG) == pid_;
-    return !reaped_;
-  }
-  void send(int signal) const { kill(pid_, signal); }
-  /// The wait status once it ends.
-  int wait() {
-    if (!reaped_) reaped_ = waitpid(pid_, &status_, 0) == pid_;
-    return status_;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int status_ = 0;
-  bool reaped_ = false;
-};
 
 // A scan for an FDK that takes seconds on the cpu backend at 256^3 (about 5 s on two cores), so a signal finds it at
 // work: the output file is made before the reconstruction starts.

@@ -236,28 +236,11 @@ TEST(ClusterCli, InterruptingMpirunLeavesNoFile) {
   // exec: the child is mpirun itself, so that the signal goes to it alone.
   const std::string command =
       mpirunCommand(2, "fdk -g scan/geometry.xml -p scan/projections.mha -o v.mha --size 256 --spacing 1 --backend cpu -q", "exec ");
-  const pid_t mpirun = fork();
-  ASSERT_GE(mpirun, 0);
-  if (mpirun == 0) {  // only async-signal-safe calls until the exec
-    const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (out < 0 || chdir(dir.c_str()) != 0) _exit(99);
-    dup2(out, 1);
-    dup2(out, 2);
-    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    _exit(98);
-  }
-  int status = 0;
-  bool ended = false;
-  // Up to a minute (sanitized builds start slowly), polled: no fixed sleep that a slow machine breaks.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (filesStartingWith(dir, ".v.mha") == 0 && std::chrono::steady_clock::now() < until &&
-         !(ended = waitpid(mpirun, &status, WNOHANG) == mpirun))
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  if (!ended) {
-    kill(mpirun, SIGINT);
-    ended = waitpid(mpirun, &status, 0) == mpirun;
-  }
-  ASSERT_TRUE(ended);
+  Child mpirun(dir, {"-c", command}, log, {}, "/bin/sh");
+  ASSERT_TRUE(mpirun.started());
+  ASSERT_TRUE(waitFor([&] { return filesStartingWith(dir, ".v.mha") > 0 || !mpirun.running(); })) << "no temporary appeared";
+  if (mpirun.running()) mpirun.send(SIGINT);
+  const int status = mpirun.wait();
   const std::string output = readText(log);
   fs::remove(log);
   ASSERT_TRUE(WIFEXITED(status)) << "mpirun killed by signal " << WTERMSIG(status) << "\n" << output;
