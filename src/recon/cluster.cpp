@@ -321,8 +321,7 @@ Cluster* startCluster(int* argc, char*** argv) {
   int provided = 0;
   MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
   // PMIx's link to mpirun (TCP on loopback) sends with Nagle's algorithm: MPI_Finalize's small messages then wait for
-  // mpirun's delayed acknowledgement, 40 ms of its 47 ms on the
-  // development machine (strace); 5 ms with the link sending at once.
+  // mpirun's delayed acknowledgement, 40 ms of its 47 ms on the development machine (strace); 5 ms once it sends at once.
   sendLoopbackMessagesAtOnce();
   // Abort, not an error code, on any MPI failure: a rank that returned from a failed call would leave the others waiting.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
