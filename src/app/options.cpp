@@ -346,9 +346,9 @@ void warnRanksShareOneDevice(const Cluster* cluster, Backend backend, std::size_
   } catch (const std::exception&) {
     return;  // the run itself reports a device it cannot open
   }
-  if (devices > 1)
-    std::fprintf(stderr, "glrecon: the ranks on %s all use %s device %d of its %d; --gpu all gives each rank its own\n", cluster->host().c_str(),
-                 backendInfo(backend).name, device, devices);
+  const std::string notice = sharedDeviceNotice(cluster->localRank(), cluster->localSize(), devicesGiven, devices, device,
+                                                backendInfo(backend).name, backend == Backend::Cuda, cluster->host());
+  if (!notice.empty()) std::fprintf(stderr, "glrecon: %s\n", notice.c_str());
 }
 
 }  // namespace glrecon::app

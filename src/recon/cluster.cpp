@@ -308,6 +308,20 @@ int sendLoopbackMessagesAtOnce() {
   return set;
 }
 
+std::string sharedDeviceNotice(int localRank, int localSize, std::size_t devicesGiven, int devices, int device,
+                               const std::string& backendName, bool cuda, const std::string& host) {
+  if (localSize < 2 || localRank != 1 || devicesGiven > 1) return "";
+  if (devices > 1)
+    return "the ranks on " + host + " all use " + backendName + " device " + std::to_string(device) + " of its " +
+           std::to_string(devices) + "; --gpu all gives each rank its own";
+  // Measured on an H100 (docs/cluster.md, session 47): 2 and 4 ranks on its one GPU took +39% and +92% over one process
+  // at 1024^3, +8% and +15% at 2048^3 (their CUDA contexts take turns, and each rank reads its own slabs' rows).
+  if (devices == 1 && cuda)
+    return "the " + std::to_string(localSize) + " ranks on " + host + " share its one GPU (" + backendName + " device " +
+           std::to_string(device) + "); ranks on one GPU take turns on it, so one process is faster: start one rank per GPU";
+  return "";
+}
+
 Cluster* startCluster(int* argc, char*** argv) {
   const int ranks = launchedRanks();
   if (ranks == 0) return nullptr;

@@ -81,6 +81,20 @@ TEST(ClusterCli, LoopbackLinksSendAtOnce) {
   for (int fd : {listener, client, idle, served, pair[0], pair[1]}) ::close(fd);
 }
 
+// The host's second rank says when the ranks share a device: on a host of several (naming --gpu all), and on a host
+// of one GPU (one process is faster there); nothing from other ranks, where --gpu gave each rank its own, or for a GL
+// backend's one device (Mesa's software renderer on machines without a GPU).
+TEST(ClusterCli, RanksSharingADeviceAreTold) {
+  const std::string several = sharedDeviceNotice(1, 2, 1, 2, 0, "cuda", true, "nodeA");
+  EXPECT_TRUE(contains(several, "all use cuda device 0 of its 2") && contains(several, "--gpu all")) << several;
+  const std::string one = sharedDeviceNotice(1, 4, 0, 1, 0, "cuda", true, "nodeA");
+  EXPECT_TRUE(contains(one, "the 4 ranks on nodeA share its one GPU") && contains(one, "one rank per GPU")) << one;
+  EXPECT_EQ(sharedDeviceNotice(0, 4, 0, 1, 0, "cuda", true, "nodeA"), "");  // only the host's second rank speaks
+  EXPECT_EQ(sharedDeviceNotice(1, 2, 2, 2, 0, "cuda", true, "nodeA"), "");  // --gpu 0,1: a device each
+  EXPECT_EQ(sharedDeviceNotice(1, 2, 0, 1, 0, "compute", false, "nodeA"), "");
+  EXPECT_EQ(sharedDeviceNotice(0, 1, 0, 1, 0, "cuda", true, "nodeA"), "");  // one rank on its host
+}
+
 TEST(ClusterCli, FdkOverRanksEqualsOneProcessBitForBit) {
   if (const std::string why = mpiMissing(); !why.empty()) GTEST_SKIP() << why;
   const auto dir = scratchDir();
