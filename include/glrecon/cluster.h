@@ -83,10 +83,11 @@ const char* oneHostMessagingLayer(const char* worldSize, const char* localSize, 
 /// Sets TCP_NODELAY on this process's connected TCP sockets whose peer is a loopback address: the link to the host's
 /// MPI daemon, which Open MPI's PMIx opens without it (see startCluster). Returns how many sockets it set.
 int sendLoopbackMessagesAtOnce();
-/// What fdk and the iterative commands print under mpirun about ranks sharing a device (without "glrecon: " and the newline), or "" for nothing: from the host's second
-/// rank (`localRank` 1 of `localSize`) where --gpu gave at most one device (`devicesGiven`). Where the backend has
-/// several `devices`, it names --gpu all; where a CUDA host has one GPU (`cuda`), it says the ranks share it and that
-/// one process is faster. (A GL backend's one device may be Mesa's software renderer, not a GPU: nothing is said.)
+/// What fdk and the iterative commands print under mpirun about ranks sharing a device (without "glrecon: " and the
+/// newline), or "" for nothing: from the host's second rank (`localRank` 1 of `localSize`) where --gpu gave at most one
+/// device (`devicesGiven`). Where the backend has several `devices`, it names --gpu all; where a CUDA host has one GPU
+/// (`cuda`), it says the ranks share it and that one process is faster. (A GL backend's one device may be Mesa's
+/// software renderer, not a GPU: nothing is said.)
 std::string sharedDeviceNotice(int localRank, int localSize, std::size_t devicesGiven, int devices, int device,
                                const std::string& backendName, bool cuda, const std::string& host);
 
