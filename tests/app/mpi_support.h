@@ -6,6 +6,8 @@
 // scheduler paths in one process (singleProcessCluster, tests/recon/slab*_test.cpp) are leak-checked.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -27,10 +29,25 @@ inline std::string mpiMissing() {
   return "";
 }
 
+/// Where this test's mpirun keeps its session directory: a folder of the test's own beside its scratch folder. Open MPI
+/// 4's mpirun makes its tree under one folder per user and host (/tmp/ompi.HOST.UID) and removes that folder on exit
+/// once empty; an mpirun starting just then (another test's, under ctest -j2) finds the folder there at mkdir (EEXIST)
+/// and gone at the stat after it, and fails before any rank starts ("A call to mkdir was unable to create the desired
+/// directory: /tmp/ompi.HOST.0, File exists", exit 1; open-mpi/ompi#8510). A test that expects a refusal then saw a
+/// failing exit without its message. The mpiruns of one test run one after another, so a folder per test never races.
+inline std::string mpiSessionBase() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string name = info ? std::string(info->test_suite_name()) + "/" + info->name() : "pid-" + std::to_string(::getpid());
+  const std::filesystem::path base = std::filesystem::path(GLRECON_TEST_SCRATCH) / (name + ".ompi");
+  std::filesystem::create_directories(base);
+  return base.string();
+}
+
 /// The shell words that start `ranks` ranks of the tool with `arguments`, `wrapper` (e.g. "timeout 300 ", "exec ")
 /// before mpirun.
 inline std::string mpirunCommand(int ranks, const std::string& arguments, const std::string& wrapper = "") {
   return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 "
+         "OMPI_MCA_orte_tmpdir_base='" + mpiSessionBase() + "' "
          "ASAN_OPTIONS=\"${ASAN_OPTIONS:-}:detect_leaks=0\" " +
          wrapper + "mpirun -np " + std::to_string(ranks) + " '" + GLRECON_CLI_PATH + "' " + arguments;
 }
