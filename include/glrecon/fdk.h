@@ -74,13 +74,13 @@ struct FdkOptions {
   /// split only when it does not fit). Given, it also forces slabs on the cpu backend (tests).
   std::uint64_t gpuMemory = 0;
   /// Slabs read back beside the next slab's backprojection (SlabPlan::drainBeside; cuda reads back beside, the other
-  /// backends in line). Unset: where the backend can (cuda), on several devices in one process, the projections in
-  /// memory (bench, Python, reconstructFdk), when a device's share of the volume is 2 GiB or more: on two H200s in
-  /// memory 3.52 s against 4.02 s for one slab per device read back in line at 2048^3; at 1024^3 even (0.625 and
-  /// 0.648 s against 0.660 and 0.641 s), at 768^3 slower (0.385 s against 0.339 s; glrecon bench --gpu 0,1 prints
-  /// both). From a file, one slab per device reads the projections through a ring, where two would keep them all.
-  /// One device keeps its plan (one block where the volume fits): 2 slabs read back beside took 6.71 s there against
-  /// 7.29 s in one block at 2048^3, not yet measured where the memory forces slabs.
+  /// backends in line). Unset: where the backend can (cuda), in one process, the projections in memory (bench,
+  /// Python, reconstructFdk) and filtered on the devices, not streaming, when a device's share of the volume is 2 GiB
+  /// or more: on two H200s in memory 3.52 s against 4.02 s for one slab per device read back in line at 2048^3; at
+  /// 1024^3 even (0.625 and 0.648 s against 0.660 and 0.641 s), at 768^3 slower (0.385 s against 0.339 s; glrecon
+  /// bench --gpu 0,1 prints both). From a file, one slab per device reads the projections through a ring, where two
+  /// would keep them all. One device whose volume fits takes 2 slabs (4:1) instead of one block: on an H100 3-10%
+  /// faster from 1024^3 to 1792^3, on an H200 6-8% at 2048^3 (docs/benchmarks.md); false keeps its one block.
   std::optional<bool> drainBeside;
   /// Where the filtered projections of a slab run go when they do not fit in host memory (a deleted temporary file).
   std::string scratch;

@@ -32,11 +32,25 @@ std::uint64_t freeMemory(Backend backend, int device, DeviceSession& session) {
   return free >= 0 ? static_cast<std::uint64_t>(free) : UINT64_MAX;
 }
 
-// One block, unless a budget is given, several devices are named, or a GPU's free memory cannot hold the volume.
+// One block, unless a budget is given, several devices are named, a GPU's free memory cannot hold the volume, or cuda
+// reads slabs back beside the next (drainBeside below).
 SlabPlan planSlabsFor(const FdkPlan& plan, DeviceSession& session, const ProjectionSource& source) {
   const FdkOptions& options = plan.options;
   const SlabCost cost = operatorCost(plan.backend, plan.geometry, plan.grid, plannedWindow(plan.backend, options.window), !options.roi.empty());
   const std::uint64_t whole = cost.fixedBytes + cost.bytesPerRow * static_cast<std::uint64_t>(plan.grid.size[1]);
+  const int devices = static_cast<int>(plan.devices.size());
+  const std::uint64_t share = cost.volumeBytesPerRow * static_cast<std::uint64_t>(plan.grid.size[1]) / devices;
+  // Only where the projections are in memory already and filtered on the devices: two slabs per device read each
+  // projection twice, so a source read from a file, or filtered into host memory first, would be kept whole (32 GiB
+  // for 2000 x 2048^2) where one slab per device reads it through a ring. From a share of 2 GiB: on two H200s at 1024^3
+  // (2 GiB each), once each slab's twin sent and filtered only its rows, 4 slabs read back beside took 0.625 s and
+  // 0.648 s against 2 slabs in line 0.660 s and 0.641 s (two runs: even), at 2048^3 3.52 s against 4.02 s; at 768^3
+  // (0.84 GiB each) beside lost, 0.385 s against 0.339 s. One device too, though its volume fits: the large slab's
+  // readback hides behind the small one's backprojection where one block reads the whole volume back after it, 3-10%
+  // faster on an H100 (1024^3 0.99 s against 1.03-1.07 s, 1536^3 2.91 s against 3.18-3.22 s) and an H200 (2048^3 6.71
+  // s against 7.29 s; 7.18 s against 7.61 s); not while streaming, which adds each projection to the whole volume.
+  const bool drain = options.drainBeside.value_or(plan.backend == Backend::Cuda && share >= (std::uint64_t{2} << 30) &&
+                                                  source.memory() != nullptr && plan.deviceFilter && !options.streaming);
   std::uint64_t budget = options.gpuMemory;
   std::string what = field("gpuMemory") + " " + formatBytes(budget);
   if (options.cluster) {
@@ -59,18 +73,12 @@ SlabPlan planSlabsFor(const FdkPlan& plan, DeviceSession& session, const Project
     if (budget != UINT64_MAX) budget -= std::min(budget, budget / 16 + (std::uint64_t{256} << 20));
     what = std::string(backendInfo(plan.backend).name) + " device " + std::to_string(plan.devices.front()) + " (free memory " +
            formatBytes(budget) + " usable)";
-    if (plan.devices.size() == 1 && whole <= budget) return {};
+    if (devices == 1 && whole <= budget) {
+      // The volume fits: slabs only where two of them are read back beside each other, else one block.
+      SlabPlan beside = drain ? planSlabs(plan.grid, cost, budget, what, 1, 1, true) : SlabPlan{};
+      return beside.drainBeside ? beside : SlabPlan{};
+    }
   }
-  const int devices = static_cast<int>(plan.devices.size());
-  const std::uint64_t share = cost.volumeBytesPerRow * static_cast<std::uint64_t>(plan.grid.size[1]) / devices;
-  // Only where the projections are in memory already and filtered on the devices: two slabs per device read each
-  // projection twice, so a source read from a file, or filtered into host memory first, would be kept whole (32 GiB
-  // for 2000 x 2048^2) where one slab per device reads it through a ring. From a share of 2 GiB: on two H200s at 1024^3
-  // (2 GiB each), once each slab's twin sent and filtered only its rows, 4 slabs read back beside took 0.625 s and
-  // 0.648 s against 2 slabs in line 0.660 s and 0.641 s (two runs: even), at 2048^3 3.52 s against 4.02 s; at 768^3
-  // (0.84 GiB each) beside lost, 0.385 s against 0.339 s.
-  const bool drain = options.drainBeside.value_or(plan.backend == Backend::Cuda && devices > 1 && share >= (std::uint64_t{2} << 30) &&
-                                                  source.memory() != nullptr && plan.deviceFilter);
   return planSlabs(plan.grid, cost, budget, what, devices, devices, drain);
 }
 

@@ -86,9 +86,9 @@ TEST(Slab, BandUnionSpansTheViewsBandsAndSkipsEmptyOnes) {
   expectBand(bandUnion(bands.data(), one, 0), 0, 0);
 }
 
-// The plan reads slabs back beside by itself (FdkOptions::drainBeside unset) on cuda over several devices, the
-// projections in memory and filtered on the devices, from a device share of 2 GiB: measured even at 1024^3 on two
-// H200s and slower at 768^3 (docs/benchmarks.md). Only the plan: no device is opened (the budget is given), and the
+// The plan reads slabs back beside by itself (FdkOptions::drainBeside unset) on cuda, the projections in memory and
+// filtered on the devices, from a device share of 2 GiB: over two H200s measured even at 1024^3 and slower at 768^3,
+// on one H100 3-10% faster than one block from 1024^3 (docs/benchmarks.md). Only the plan: no device is opened (the budget is given), and the
 // grid's size alone sets the share (the scan is tiny; the voxels are small enough that every projection sees them).
 TEST(Slab, CudaReadsBackBesideFromATwoGibShareOfEachDevice) {
   const Geometry g = circularScan();
@@ -107,9 +107,18 @@ TEST(Slab, CudaReadsBackBesideFromATwoGibShareOfEachDevice) {
   FdkOptions onCpu = options;
   onCpu.filterOn = FilterPlace::Cpu;  // filtered into host memory first: two slabs per device would keep every projection
   EXPECT_FALSE(planned(1024, onCpu).slabs.drainBeside);
+  // One device, its volume fitting: a large slab, then a small one read back beside it, from 2 GiB (512 rows of 4 MiB).
   FdkOptions oneDevice = options;
   oneDevice.gpus = {0};
-  EXPECT_FALSE(planned(1024, oneDevice).slabs.drainBeside) << "one device keeps its plan (its share is 4 GiB)";
+  const FdkPlan alone = planned(1024, oneDevice);
+  EXPECT_TRUE(alone.slabs.drainBeside) << "one device too (its share is 4 GiB)";
+  ASSERT_EQ(alone.slabs.slabs.size(), 2u);
+  EXPECT_GT(alone.slabs.slabs[0].second, 3 * alone.slabs.slabs[1].second) << "the first slab about 4/5 of the rows";
+  EXPECT_TRUE(planned(512, oneDevice).slabs.drainBeside) << "2 GiB exactly";
+  EXPECT_FALSE(planned(496, oneDevice).slabs.drainBeside) << "a granule less";
+  FdkOptions kept = oneDevice;
+  kept.drainBeside = false;
+  EXPECT_FALSE(planned(1024, kept).slabs.drainBeside) << "asked for in line";
 }
 
 TEST(Slab, PlanSplitsIntoGranulesWithinTheBudget) {

@@ -219,6 +219,7 @@ class BenchCommand final : public Command {
       fdkOptions.gpu = p.gpu;
       fdkOptions.window = o.window;
       fdkOptions.filterOn = backend == "cpu" ? FilterPlace::Cpu : p.filterPlace;  // the reference always filters with FFTW
+      fdkOptions.drainBeside = false;  // one block, on the operator made once (cuda would otherwise take slabs from 2 GiB)
       // The whole FDK as fdk runs it, on the operator made once above (its setup paid once, as a resident service would).
       auto rawSource = memorySource(p.raw, "projections");
       const FdkPlan plan = planFdk(p.geometry, p.grid, fdkOptions, *rawSource);
