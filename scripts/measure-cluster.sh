@@ -7,7 +7,9 @@
 # for one rank is one process's plan: docs/cluster.md); REPEATS: the rounds (default "1 2");
 # DIR: where the scan and the volume are written (default /tmp/cluster, the local disk; /dev/shm/cluster keeps both in
 # memory, so that the pipeline is measured and not the disk); HWLOC_COMPONENTS: what mpirun's topology discovery leaves
-# out (default -opencl, as docs/cluster.md advises for hosts with an OpenCL driver; set it empty for hwloc's default).
+# out (default -opencl, as docs/cluster.md advises for hosts with an OpenCL driver; set it empty for hwloc's default);
+# MPS=1: every run under NVIDIA's Multi-Process Service (its daemon started first and stopped at the end), which lets
+# the ranks sharing a GPU run their kernels at once (docs/cluster.md, session 48: it hardly changed their cost).
 set -uo pipefail
 for f in .gl/mpi/*.deb; do dpkg -x $f /; done; ldconfig
 export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu
@@ -19,6 +21,12 @@ export PMIX_MCA_preg=native
 # the launch there (docs/cluster.md, session 47).
 export HWLOC_COMPONENTS=${HWLOC_COMPONENTS--opencl}
 size=$1; shift
+if [ "${MPS:-0}" = 1 ]; then
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+  mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
+  nvidia-cuda-mps-control -d || { echo "MPS=1: nvidia-cuda-mps-control -d failed" >&2; exit 1; }
+  trap 'echo quit | nvidia-cuda-mps-control' EXIT
+fi
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 d=${DIR:-/tmp/cluster}; mkdir -p $d
 # 720 projections of 1024^2 (3 GiB), the volume over the phantom (256 mm).
