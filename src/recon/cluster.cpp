@@ -315,7 +315,8 @@ std::string sharedDeviceNotice(int localRank, int localSize, std::size_t devices
     return "the ranks on " + host + " all use " + backendName + " device " + std::to_string(device) + " of its " +
            std::to_string(devices) + "; --gpu all gives each rank its own";
   // Measured on an H100 (docs/cluster.md, session 47): 2 and 4 ranks on its one GPU took +39% and +92% over one process
-  // at 1024^3, +8% and +15% at 2048^3 (their CUDA contexts take turns, and each rank reads its own slabs' rows).
+  // at 1024^3, +8% and +15% at 2048^3: each rank reads and filters its own slabs' rows and backprojects thinner slabs
+  // (NVIDIA's MPS, which runs the ranks' kernels at once, took off at most a tenth of that: session 48).
   if (devices == 1 && cuda)
     return "the " + std::to_string(localSize) + " ranks on " + host + " share its one GPU (" + backendName + " device " +
            std::to_string(device) + "); ranks on one GPU take turns on it, so one process is faster: start one rank per GPU";

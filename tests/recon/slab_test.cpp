@@ -88,8 +88,9 @@ TEST(Slab, BandUnionSpansTheViewsBandsAndSkipsEmptyOnes) {
 
 // The plan reads slabs back beside by itself (FdkOptions::drainBeside unset) on cuda, the projections in memory and
 // filtered on the devices, from a device share of 2 GiB: over two H200s measured even at 1024^3 and slower at 768^3,
-// on one H100 3-10% faster than one block from 1024^3 (docs/benchmarks.md). Only the plan: no device is opened (the budget is given), and the
-// grid's size alone sets the share (the scan is tiny; the voxels are small enough that every projection sees them).
+// on one H100 3-10% faster than one block from 1024^3 (docs/benchmarks.md). Only the plan: no device is opened (the
+// budget is given), and the grid's size alone sets the share (the scan is tiny; the voxels are small enough that every
+// projection sees them).
 TEST(Slab, CudaReadsBackBesideFromATwoGibShareOfEachDevice) {
   const Geometry g = circularScan();
   const Image projections = phantomScan(g);
