@@ -58,7 +58,22 @@ class Cluster {
   virtual void finishedOne() {}
   /// On rank 0: items the other ranks have finished and said so; 0 elsewhere.
   virtual std::size_t finishedElsewhere() const { return 0; }
+
+  // ---- ranks standing aside (standAside below) ----
+  /// Every rank of this rank's host's `value`, in the order of their local ranks (a collective of the host's ranks).
+  virtual std::vector<int> onThisHost(int value) = 0;
+  /// The ranks that pass `works`, as a cluster of their own (numbered in order; its rank 0 is this cluster's), or
+  /// nullptr on a rank that passes false: a collective. Where this cluster's ranks were given their share of their
+  /// host's cores, the working ranks of each host share out the cores of those standing aside.
+  virtual std::unique_ptr<Cluster> keep(bool works) = 0;
+  /// Returns once every rank has called it, keeping no core busy meanwhile (a rank standing aside waits here while
+  /// the others work: a blocking MPI barrier would poll on a core the working ranks could use).
+  virtual void barrierIdly() = 0;
 };
+
+/// Which of a host's ranks work (true) where each device drives at most `perDevice` of them, the lowest local ranks
+/// first: `devices` holds each local rank's device in local rank order. perDevice 0: every rank works.
+std::vector<bool> ranksThatWork(const std::vector<int>& devices, int perDevice);
 
 /// A cluster of one process: the band-reading configuration without MPI (tests compare it with one block).
 std::unique_ptr<Cluster> singleProcessCluster();

@@ -3,10 +3,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <sstream>
 
@@ -349,6 +352,102 @@ void warnRanksShareOneDevice(const Cluster* cluster, Backend backend, std::size_
   const std::string notice = sharedDeviceNotice(cluster->localRank(), cluster->localSize(), devicesGiven, devices, device,
                                                 backendInfo(backend).name, backend == Backend::Cuda, cluster->host());
   if (!notice.empty()) std::fprintf(stderr, "glrecon: %s\n", notice.c_str());
+}
+
+std::optional<int> parseRanksPerDevice(const std::string& option, const std::string& text) {
+  if (text == "auto") return std::nullopt;
+  if (text == "all") return 0;
+  int count = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
+  if (error != std::errc{} || end != text.data() + text.size() || count < 1 || count > 1024)
+    throw UsageError(option + ": expected auto, all or a count of 1 to 1024, found '" + text + "'");
+  return count;
+}
+
+void addRanksPerDeviceOption(CLI::App* command, std::string& text) {
+  command->add_option("--ranks-per-device", text,
+                      "Under mpirun: at most this many ranks of a host drive one device, the others stand aside (their host's "
+                      "working ranks take their cores); auto: 1 where the host has a CUDA GPU, all elsewhere; all: every rank works")
+      ->capture_default_str();
+}
+
+namespace {
+
+// Where --ranks-per-device is auto: one rank per device on a host with a CUDA GPU (every GPU backend runs on it there),
+// every rank on one without (Mesa's software renderer is the CPU) and for the cpu backend.
+int defaultRanksPerDevice(std::optional<Backend> backend) {
+  if (backend == Backend::Cpu || !backendInfo(Backend::Cuda).built) return 0;
+  try {
+    return deviceCount(Backend::Cuda) > 0 ? 1 : 0;
+  } catch (const std::exception&) {
+    return 0;  // no driver: no GPU
+  }
+}
+
+// "1, 2, 3" or "1-3": ranks in increasing order.
+std::string rankList(const std::vector<int>& ranks) {
+  bool consecutive = ranks.size() > 3;
+  for (std::size_t i = 1; i < ranks.size(); ++i) consecutive = consecutive && ranks[i] == ranks[i - 1] + 1;
+  if (consecutive) return std::to_string(ranks.front()) + "-" + std::to_string(ranks.back());
+  std::string text;
+  for (int r : ranks) text += (text.empty() ? "" : ", ") + std::to_string(r);
+  return text;
+}
+
+}  // namespace
+
+RankRoles::RankRoles(Cluster* joined, std::optional<Backend> backend, int device, std::size_t devicesGiven, std::optional<int> perDevice,
+                     bool speak)
+    : joined_(joined), working_(joined) {
+  if (!joined || joined->size() < 2) return;
+  // A host's first rank works whatever the limit, so it leaves the CUDA driver's start to its own run, where it
+  // overlaps the reading (FdkPlan opens the device beside it); the other ranks ask whether the host has a GPU.
+  const int limit = perDevice ? *perDevice : joined->localRank() == 0 ? 1 : defaultRanksPerDevice(backend);
+  const int own = backend == Backend::Cpu ? 0 : device;
+  const std::vector<bool> works = ranksThatWork(joined->onThisHost(own), limit);
+  const bool mine = works[static_cast<std::size_t>(joined->localRank())];
+  someStandAside_ = joined->minimum(mine ? 1 : 0) == 0;
+  if (!someStandAside_) {
+    warnRanksShareOneDevice(joined, backend.value_or(backendInfo(Backend::Cuda).built ? Backend::Cuda : Backend::Graphics), devicesGiven, device);
+    return;
+  }
+  // Rank 0 says who stands aside, and where the host has devices left unused (no --gpu list): --gpu all.
+  std::string aside;
+  if (!mine) {
+    int devices = 0;
+    if (devicesGiven <= 1 && backend != Backend::Cpu) try {
+        devices = deviceCount(backend.value_or(Backend::Cuda));
+      } catch (const std::exception&) {
+      }
+    aside = std::to_string(joined->rank()) + "\t" + joined->host() + "\t" + std::to_string(devices);
+  }
+  const std::vector<std::string> all = joined->gather(aside);
+  kept_ = joined->keep(mine);
+  working_ = kept_.get();
+  if (!speak || joined->rank() != 0) return;
+  std::vector<int> ranks;
+  std::vector<std::string> hosts;
+  std::string unused;
+  for (const std::string& line : all) {
+    if (line.empty()) continue;
+    const std::size_t tab = line.find('\t'), tab2 = line.find('\t', tab + 1);
+    ranks.push_back(std::stoi(line.substr(0, tab)));
+    const std::string host = line.substr(tab + 1, tab2 - tab - 1);
+    if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) hosts.push_back(host);
+    if (unused.empty() && std::stoi(line.substr(tab2 + 1)) > 1)
+      unused = "; " + host + " has " + line.substr(tab2 + 1) + " devices: --gpu all gives each rank its own";
+  }
+  std::string where;
+  for (const std::string& host : hosts) where += (where.empty() ? "" : ", ") + host;
+  const std::string why = perDevice ? "--ranks-per-device " + std::to_string(limit)
+                                    : "one rank drives each GPU, since ranks sharing a GPU are slower than one (--ranks-per-device all "
+                                      "keeps every rank working)";
+  std::fprintf(stderr, "glrecon: rank%s %s of %d stand%s aside (on %s): %s%s\n", ranks.size() > 1 ? "s" : "", rankList(ranks).c_str(),
+               joined->size(), ranks.size() > 1 ? "" : "s", where.c_str(), why.c_str(), unused.c_str());
+}
+
+RankRoles::~RankRoles() {
+  if (someStandAside_ && std::uncaught_exceptions() == 0) joined_->barrierIdly();
 }
 
 }  // namespace glrecon::app

@@ -86,6 +86,9 @@ class SingleProcess final : public Cluster {
   void broadcast(int, float*, std::size_t) override {}
   void deal(std::size_t count) override { items_.reset(count); }
   std::optional<std::size_t> next() override { return items_.take(); }
+  std::vector<int> onThisHost(int value) override { return {value}; }
+  std::unique_ptr<Cluster> keep(bool works) override { return works ? std::make_unique<SingleProcess>() : nullptr; }
+  void barrierIdly() override {}
 
  private:
   Counter items_;
@@ -104,21 +107,23 @@ constexpr int kAsk = 1, kGive = 2, kSum = 3, kFinished = 4;
 
 class MpiCluster final : public Cluster {
  public:
-  MpiCluster() {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    MPI_Comm local;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
-    MPI_Comm_rank(local, &local_);
-    MPI_Comm_size(local, &localSize_);
-    MPI_Comm_free(&local);
-    widenBinding(localSize_);
+  // The job's ranks (MPI_COMM_WORLD), or those of `comm` (owned) that keep() made: `shareCores` where Open MPI bound
+  // the job's ranks to a core each, so that this cluster's ranks share out their hosts' cores again.
+  explicit MpiCluster(MPI_Comm comm = MPI_COMM_WORLD, bool shareCores = false) : comm_(comm) {
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &host_);
+    MPI_Comm_rank(host_, &local_);
+    MPI_Comm_size(host_, &localSize_);
+    sharesCores_ = comm_ == MPI_COMM_WORLD ? widenBinding() : shareCores && shareCoresOut();
     // Dealing has a communicator of its own: its messages never meet the collectives of the main thread.
-    MPI_Comm_dup(MPI_COMM_WORLD, &deals_);
+    MPI_Comm_dup(comm_, &deals_);
   }
   ~MpiCluster() override {
     if (server_.joinable()) server_.join();
     MPI_Comm_free(&deals_);
+    MPI_Comm_free(&host_);
+    if (comm_ != MPI_COMM_WORLD) MPI_Comm_free(&comm_);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -126,34 +131,34 @@ class MpiCluster final : public Cluster {
   int localSize() const override { return localSize_; }
   std::uint64_t minimum(std::uint64_t value) override {
     std::uint64_t result = value;
-    MPI_Allreduce(&value, &result, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&value, &result, 1, MPI_UINT64_T, MPI_MIN, comm_);
     return result;
   }
   std::string broadcast(const std::string& text) override {
     unsigned long long length = text.size();
-    MPI_Bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, 0, comm_);
     std::string result = rank_ == 0 ? text : std::string(length, '\0');
-    MPI_Bcast(result.data(), static_cast<int>(length), MPI_CHAR, 0, MPI_COMM_WORLD);
+    MPI_Bcast(result.data(), static_cast<int>(length), MPI_CHAR, 0, comm_);
     return result;
   }
   std::vector<std::string> gather(const std::string& text) override {
     const int length = static_cast<int>(text.size());
     std::vector<int> lengths(rank_ == 0 ? size_ : 0), offsets(rank_ == 0 ? size_ : 0);
-    MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, comm_);
     std::string all;
     if (rank_ == 0) {
       for (int r = 0; r < size_; ++r) offsets[r] = r == 0 ? 0 : offsets[r - 1] + lengths[r - 1];
       all.resize(static_cast<std::size_t>(offsets.back() + lengths.back()));
     }
-    MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
+    MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0, comm_);
     std::vector<std::string> texts;
     for (int r = 0; rank_ == 0 && r < size_; ++r) texts.push_back(all.substr(offsets[r], lengths[r]));
     return texts;
   }
-  void barrier() override { MPI_Barrier(MPI_COMM_WORLD); }
+  void barrier() override { MPI_Barrier(comm_); }
   double maximum(double value) override {
     double result = value;
-    MPI_Allreduce(&value, &result, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&value, &result, 1, MPI_DOUBLE, MPI_MAX, comm_);
     return result;
   }
   // A chain from rank 0 to the last rank in chunks of 16 MiB, each rank adding its terms to what the one before sent:
@@ -163,16 +168,16 @@ class MpiCluster final : public Cluster {
     constexpr std::size_t kChunk = std::size_t{1} << 22;
     for (std::size_t begin = 0; begin < n; begin += kChunk) {
       const std::size_t count = std::min(kChunk, n - begin);
-      if (rank_ > 0) MPI_Recv(sum + begin, static_cast<int>(count), MPI_FLOAT, rank_ - 1, kSum, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      if (rank_ > 0) MPI_Recv(sum + begin, static_cast<int>(count), MPI_FLOAT, rank_ - 1, kSum, comm_, MPI_STATUS_IGNORE);
       foldTerms(terms, begin, count, sum + begin, rank_ > 0);
-      if (rank_ + 1 < size_) MPI_Send(sum + begin, static_cast<int>(count), MPI_FLOAT, rank_ + 1, kSum, MPI_COMM_WORLD);
+      if (rank_ + 1 < size_) MPI_Send(sum + begin, static_cast<int>(count), MPI_FLOAT, rank_ + 1, kSum, comm_);
     }
     broadcast(size_ - 1, sum, n);
   }
   void broadcast(int root, float* values, std::size_t n) override {
     constexpr std::size_t kChunk = std::size_t{1} << 28;  // MPI counts are int
     for (std::size_t begin = 0; begin < n; begin += kChunk)
-      MPI_Bcast(values + begin, static_cast<int>(std::min(kChunk, n - begin)), MPI_FLOAT, root, MPI_COMM_WORLD);
+      MPI_Bcast(values + begin, static_cast<int>(std::min(kChunk, n - begin)), MPI_FLOAT, root, comm_);
   }
 
   void deal(std::size_t count) override {
@@ -204,6 +209,26 @@ class MpiCluster final : public Cluster {
     if (told_) reportFinished();
   }
   std::size_t finishedElsewhere() const override { return finishedElsewhere_; }
+  std::vector<int> onThisHost(int value) override {
+    std::vector<int> values(static_cast<std::size_t>(localSize_));
+    MPI_Allgather(&value, 1, MPI_INT, values.data(), 1, MPI_INT, host_);
+    return values;
+  }
+  std::unique_ptr<Cluster> keep(bool works) override {
+    MPI_Comm kept = MPI_COMM_NULL;
+    MPI_Comm_split(comm_, works ? 0 : MPI_UNDEFINED, rank_, &kept);
+    if (!works) return nullptr;
+    return std::make_unique<MpiCluster>(kept, sharesCores_);
+  }
+  void barrierIdly() override {
+    MPI_Request request;
+    MPI_Ibarrier(comm_, &request);
+    for (int done = 0;;) {
+      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      if (done) return;
+      ::usleep(2000);  // the last rank to arrive is answered within 2 ms: nothing beside a run of seconds
+    }
+  }
 
  private:
   // Rank 0: answers every other rank's requests until each has been told that nothing is left, and hears of every item
@@ -244,19 +269,43 @@ class MpiCluster final : public Cluster {
   // Open MPI binds each rank to one core when it starts two or fewer (its default), which leaves glrecon's reading,
   // filtering and GPU-feeding threads on that core (mpirun -np 1 ran 8x slower than one process at 1024^3 on an
   // H200): a rank bound to a single core takes its share of the host's cores instead (threads made later inherit it).
-  // A binding of several cores was chosen by someone and is kept.
-  void widenBinding(int localSize) {
+  // A binding of several cores was chosen by someone and is kept. True where the rank was bound to a single core.
+  bool widenBinding() {
     cpu_set_t set;
     CPU_ZERO(&set);
     const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-    if (::sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) != 1 || cores < 2L * localSize || cores > CPU_SETSIZE) return;
-    const long share = cores / localSize;
+    if (::sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) != 1 || cores > CPU_SETSIZE) return false;
+    if (cores >= 2L * localSize_) bindToShare(cores);
+    return true;
+  }
+  // The working ranks of a host (keep()) share out its cores again, those of the ranks standing aside included. Every
+  // thread of the process is moved (MPI's own threads are running already; the rest inherit the main thread's).
+  bool shareCoresOut() {
+    const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < localSize_ || cores > CPU_SETSIZE) return true;
+    bindToShare(cores);
+    cpu_set_t set;
+    if (::sched_getaffinity(0, sizeof set, &set) != 0) return true;
+    std::error_code error;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", error)) {
+      const pid_t thread = static_cast<pid_t>(std::atoi(task.path().filename().c_str()));
+      if (thread > 0) ::sched_setaffinity(thread, sizeof set, &set);
+    }
+    return true;
+  }
+  // This thread on cores [local * share, (local + 1) * share), share = cores / localSize.
+  void bindToShare(long cores) {
+    cpu_set_t set;
     CPU_ZERO(&set);
+    const long share = cores / localSize_;
     for (long c = local_ * share; c < (local_ + 1) * share; ++c) CPU_SET(static_cast<int>(c), &set);
     ::sched_setaffinity(0, sizeof set, &set);
   }
 
+  MPI_Comm comm_ = MPI_COMM_WORLD;
+  MPI_Comm host_ = MPI_COMM_NULL;  // this cluster's ranks on this rank's host
   int rank_ = 0, size_ = 1, local_ = 0, localSize_ = 1;
+  bool sharesCores_ = false;  // Open MPI bound the job's ranks to a core each: glrecon shares out the cores
   MPI_Comm deals_ = MPI_COMM_NULL;
   Counter items_;
   std::atomic<std::size_t> finishedElsewhere_{0};
@@ -271,6 +320,14 @@ std::unique_ptr<Cluster> process;
 }  // namespace
 
 std::unique_ptr<Cluster> singleProcessCluster() { return std::make_unique<SingleProcess>(); }
+
+std::vector<bool> ranksThatWork(const std::vector<int>& devices, int perDevice) {
+  std::vector<bool> works(devices.size(), true);
+  if (perDevice <= 0) return works;
+  for (std::size_t r = 0; r < devices.size(); ++r)
+    works[r] = std::count(devices.begin(), devices.begin() + static_cast<std::ptrdiff_t>(r), devices[r]) < perDevice;
+  return works;
+}
 
 bool clusterBuiltWithMpi() {
 #ifdef GLRECON_HAVE_MPI

@@ -92,6 +92,77 @@ TEST(ClusterCli, RanksSharingADeviceAreTold) {
   EXPECT_EQ(sharedDeviceNotice(0, 1, 0, 1, 0, "cuda", true, "nodeA"), "");  // one rank on its host
 }
 
+// At most N ranks of a host drive one device, the lowest local ranks first; the rest stand aside.
+TEST(ClusterCli, RanksBeyondTheLimitOfADeviceStandAside) {
+  using Works = std::vector<bool>;
+  EXPECT_EQ(ranksThatWork({0, 0, 0, 0}, 1), (Works{true, false, false, false}));  // one GPU, 4 ranks
+  EXPECT_EQ(ranksThatWork({0, 1, 0, 1}, 1), (Works{true, true, false, false}));   // --gpu all on a host of 2
+  EXPECT_EQ(ranksThatWork({1, 0, 1, 0}, 1), (Works{true, true, false, false}));
+  EXPECT_EQ(ranksThatWork({0, 0, 0}, 2), (Works{true, true, false}));
+  EXPECT_EQ(ranksThatWork({0, 0, 0}, 0), (Works{true, true, true}));  // all
+  EXPECT_EQ(ranksThatWork({3}, 1), (Works{true}));
+}
+
+// --ranks-per-device under mpirun (the cpu backend's device is its host's processors): the ranks beyond the limit
+// stand aside, rank 0 names them, and the file equals one process's bit for bit. One working rank runs as one process
+// (no slabs dealt); two deal the slabs between them as a job of two ranks does.
+TEST(ClusterCli, RanksStandingAsideLeaveTheFileAsOneProcessWritesIt) {
+  if (const std::string why = mpiMissing(); !why.empty()) GTEST_SKIP() << why;
+  const auto dir = scratchDir();
+  ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
+  const std::string common = "fdk -g scan/geometry.xml -p scan/projections.mha" + kGrid;
+  const CliRun one = runCli(dir, common + " -o one.mha");
+  ASSERT_EQ(one.exitCode, 0) << one.output;
+  const CliRun alone = runMpi(dir, 3, common + " --ranks-per-device 1 -o alone.mha");
+  ASSERT_EQ(alone.exitCode, 0) << alone.output;
+  EXPECT_EQ(fileBytes(dir / "alone.mha"), fileBytes(dir / "one.mha"));
+  EXPECT_TRUE(contains(alone.output, "ranks 1, 2 of 3 stand aside") && contains(alone.output, "--ranks-per-device 1")) << alone.output;
+  EXPECT_FALSE(contains(alone.output, "dealt on demand")) << alone.output;
+  const CliRun pair = runMpi(dir, 3, common + " --ranks-per-device 2 -o pair.mha");
+  ASSERT_EQ(pair.exitCode, 0) << pair.output;
+  EXPECT_EQ(fileBytes(dir / "pair.mha"), fileBytes(dir / "one.mha"));
+  EXPECT_TRUE(contains(pair.output, "rank 2 of 3 stands aside")) << pair.output;
+  EXPECT_TRUE(contains(pair.output, "dealt on demand to 2 MPI ranks") && contains(pair.output, "rank 1 (")) << pair.output;
+  EXPECT_FALSE(contains(pair.output, "rank 2 (")) << pair.output;
+  EXPECT_EQ(pair.output.find("wrote "), pair.output.rfind("wrote ")) << pair.output;
+  // The iterative methods: the working ranks hold the slabs; the same slabs give the same bits.
+  const std::string sirt = "sirt -g scan/geometry.xml -p scan/projections.mha" + kGrid + " --iterations 2 --slabs 2";
+  ASSERT_EQ(runCli(dir, sirt + " -o sirt-one.mha").exitCode, 0);
+  const CliRun iterative = runMpi(dir, 3, sirt + " --ranks-per-device 2 -o sirt-pair.mha");
+  ASSERT_EQ(iterative.exitCode, 0) << iterative.output;
+  EXPECT_EQ(fileBytes(dir / "sirt-pair.mha"), fileBytes(dir / "sirt-one.mha"));
+  EXPECT_TRUE(contains(iterative.output, "over 2 ranks") && contains(iterative.output, "rank 2 of 3 stands aside")) << iterative.output;
+  const CliRun bad = runMpi(dir, 2, common + " --ranks-per-device 0 -o bad.mha");
+  EXPECT_NE(bad.exitCode, 0);
+  EXPECT_TRUE(contains(bad.output, "--ranks-per-device: expected auto, all or a count of 1 to 1024, found '0'")) << bad.output;
+  EXPECT_FALSE(fs::exists(dir / "bad.mha"));
+  EXPECT_EQ(filesStartingWith(dir, "."), 0) << "temporary files left";
+}
+
+// On a host with a CUDA GPU the ranks beyond one per GPU stand aside by default (ranks sharing a GPU each read and
+// filter their own rows and backproject thinner slabs: docs/cluster.md); --ranks-per-device all keeps them working.
+// Needs a CUDA device (skipped elsewhere, saying why).
+TEST(ClusterCli, RanksBeyondOnePerGpuStandAsideByDefault) {
+  if (const std::string why = mpiMissing(); !why.empty()) GTEST_SKIP() << why;
+  if (cuda::deviceCount() < 1) GTEST_SKIP() << "needs a CUDA device, found none";
+  const auto dir = scratchDir();
+  ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
+  const std::string common = "fdk -g scan/geometry.xml -p scan/projections.mha --size 40,72,32 --spacing 6 --backend cuda --filter-on cpu";
+  ASSERT_EQ(runCli(dir, common + " -o one.mha").exitCode, 0);
+  const int ranks = cuda::deviceCount() + 1;
+  const CliRun aside = runMpi(dir, ranks, common + " --gpu all -o aside.mha");
+  ASSERT_EQ(aside.exitCode, 0) << aside.output;
+  EXPECT_EQ(fileBytes(dir / "aside.mha"), fileBytes(dir / "one.mha"));
+  EXPECT_TRUE(contains(aside.output, "rank " + std::to_string(ranks - 1) + " of " + std::to_string(ranks) + " stands aside") &&
+              contains(aside.output, "one rank drives each GPU"))
+      << aside.output;
+  const CliRun all = runMpi(dir, 2, common + " --ranks-per-device all -o all.mha");
+  ASSERT_EQ(all.exitCode, 0) << all.output;
+  EXPECT_EQ(fileBytes(dir / "all.mha"), fileBytes(dir / "one.mha"));
+  EXPECT_FALSE(contains(all.output, "stand")) << all.output;
+  EXPECT_TRUE(contains(all.output, "dealt on demand to 2 MPI ranks")) << all.output;
+}
+
 TEST(ClusterCli, FdkOverRanksEqualsOneProcessBitForBit) {
   if (const std::string why = mpiMissing(); !why.empty()) GTEST_SKIP() << why;
   const auto dir = scratchDir();
@@ -127,15 +198,20 @@ TEST(ClusterCli, FdkOverRanksEqualsOneProcessBitForBit) {
   EXPECT_EQ(filesStartingWith(dir, "."), 0) << "temporary files left";
 }
 
-// Ranks of one host that would all take one GPU of several say so (the host's second rank names --gpu all), and with
-// --gpu all they are quiet. Needs two CUDA devices (skipped elsewhere, saying why).
+// Ranks of one host that would all take one GPU of several say so (rank 0, or with --ranks-per-device all the host's
+// second rank, names --gpu all), and with --gpu all they are quiet. Needs two CUDA devices (skipped elsewhere, saying why).
 TEST(ClusterCli, RanksSharingOneGpuOfSeveralSaySo) {
   if (const std::string why = mpiMissing(); !why.empty()) GTEST_SKIP() << why;
   if (cuda::deviceCount() < 2) GTEST_SKIP() << "needs two CUDA devices, found " << cuda::deviceCount();
   const auto dir = scratchDir();
   ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
   const std::string common = "fdk -g scan/geometry.xml -p scan/projections.mha --size 40,72,32 --spacing 6 --backend cuda";
-  const CliRun shared = runMpi(dir, 2, common + " -o shared.mha");
+  // Both ranks would take GPU 0: rank 1 stands aside, and rank 0 names --gpu all; with --ranks-per-device all they share it.
+  const CliRun aside = runMpi(dir, 2, common + " -o aside.mha");
+  ASSERT_EQ(aside.exitCode, 0) << aside.output;
+  EXPECT_TRUE(contains(aside.output, "rank 1 of 2 stands aside")) << aside.output;
+  EXPECT_TRUE(contains(aside.output, "--gpu all gives each rank its own")) << aside.output;
+  const CliRun shared = runMpi(dir, 2, common + " --ranks-per-device all -o shared.mha");
   ASSERT_EQ(shared.exitCode, 0) << shared.output;
   EXPECT_TRUE(contains(shared.output, "all use cuda device 0 of its")) << shared.output;
   EXPECT_TRUE(contains(shared.output, "--gpu all gives each rank its own")) << shared.output;

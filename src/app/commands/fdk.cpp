@@ -81,6 +81,7 @@ class FdkCommand final : public Command {
   double densityAfter = 0.25, cutoff = 1.0, hann = 0.0, i0 = 0.0;
   bool stream = false, noShortScan = false, overwrite = false, quiet = false, retune = false, timeline = false;
   int threads = 0, slabsPerRank = 4;
+  std::string ranksPerDevice = "auto";
   CLI::Option* slabsPerRankOption = nullptr;
   std::size_t batch = 32;
 
@@ -105,6 +106,7 @@ class FdkCommand final : public Command {
                                        "fewer, thicker slabs read fewer detector rows); a job of one rank runs as one process "
                                        "unless this is given")
                              ->capture_default_str();
+    addRanksPerDeviceOption(c, ranksPerDevice);
     c->add_option("--scratch", scratch,
                   "Directory for the filtered projections of a slab reconstruction when they do not fit in memory");
   }
@@ -142,22 +144,26 @@ class FdkCommand final : public Command {
 
   void run() const {
     FdkOptions options = fdkOptions();
-    // Under mpirun (glrecon/cluster.h): every rank runs this command; rank 0 makes the output and speaks. A job of one
-    // rank has no other to even out, so it runs as one process (one block, every GPU named, the projections streamed),
-    // as the iterative methods' does: 1.37-1.41 s file to file against 1.49-1.62 s in four slabs at 1024^3 on an H100.
-    // Asking for --slabs-per-rank keeps a lone rank's slabs (to measure what the ranks' machinery costs).
+    // Under mpirun (glrecon/cluster.h): every rank runs this command; rank 0 makes the output and speaks. Ranks beyond
+    // one per GPU of their host stand aside (RankRoles) and wait for the others. A job of one working rank has no other
+    // to even out, so it runs as one process (one block, every GPU named, the projections streamed), as the iterative
+    // methods' does: 1.37-1.41 s file to file against 1.49-1.62 s in four slabs at 1024^3 on an H100. Asking for
+    // --slabs-per-rank keeps a lone rank's slabs (to measure what the ranks' machinery costs).
     Cluster* const joined = currentCluster();
-    Cluster* const cluster = joined && (joined->size() > 1 || slabsPerRankOption->count() > 0) ? joined : nullptr;
+    const std::size_t devicesGiven = options.gpus.size();
+    if (joined && (joined->size() > 1 || slabsPerRankOption->count() > 0) && !options.gpus.empty()) {
+      // One device per rank: the ranks of a host share its devices out by their place on it.
+      options.gpu = options.gpus[static_cast<std::size_t>(joined->localRank()) % options.gpus.size()];
+      options.gpus.clear();
+    }
+    const RankRoles roles(joined, options.backend, options.gpu, devicesGiven, parseRanksPerDevice("--ranks-per-device", ranksPerDevice),
+                          !quiet);
+    if (roles.standsAside()) return;  // ~RankRoles waits for the working ranks
+    Cluster* const working = roles.working();
+    Cluster* const cluster = working && (working->size() > 1 || slabsPerRankOption->count() > 0) ? working : nullptr;
     options.cluster = cluster;
     const bool rankZero = !cluster || cluster->rank() == 0;
     const bool speak = !quiet && rankZero;
-    warnRanksShareOneDevice(cluster, options.backend.value_or(backendInfo(Backend::Cuda).built ? Backend::Cuda : Backend::Graphics),
-                            options.gpus.size(), options.gpu);
-    if (cluster && !options.gpus.empty()) {
-      // One device per rank: the ranks of a host share its devices out by their place on it.
-      options.gpu = options.gpus[static_cast<std::size_t>(cluster->localRank()) % options.gpus.size()];
-      options.gpus.clear();
-    }
     const VolumeGrid grid = volume.grid();
     checkInputs();
     std::vector<SliceSpec> chosen;

@@ -65,6 +65,7 @@ class IterativeMethodCommand final : public Command {
                   "mpirun on consecutive ranks (default: one per rank and device); the same slabs give the same result on any "
                   "number of ranks")
         ->check(CLI::Range(1, 1 << 20));
+    addRanksPerDeviceOption(c, ranksPerDevice);
     c->add_option("--residual-csv", residualCsv, "Write the residual curve as CSV (iteration, subsets, residual, relative, seconds; a .csv name)");
     c->add_option("--residual-png", residualPng, "Write the residual curve as a PNG chart (log scale; a .png name)");
     c->add_flag("--overwrite", overwrite, "Replace existing output files");
@@ -74,7 +75,7 @@ class IterativeMethodCommand final : public Command {
 
  private:
   IterativeMethod method;
-  std::string geometryPath, projectionsPath, output, roi, initial, residualCsv, residualPng;
+  std::string geometryPath, projectionsPath, output, roi, initial, residualCsv, residualPng, ranksPerDevice = "auto";
   VolumeGridOptions volume;
   ProjectorOptions projector;
   IterativeParameters parameters;
@@ -82,12 +83,21 @@ class IterativeMethodCommand final : public Command {
   int slabs = 0;
 
   void run() const {
-    // Under mpirun every rank computes the same iterates from the same sums (glrecon/split.h); rank 0 alone speaks and writes.
-    Cluster* cluster = currentCluster();
-    const bool ranks = cluster && cluster->size() > 1, speaker = !cluster || cluster->rank() == 0;
-    const bool quiet = this->quiet || !speaker;
+    // Under mpirun every rank computes the same iterates from the same sums (glrecon/split.h); rank 0 alone speaks and
+    // writes. Ranks beyond one per GPU of their host stand aside (RankRoles) and wait for the others.
+    Cluster* const joined = currentCluster();
     IterativeOptions options = parameters.options(method);
     const Backend chosen = projector.backend.projector();  // before any reading: a bad name costs nothing
+    std::vector<int> devices = projector.devices();
+    const std::size_t devicesGiven = devices.size();
+    // Under mpirun one device per rank, the ranks of a host sharing its devices out by their place on it (as fdk's).
+    if (joined && joined->size() > 1) devices = {devices[static_cast<std::size_t>(joined->localRank()) % devices.size()]};
+    const RankRoles roles(joined, chosen, devices.front(), devicesGiven, parseRanksPerDevice("--ranks-per-device", ranksPerDevice),
+                          !this->quiet);
+    if (roles.standsAside()) return;  // ~RankRoles waits for the working ranks
+    Cluster* const cluster = roles.working();
+    const bool ranks = cluster && cluster->size() > 1, speaker = !cluster || cluster->rank() == 0;
+    const bool quiet = this->quiet || !speaker;
     const VolumeGrid grid = volume.grid();
     // Every output, before any reading: formats, folders, existing files and each against the others.
     CommandOutputs outputs(overwrite);
@@ -104,10 +114,6 @@ class IterativeMethodCommand final : public Command {
     }
     if (!roi.empty()) options.mask = makeRegionOfInterest(roi, geometry, grid).mask;
     std::unique_ptr<ConeBeamOperator> op;
-    std::vector<int> devices = projector.devices();
-    warnRanksShareOneDevice(ranks ? cluster : nullptr, chosen, devices.size(), devices.front());
-    // Under mpirun one device per rank, the ranks of a host sharing its devices out by their place on it (as fdk's).
-    if (ranks) devices = {devices[static_cast<std::size_t>(cluster->localRank()) % devices.size()]};
     // One slab on one device of one process is the whole grid's operator itself (no sums to form across slabs).
     SplitOptions split;
     split.parts = slabs;
