@@ -8,6 +8,8 @@
 # DIR: where the scan and the volume are written (default /tmp/cluster, the local disk; /dev/shm/cluster keeps both in
 # memory, so that the pipeline is measured and not the disk); HWLOC_COMPONENTS: what mpirun's topology discovery leaves
 # out (default -opencl, as docs/cluster.md advises for hosts with an OpenCL driver; set it empty for hwloc's default);
+# PER_DEVICE: --ranks-per-device values to run each rank count with (default "auto": one rank drives each GPU, the
+# others stand aside; "all" keeps every rank working, as before session 49);
 # MPS=1: every run under NVIDIA's Multi-Process Service (its daemon started first and stopped at the end), which lets
 # the ranks sharing a GPU run their kernels at once (docs/cluster.md, session 48: it hardly changed their cost).
 set -uo pipefail
@@ -49,6 +51,7 @@ done 2>&1 | tee -a "$out/cluster.txt"
 GLRECON_TRACE=1 mpirun -np 1 .gl/bin/glrecon --version 2>&1 | grep -E "MPI started|ending MPI|ended" | tee -a "$out/cluster.txt"
 sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null
 slabsOption() { [ "$1" = none ] || echo "--slabs-per-rank $1"; }  # SLABS's value as the option ("none": without it)
+perDeviceOption() { [ "$1" = auto ] || echo "--ranks-per-device $1"; }  # PER_DEVICE's value ("auto": without it)
 # The files are compared by CRC (cksum), not md5: md5sum reads about 0.6 GB/s, so a 2048^3 volume (32 GiB) took about
 # 55 s to check, longer than its run, and twice ran a device session's time out (docs/cluster.md, session 46).
 run() {  # label, command...: wall seconds of the whole command (mpirun's start included) and the file's CRC
@@ -63,7 +66,12 @@ run() {  # label, command...: wall seconds of the whole command (mpirun's start 
 for repeat in ${REPEATS:-1 2}; do
   run "one process" .gl/bin/glrecon $common -o $d/v.mha
   for n in "$@"; do
-    for k in ${SLABS:-4}; do run "mpirun -np $n $(slabsOption $k)" mpirun -np $n .gl/bin/glrecon $common $(slabsOption $k) -o $d/v.mha; done
+    for k in ${SLABS:-4}; do
+      for p in ${PER_DEVICE:-auto}; do
+        [ $n = 1 ] && [ $p != auto ] && continue  # a lone rank has nothing to stand aside
+        run "mpirun -np $n $(slabsOption $k) $(perDeviceOption $p)" mpirun -np $n .gl/bin/glrecon $common $(slabsOption $k) $(perDeviceOption $p) -o $d/v.mha
+      done
+    done
   done
 done 2>&1 | tee -a "$out/cluster.txt"
 # Where the time went, once each, with the reports and each rank's timeline.
