@@ -21,11 +21,12 @@ TEST_F(ClusterGlCli, FdkOverRanksEqualsOneProcessOnTheGlBackends) {
   const auto dir = scratchDir();
   ASSERT_EQ(runCli(dir, kSmallScan).exitCode, 0);
   ASSERT_EQ(runCli(dir, kTiltedScan).exitCode, 0);
-  // Both filter on the CPU (what every rank does); a fixed window, so that no rank searches for its own.
+  // Both filter on the CPU (what every rank does); a fixed window, so that no rank searches for its own; every rank
+  // works (--ranks-per-device all: on a host with a CUDA GPU the ranks beyond the first would stand aside).
   for (const std::string backend : {"compute", "graphics"})
     for (const std::string scan : {"scan", "tilted"}) {
       const std::string common = "fdk -g " + scan + "/geometry.xml -p " + scan + "/projections.mha --size 40,72,32 --spacing 6 --backend " +
-                                 backend + " --window 8 --filter-on cpu --threads 1" + (scan == "tilted" ? " --roi sphere:10,-20,5,70" : "");
+                                 backend + " --window 8 --filter-on cpu --threads 1 --ranks-per-device all" + (scan == "tilted" ? " --roi sphere:10,-20,5,70" : "");
       const std::string one = backend + "-" + scan + "-one.mha", two = backend + "-" + scan + "-two.mha";
       const CliRun single = runCli(dir, common + " -o " + one);
       ASSERT_EQ(single.exitCode, 0) << single.output;

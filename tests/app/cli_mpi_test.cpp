@@ -398,7 +398,9 @@ TEST(ClusterCli, IterativeOverRanksEqualsOneProcessWithTheSameSlabs) {
   const CliRun few = runMpi(dir, 3, "sirt" + tilted + " --slabs 2 -o few.mha");
   EXPECT_NE(few.exitCode, 0) << few.output;
   EXPECT_TRUE(contains(few.output, "--slabs: expected at least one slab per rank (3 ranks), found 2")) << few.output;
-  const CliRun gl = runMpi(dir, 2, "sirt -g tilted/geometry.xml -p tilted/projections.mha --size 40,72,32 --spacing 6 --backend graphics -o gl.mha");
+  // (--ranks-per-device all: on a host with a CUDA GPU rank 1 would stand aside, and rank 0 alone run as one process.)
+  const CliRun gl = runMpi(dir, 2, "sirt -g tilted/geometry.xml -p tilted/projections.mha --size 40,72,32 --spacing 6 --backend graphics "
+                                   "--ranks-per-device all -o gl.mha");
   EXPECT_NE(gl.exitCode, 0) << gl.output;
   EXPECT_TRUE(contains(gl.output, "run on cpu")) << gl.output;
   EXPECT_FALSE(fs::exists(dir / "few.mha"));
