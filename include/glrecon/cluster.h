@@ -59,7 +59,7 @@ class Cluster {
   /// On rank 0: items the other ranks have finished and said so; 0 elsewhere.
   virtual std::size_t finishedElsewhere() const { return 0; }
 
-  // ---- ranks standing aside (standAside below) ----
+  // ---- ranks standing aside (ranksThatWork below; the commands' RankRoles, src/app/options.h) ----
   /// Every rank of this rank's host's `value`, in the order of their local ranks (a collective of the host's ranks).
   virtual std::vector<int> onThisHost(int value) = 0;
   /// The ranks that pass `works`, as a cluster of their own (numbered in order; its rank 0 is this cluster's), or

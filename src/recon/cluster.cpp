@@ -115,7 +115,8 @@ class MpiCluster final : public Cluster {
     MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &host_);
     MPI_Comm_rank(host_, &local_);
     MPI_Comm_size(host_, &localSize_);
-    sharesCores_ = comm_ == MPI_COMM_WORLD ? widenBinding() : shareCores && shareCoresOut();
+    sharesCores_ = comm_ == MPI_COMM_WORLD ? widenBinding() : shareCores;
+    if (comm_ != MPI_COMM_WORLD && sharesCores_) shareCoresOut();
     // Dealing has a communicator of its own: its messages never meet the collectives of the main thread.
     MPI_Comm_dup(comm_, &deals_);
   }
@@ -275,31 +276,31 @@ class MpiCluster final : public Cluster {
     CPU_ZERO(&set);
     const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
     if (::sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) != 1 || cores > CPU_SETSIZE) return false;
-    if (cores >= 2L * localSize_) bindToShare(cores);
+    if (cores >= 2L * localSize_) {
+      const cpu_set_t share = shareOfCores(cores);
+      ::sched_setaffinity(0, sizeof share, &share);
+    }
     return true;
   }
   // The working ranks of a host (keep()) share out its cores again, those of the ranks standing aside included. Every
   // thread of the process is moved (MPI's own threads are running already; the rest inherit the main thread's).
-  bool shareCoresOut() {
+  void shareCoresOut() {
     const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-    if (cores < localSize_ || cores > CPU_SETSIZE) return true;
-    bindToShare(cores);
-    cpu_set_t set;
-    if (::sched_getaffinity(0, sizeof set, &set) != 0) return true;
+    if (cores < localSize_ || cores > CPU_SETSIZE) return;
+    const cpu_set_t share = shareOfCores(cores);
     std::error_code error;
     for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", error)) {
       const pid_t thread = static_cast<pid_t>(std::atoi(task.path().filename().c_str()));
-      if (thread > 0) ::sched_setaffinity(thread, sizeof set, &set);
+      if (thread > 0) ::sched_setaffinity(thread, sizeof share, &share);
     }
-    return true;
   }
-  // This thread on cores [local * share, (local + 1) * share), share = cores / localSize.
-  void bindToShare(long cores) {
+  // This rank's cores: [local * share, (local + 1) * share), share = cores / localSize.
+  cpu_set_t shareOfCores(long cores) const {
     cpu_set_t set;
     CPU_ZERO(&set);
     const long share = cores / localSize_;
     for (long c = local_ * share; c < (local_ + 1) * share; ++c) CPU_SET(static_cast<int>(c), &set);
-    ::sched_setaffinity(0, sizeof set, &set);
+    return set;
   }
 
   MPI_Comm comm_ = MPI_COMM_WORLD;

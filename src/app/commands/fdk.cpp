@@ -149,9 +149,11 @@ class FdkCommand final : public Command {
     // to even out, so it runs as one process (one block, every GPU named, the projections streamed), as the iterative
     // methods' does: 1.37-1.41 s file to file against 1.49-1.62 s in four slabs at 1024^3 on an H100. Asking for
     // --slabs-per-rank keeps a lone rank's slabs (to measure what the ranks' machinery costs).
+    // A cluster of several ranks, or a lone rank asked for its slabs, shares the work out; otherwise one process's plan.
+    const auto sharesOut = [&](const Cluster* c) { return c && (c->size() > 1 || slabsPerRankOption->count() > 0); };
     Cluster* const joined = currentCluster();
     const std::size_t devicesGiven = options.gpus.size();
-    if (joined && (joined->size() > 1 || slabsPerRankOption->count() > 0) && !options.gpus.empty()) {
+    if (sharesOut(joined) && !options.gpus.empty()) {
       // One device per rank: the ranks of a host share its devices out by their place on it.
       options.gpu = options.gpus[static_cast<std::size_t>(joined->localRank()) % options.gpus.size()];
       options.gpus.clear();
@@ -160,7 +162,7 @@ class FdkCommand final : public Command {
                           !quiet);
     if (roles.standsAside()) return;  // ~RankRoles waits for the working ranks
     Cluster* const working = roles.working();
-    Cluster* const cluster = working && (working->size() > 1 || slabsPerRankOption->count() > 0) ? working : nullptr;
+    Cluster* const cluster = sharesOut(working) ? working : nullptr;
     options.cluster = cluster;
     const bool rankZero = !cluster || cluster->rank() == 0;
     const bool speak = !quiet && rankZero;
